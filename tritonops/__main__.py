@@ -1,0 +1,3 @@
+from tritonops.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The command line: argument parsing and output. The only code that prints."""

@@ -1,0 +1,7 @@
+"""`tritonops inventory`."""
+
+from tritonops.cli._later import register_later
+
+
+def register(subparsers, common) -> None:
+    register_later(subparsers, common, "inventory", "show the inventory", "in progress")

@@ -1,0 +1,81 @@
+"""`tritonops` entry point: global options, one module per command.
+
+Each command module exposes `register(subparsers, common)` and `run(args, out)`
+returning the exit code. Global options (-i, --limit, --forks, --json, -v) are
+accepted before or after the command name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tritonops import __version__
+from tritonops.cli.output import Output
+from tritonops.errors import TritonopsError
+
+COMMANDS = (
+    "inventory",
+    "probe",
+    "size",
+    "plan",
+    "image",
+    "deploy",
+    "rollback",
+    "status",
+    "lab",
+)
+
+
+def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
+    """The options every command takes. Subcommands suppress defaults so a value
+    given before the command name is not overwritten by the subparser."""
+    default = (lambda value: argparse.SUPPRESS) if suppress_defaults else (lambda value: value)
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("-i", "--inventory", action="append", default=default([]), metavar="PATH",
+                        help="inventory file or folder (repeatable)")
+    parent.add_argument("--limit", "-l", default=default(None), metavar="PATTERN",
+                        help="Ansible host pattern: group, host, a:b, a:&b, a:!b, wildcards")
+    parent.add_argument("--forks", "-f", type=int, default=default(10), metavar="N",
+                        help="hosts worked on at once (default 10)")
+    parent.add_argument("--json", action="store_true", default=default(False),
+                        help="machine-readable output")
+    parent.add_argument("-v", "--verbose", action="count", default=default(0))
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tritonops",
+        description="Turn bare-metal GPU hosts into a Triton Inference Server + vLLM serving fleet.",
+        parents=[_global_options(suppress_defaults=False)],
+    )
+    parser.add_argument("--version", action="version", version=f"tritonops {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _global_options(suppress_defaults=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"tritonops.cli.cmd_{name}")
+        module.register(subparsers, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = Output(json_mode=args.json, verbosity=args.verbose)
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        return args.run(args, out)
+    except TritonopsError as err:
+        out.error(str(err))
+        return err.exit_code
+    except KeyboardInterrupt:
+        out.error("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""Typed, user-facing errors.
+
+Every error a user can cause is a TritonopsError: one line that says where
+(file:line, host) and what to do next. The CLI prints it without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class TritonopsError(Exception):
+    """An error the user can act on. `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class InputError(TritonopsError):
+    """Bad input in a file or an argument; `where` is 'file:line' or an option name."""
+
+    def __init__(self, what: str, where: str | None = None):
+        self.what = what
+        self.where = where
+        super().__init__(f"{where}: {what}" if where else what)
+
+
+class NotYetAvailable(TritonopsError):
+    """A command that a later release of tritonops provides."""
+
+    exit_code = 2
+
+
+class HostError(TritonopsError):
+    """Something went wrong on one host; the message names the host."""
+
+    def __init__(self, host: str, what: str):
+        self.host = host
+        self.what = what
+        super().__init__(f"{host}: {what}")

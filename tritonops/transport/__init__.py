@@ -1,0 +1,1 @@
+"""Transport: run commands on hosts (SSH through fabric, or locally)."""

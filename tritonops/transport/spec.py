@@ -1,0 +1,33 @@
+"""How to reach one host: the connection settings an inventory resolves to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ConnectionSpec:
+    """Everything the transport needs to open an SSH session to one host.
+
+    `name` is the inventory name (what results are keyed by); `host` is the
+    address to dial (ansible_host, else the name). Values left None fall back
+    to ~/.ssh/config (or `ssh_config_file`) and then to SSH defaults.
+    """
+
+    name: str
+    host: str
+    port: int | None = None
+    user: str | None = None
+    key_files: tuple[str, ...] = ()
+    password: str | None = field(default=None, repr=False)
+    proxy_command: str | None = None
+    proxy_jump: str | None = None
+    known_hosts_file: str | None = None
+    strict_host_key_checking: str = "yes"  # yes | accept-new (never 'no')
+    connect_timeout_s: float = 10.0
+    local: bool = False  # ansible_connection=local: run on this machine, no SSH
+
+    @property
+    def label(self) -> str:
+        target = f"{self.user}@{self.host}" if self.user else self.host
+        return f"{target}:{self.port}" if self.port else target
