@@ -1,7 +1,81 @@
-"""`tritonops probe`."""
+"""`tritonops probe`: read GPUs and host facts over SSH, on every host in parallel."""
 
-from tritonops.cli._later import register_later
+from __future__ import annotations
+
+from rich.table import Table
+
+from tritonops.errors import InputError
+from tritonops.facts.model import ProbeReport
+from tritonops.facts.probe import DEFAULT_ROOT, probe_hosts
+from tritonops.facts.summary import compute_capabilities, free_vram_summary, gib, gpu_summary
+from tritonops.transport.spec import ConnectionSpec
 
 
 def register(subparsers, common) -> None:
-    register_later(subparsers, common, "probe", "read GPUs and host facts over SSH", "in progress")
+    parser = subparsers.add_parser(
+        "probe", parents=[common], help="read GPUs and host facts over SSH",
+        description="Probe hosts (user@host[:port], or -i INVENTORY [--limit]) for GPUs, memory, "
+                    "disk, Docker and the NVIDIA container toolkit.")
+    parser.add_argument("hosts", nargs="*", metavar="HOST", help="user@host[:port]")
+    parser.add_argument("--local", action="store_true", help="probe this machine (no SSH)")
+    parser.add_argument("--accept-new-host-keys", action="store_true",
+                        help="trust and record host keys seen for the first time (a changed key is still refused)")
+    parser.add_argument("--root", default=DEFAULT_ROOT, help=f"deployment root whose disk is measured ({DEFAULT_ROOT})")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds the probe may run per host")
+    parser.set_defaults(run=run)
+
+
+def target_specs(args) -> list[ConnectionSpec]:
+    specs: list[ConnectionSpec] = []
+    if args.local:
+        specs.append(ConnectionSpec(name="localhost", host="localhost", local=True))
+    if args.hosts:
+        from tritonops.inventory import spec_from_target
+
+        specs.extend(spec_from_target(target) for target in args.hosts)
+    if args.inventory:
+        from tritonops.inventory import load_inventory
+
+        specs.extend(host.connection for host in load_inventory(args.inventory).select(args.limit))
+    elif args.limit:
+        raise InputError("--limit needs an inventory (-i INVENTORY)", "--limit")
+    if not specs:
+        raise InputError("nothing to probe: give HOST..., -i INVENTORY or --local", "probe")
+    return specs
+
+
+def run(args, out) -> int:
+    report = probe_hosts(target_specs(args), args.forks, accept_new_host_keys=args.accept_new_host_keys,
+                         disk_path=args.root, timeout=args.timeout)
+    if args.json:
+        out.json(report.model_dump(mode="json"))
+    else:
+        out.print(probe_table(report))
+    return 0 if all(host.status == "ok" for host in report.hosts) else 1
+
+
+STATUS_STYLE = {"ok": "green", "failed": "red", "unreachable": "magenta"}
+
+
+def probe_table(report: ProbeReport) -> Table:
+    table = Table(title=None, show_lines=False)
+    for column in ("host", "status", "GPUs", "CC", "free VRAM", "driver / CUDA", "RAM", "disk free",
+                   "docker", "toolkit", "note"):
+        table.add_column(column, overflow="fold")
+    for host in report.hosts:
+        style = STATUS_STYLE.get(host.status, "")
+        status = f"[{style}]{host.status}[/]"
+        facts = host.facts
+        if facts is None:
+            table.add_row(host.host, status, "", "", "", "", "", "", "", "", host.msg)
+            continue
+        nvidia, system, docker = facts.nvidia, facts.system, facts.docker
+        driver = f"{nvidia.driver_version} / {nvidia.cuda_driver_version}" if nvidia.driver_version else "-"
+        docker_text = docker.version or ("engine down" if docker.present else "absent")
+        toolkit = "yes" if docker.nvidia_container_toolkit or docker.nvidia_runtime else "no"
+        table.add_row(
+            host.host, status, gpu_summary(nvidia), compute_capabilities(nvidia), free_vram_summary(nvidia),
+            driver, f"{gib(system.ram_available_bytes)}/{gib(system.ram_total_bytes)}",
+            gib(system.disk_free_bytes), docker_text, toolkit, host.msg,
+        )
+    return table

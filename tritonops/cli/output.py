@@ -13,8 +13,11 @@ class Output:
     def __init__(self, json_mode: bool = False, verbosity: int = 0, file=None, err_file=None):
         self.json_mode = json_mode
         self.verbosity = verbosity
-        self.console = Console(file=file or sys.stdout, soft_wrap=False)
-        self.err_console = Console(file=err_file or sys.stderr, stderr=err_file is None)
+        stream = file or sys.stdout
+        # Piped output (CI logs, `| less`) gets a wide table rather than rich's 80 columns.
+        width = None if stream.isatty() else 200
+        self.console = Console(file=stream, soft_wrap=False, width=width)
+        self.err_console = Console(file=err_file or sys.stderr, stderr=err_file is None, soft_wrap=True)
 
     def print(self, *renderables: Any) -> None:
         self.console.print(*renderables)

@@ -1,0 +1,62 @@
+"""Run one task on many hosts with bounded parallelism; every host gets a result.
+
+Like fabric's GroupResult: a dead host becomes an `unreachable` result, an
+exception in the task a `failed` one; neither stops nor hides the others.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
+
+from tritonops.results import GroupResult, HostResult
+from tritonops.transport.base import CommandTimeout, Transport, Unreachable
+from tritonops.transport.local import LocalTransport
+from tritonops.transport.spec import ConnectionSpec
+from tritonops.errors import TritonopsError
+
+Task = Callable[[Transport, ConnectionSpec], HostResult]
+
+
+def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) -> Transport:
+    if spec.local:
+        return LocalTransport(spec.name)
+    from tritonops.transport.ssh import SshTransport  # paramiko is only needed for remote hosts
+
+    return SshTransport.open(spec, accept_new_host_keys=accept_new_host_keys)
+
+
+def _run_one(spec: ConnectionSpec, task: Task, accept_new_host_keys: bool) -> HostResult:
+    started = time.monotonic()
+
+    def result(status: str, msg: str) -> HostResult:
+        return HostResult(spec.name, status, msg, elapsed_s=time.monotonic() - started)
+
+    try:
+        transport = open_transport(spec, accept_new_host_keys=accept_new_host_keys)
+    except Unreachable as exc:
+        return result("unreachable", str(exc))
+    try:
+        outcome = task(transport, spec)
+    except Unreachable as exc:
+        return result("unreachable", str(exc))
+    except (CommandTimeout, TritonopsError) as exc:
+        return result("failed", str(exc))
+    except Exception as exc:  # a bug or an unexpected host: report it on that host only
+        return result("failed", f"{type(exc).__name__}: {exc}")
+    finally:
+        transport.close()
+    return HostResult(outcome.host, outcome.status, outcome.msg, outcome.data, outcome.diff,
+                      elapsed_s=time.monotonic() - started)
+
+
+def run_on_hosts(specs: Sequence[ConnectionSpec], task: Task, *, forks: int = 10,
+                 accept_new_host_keys: bool = False) -> GroupResult:
+    if forks < 1:
+        raise TritonopsError(f"--forks must be at least 1 (got {forks})")
+    if not specs:
+        return GroupResult()
+    with ThreadPoolExecutor(max_workers=min(forks, len(specs)), thread_name_prefix="host") as pool:
+        futures = [pool.submit(_run_one, spec, task, accept_new_host_keys) for spec in specs]
+        return GroupResult.of(future.result() for future in futures)
