@@ -1,0 +1,16 @@
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+SHARED = Path(os.environ.get("TRITONOPS_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(autouse=True)
+def _no_user_ssh_config(monkeypatch, tmp_path_factory):
+    """The developer's own ~/.ssh/config and known_hosts must never leak into a test."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TRITONOPS_SSH_CONFIG", os.devnull)
