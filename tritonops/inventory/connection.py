@@ -1,0 +1,158 @@
+"""How to reach a host: inventory variables, then SSH arguments, then ~/.ssh/config -> ConnectionSpec.
+
+The inventory wins over the SSH client config, like Ansible: the config only fills what the
+inventory left unset (HostName, Port, User, IdentityFile, ProxyCommand/ProxyJump, UserKnownHostsFile).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import paramiko
+
+from tritonops.errors import InputError
+from tritonops.inventory.model import Setting
+from tritonops.inventory.ssh_config import load_ssh_config, lookup
+from tritonops.inventory.ssh_options import SshOptions, parse_port, parse_ssh_args, parse_timeout
+from tritonops.transport.spec import ConnectionSpec
+
+_ALIASES = {  # the name tritonops reads -> older Ansible spellings also accepted
+    "ansible_host": ("ansible_host", "ansible_ssh_host"),
+    "ansible_port": ("ansible_port", "ansible_ssh_port"),
+    "ansible_user": ("ansible_user", "ansible_ssh_user"),
+    "ansible_password": ("ansible_password", "ansible_ssh_pass"),
+    "ansible_ssh_private_key_file": ("ansible_ssh_private_key_file", "ansible_private_key_file"),
+}
+SECRET_VARS = frozenset({"ansible_password", "ansible_ssh_pass", "ansible_become_password",
+                         "ansible_become_pass", "ansible_sudo_pass"})
+_SSH_CONNECTIONS = ("ssh", "paramiko", "smart")
+
+
+@dataclass
+class _Reach:
+    """The connection being worked out; None means 'not said yet'."""
+
+    name: str
+    host: str
+    host_given: bool = False
+    port: int | None = None
+    user: str | None = None
+    key_files: list[str] = field(default_factory=list)
+    password: str | None = None
+    proxy_command: str | None = None
+    proxy_jump: str | None = None
+    known_hosts_file: str | None = None
+    strict_host_key_checking: str | None = None
+    connect_timeout_s: float | None = None
+    local: bool = False
+
+    def spec(self) -> ConnectionSpec:
+        return ConnectionSpec(
+            name=self.name, host=self.host, port=self.port, user=self.user,
+            key_files=tuple(dict.fromkeys(self.key_files)), password=self.password,
+            proxy_command=self.proxy_command, proxy_jump=self.proxy_jump,
+            known_hosts_file=self.known_hosts_file, strict_host_key_checking=self.strict_host_key_checking or "yes",
+            connect_timeout_s=self.connect_timeout_s or 10.0, local=self.local)
+
+
+def connection_from_vars(name: str, history: dict[str, tuple[Setting, ...]],
+                         ssh_config: paramiko.SSHConfig | None, ssh_config_path: str | None) -> ConnectionSpec:
+    def winner(var: str) -> Setting | None:
+        for alias in _ALIASES.get(var, (var,)):
+            if alias in history:
+                return history[alias][-1]
+        return None
+
+    kind = winner("ansible_connection")
+    if kind is not None and kind.value not in _SSH_CONNECTIONS + ("local",):
+        raise InputError(f"ansible_connection {kind.value!r} is not supported (use ssh or local)", kind.where)
+    address = winner("ansible_host")
+    reach = _Reach(name, str(address.value) if address else name, host_given=address is not None,
+                   local=kind is not None and kind.value == "local")
+    if (port := winner("ansible_port")) is not None:
+        reach.port = parse_port(port.value, port.where)
+    if (user := winner("ansible_user")) is not None:
+        reach.user = str(user.value)
+    if (password := winner("ansible_password")) is not None:
+        reach.password = str(password.value)
+    if (key := winner("ansible_ssh_private_key_file")) is not None:
+        reach.key_files.append(local_path(key.value, key.base_dir))
+    options = [_ssh_options(setting) for setting in
+               (winner("ansible_ssh_common_args"), winner("ansible_ssh_extra_args")) if setting is not None]
+    for option in options:  # common args before extra args: the first value wins, as in OpenSSH
+        _apply_ssh_options(reach, option)
+    if (known_hosts := winner("tritonops_known_hosts_file")) is not None:
+        reach.known_hosts_file = local_path(known_hosts.value, known_hosts.base_dir)
+    if (timeout := winner("tritonops_connect_timeout")) is not None:
+        reach.connect_timeout_s = parse_timeout(timeout.value, timeout.where)
+    if not reach.local:
+        _fill_from_ssh_config(reach, lookup(ssh_config, reach.host, ssh_config_path), ssh_config_path)
+    return reach.spec()
+
+
+def spec_from_target(target: str, *, ssh_config_file: str | None = None) -> ConnectionSpec:
+    """A host named on the command line: host, user@host, host:port, user@[2001:db8::1]:2222."""
+    user, at, rest = target.rpartition("@")
+    port_text = None
+    if rest.startswith("["):
+        host, bracket, after = rest[1:].partition("]")
+        if not bracket or (after and not after.startswith(":")):
+            raise InputError(f"cannot read {target!r}: expected [user@]host[:port] or [user@][ipv6]:port")
+        port_text = after[1:] if after else None
+    elif rest.count(":") == 1:
+        host, _, port_text = rest.partition(":")
+    else:
+        host = rest  # a name, or a bare IPv6 address
+    if not host or (at and not user):
+        raise InputError(f"cannot read {target!r}: expected [user@]host[:port]")
+    reach = _Reach(target, host, host_given=False, user=user or None)
+    if port_text is not None:
+        reach.port = parse_port(port_text, target)
+    config, path = load_ssh_config(ssh_config_file)
+    _fill_from_ssh_config(reach, lookup(config, host, path), path)
+    return reach.spec()
+
+
+def local_path(value: Any, base_dir: str) -> str:
+    """~ expanded; a relative path is relative to the inventory that set it."""
+    path = os.path.expanduser(str(value))
+    return path if os.path.isabs(path) else os.path.normpath(os.path.join(base_dir, path))
+
+
+def _ssh_options(setting: Setting) -> SshOptions:
+    options = parse_ssh_args(setting.value, setting.where)
+    options.key_files = [local_path(path, setting.base_dir) for path in options.key_files]
+    if options.known_hosts_file is not None:
+        options.known_hosts_file = local_path(options.known_hosts_file, setting.base_dir)
+    return options
+
+
+def _apply_ssh_options(reach: _Reach, options: SshOptions) -> None:
+    reach.port = reach.port if reach.port is not None else options.port
+    reach.user = reach.user if reach.user is not None else options.user
+    reach.key_files.extend(options.key_files)
+    if reach.proxy_command is None and reach.proxy_jump is None:
+        reach.proxy_command, reach.proxy_jump = options.proxy_command, options.proxy_jump
+    reach.known_hosts_file = reach.known_hosts_file or options.known_hosts_file
+    reach.connect_timeout_s = reach.connect_timeout_s or options.connect_timeout_s
+    reach.strict_host_key_checking = reach.strict_host_key_checking or options.strict_host_key_checking
+
+
+def _fill_from_ssh_config(reach: _Reach, found: dict[str, Any], path: str | None) -> None:
+    if not found:
+        return
+    if not reach.host_given and found.get("hostname"):
+        reach.host = found["hostname"]
+    if reach.port is None and found.get("port"):
+        reach.port = parse_port(found["port"], path or "ssh config")
+    if reach.user is None and found.get("user"):
+        reach.user = found["user"]
+    if not reach.key_files and found.get("identityfile"):
+        reach.key_files = [os.path.expanduser(path) for path in found["identityfile"]]
+    if reach.proxy_command is None and reach.proxy_jump is None:
+        reach.proxy_command = found.get("proxycommand")
+        reach.proxy_jump = None if reach.proxy_command else found.get("proxyjump")
+    if reach.known_hosts_file is None and found.get("userknownhostsfile"):
+        reach.known_hosts_file = os.path.expanduser(found["userknownhostsfile"].split()[0])

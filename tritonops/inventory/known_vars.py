@@ -1,0 +1,49 @@
+"""The tritonops_* variables tritonops understands. Adding one is one line in KNOWN_VARS.
+
+Any other variable starting with `tritonops_` is a typo until proven otherwise: loading the
+inventory fails at the file:line that set it. ansible_* and other user variables are free.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from tritonops.errors import InputError
+from tritonops.inventory.model import Setting
+
+PREFIX = "tritonops_"
+
+KNOWN_VARS: dict[str, str] = {
+    "tritonops_deployment": "name of the deployment: folder under tritonops_root and container name",
+    "tritonops_root": "where deployments live on each host (default /opt/tritonops)",
+    "tritonops_known_hosts_file": "known_hosts file used to verify this host's SSH key",
+    "tritonops_connect_timeout": "seconds to wait for the SSH connection (default 10)",
+    "tritonops_command_timeout": "seconds a single remote command may run",
+    "tritonops_image_mode": "how the Triton image reaches the host (pull, build, ...)",
+    "tritonops_vllm_version": "the vLLM version pinned for this deployment",
+    "tritonops_model": "the model to serve (Hugging Face id or local path)",
+    "tritonops_gpu_memory_utilization": "fraction of GPU memory vLLM may use (0..1)",
+    "tritonops_max_model_len": "maximum context length; 'auto' lets tritonops size it",
+    "tritonops_tensor_parallel_size": "GPUs one model instance spans",
+    "tritonops_max_num_seqs": "maximum concurrent sequences per engine",
+    "tritonops_build_host": "inventory host that builds images for this one",
+    "tritonops_pip_index_url": "pip index URL used when building environments",
+    "tritonops_pip_extra_index_url": "additional pip index URL",
+    "tritonops_pip_trusted_host": "pip --trusted-host value",
+    "tritonops_pip_extra_args": "extra arguments passed to pip install",
+    "tritonops_registry": "container registry images are pushed to and pulled from",
+    "tritonops_triton_image": "the Triton server image (name:tag or digest)",
+    "lab_gpu_profile": "lab only: simulated GPU profile of a lab host",
+    "lab_kind": "lab only: what kind of lab host this is",
+}
+
+
+def check_known(settings: Iterable[tuple[str, Setting]]) -> None:
+    """Fail on the first tritonops_* variable nobody knows, naming where it was set."""
+    for name, setting in settings:
+        if name.startswith(PREFIX) and name not in KNOWN_VARS:
+            close = difflib.get_close_matches(name, KNOWN_VARS, n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else \
+                "; see docs/inventory.md for the variables tritonops understands"
+            raise InputError(f"unknown tritonops variable '{name}'{hint}", setting.where)

@@ -1,0 +1,142 @@
+"""load_inventory: inventory files and folders -> an Inventory with resolved variables and connections."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tritonops.errors import InputError
+from tritonops.inventory.connection import connection_from_vars
+from tritonops.inventory.draft import InventoryDraft, check_var_name
+from tritonops.inventory.group_tree import GroupTree, build_group_tree
+from tritonops.inventory.ini_source import read_ini_inventory
+from tritonops.inventory.known_vars import check_known
+from tritonops.inventory.layers import VarSources, group_precedence_key, host_layers, stack
+from tritonops.inventory.model import Group, Host, Inventory, Setting
+from tritonops.inventory.paths import display_path, inventory_files_in, inventory_format
+from tritonops.inventory.ssh_config import load_ssh_config
+from tritonops.inventory.var_files import read_var_folder
+from tritonops.inventory.yaml_source import read_yaml_inventory
+
+
+def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
+                   defaults: Mapping[str, Any] | None = None,
+                   extra_vars: Mapping[str, Any] | None = None) -> Inventory:
+    """Read inventory files (YAML or INI) or folders of them, like `ansible -i`.
+
+    ssh_config_file: None -> $TRITONOPS_SSH_CONFIG, else ~/.ssh/config if it exists; pass a
+    file (or os.devnull) to decide exactly which client config applies."""
+    files, var_dirs = _inventory_files(paths)
+    draft = InventoryDraft()
+    for path in files:
+        reader = read_yaml_inventory if inventory_format(path) == "yaml" else read_ini_inventory
+        reader(path, display_path(path), draft)
+    tree = build_group_tree(draft)
+    sources, warnings = _var_sources(draft, tree, var_dirs, defaults or {}, extra_vars or {})
+    check_known(_every_setting(sources))
+    priority = {name: _priority(name, sources) for name in tree.order}
+    ssh_config, ssh_config_path = load_ssh_config(ssh_config_file)
+
+    def precedence(group: str) -> tuple[int, int, str]:
+        return group_precedence_key(group, tree.depth[group], priority[group])
+
+    direct_groups: dict[str, list[str]] = {name: [] for name in draft.hosts}
+    for group in tree.order:
+        for name in tree.direct_hosts[group]:
+            direct_groups[name].append(group)
+    hosts = []
+    for name, direct in direct_groups.items():
+        groups = sorted(tree.ancestors_and_self(direct) | {"all"}, key=precedence)
+        values, history = stack(host_layers(name, groups[1:], sources))
+        connection = connection_from_vars(name, history, ssh_config, ssh_config_path)
+        hosts.append(Host(name, tuple(groups), connection, values, history))
+    return Inventory(tuple(hosts), _groups(tree, sources, priority), tuple(display_path(f) for f in files),
+                     tuple(warnings))
+
+
+def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    if not paths:
+        raise InputError("no inventory given: pass -i PATH", "-i")
+    files: list[str] = []
+    var_dirs: list[str] = []
+    for given in map(os.fspath, paths):
+        if os.path.isdir(given):
+            found = inventory_files_in(given)
+            if not found:
+                raise InputError("no inventory files (.yml, .yaml, .ini or no extension) in this folder", given)
+            files += found
+            folder = given
+        elif os.path.isfile(given):
+            files.append(given)
+            folder = os.path.dirname(given) or "."
+        else:
+            raise InputError(f"no such inventory file or folder: {given}", "-i")
+        folder = os.path.abspath(folder)
+        if folder not in var_dirs:
+            var_dirs.append(folder)
+    return files, var_dirs
+
+
+def _var_sources(draft: InventoryDraft, tree: GroupTree, var_dirs: list[str], defaults: Mapping[str, Any],
+                 extra_vars: Mapping[str, Any]) -> tuple[VarSources, list[str]]:
+    file_group_vars: dict[str, dict[str, Setting]] = {}
+    file_host_vars: dict[str, dict[str, Setting]] = {}
+    warnings = []
+    for folder in var_dirs:
+        for kind, names, merged in (("group_vars", list(tree.order), file_group_vars),
+                                    ("host_vars", list(draft.hosts), file_host_vars)):
+            found, unmatched = read_var_folder(folder, kind, names)
+            for name, settings in found.items():
+                merged.setdefault(name, {}).update(settings)
+            what = "group" if kind == "group_vars" else "host"
+            warnings += [f"{display_path(path)}: no {what} of that name in the inventory; not used"
+                         for path in unmatched]
+    cwd = os.getcwd()
+    sources = VarSources(
+        defaults=_given(defaults, "role defaults", cwd),
+        inventory_group_vars={name: group.vars for name, group in draft.groups.items()},
+        file_group_vars=file_group_vars,
+        inventory_host_vars={name: host.vars for name, host in draft.hosts.items()},
+        file_host_vars=file_host_vars,
+        extra_vars=_given(extra_vars, "extra vars (-e)", cwd),
+    )
+    return sources, warnings
+
+
+def _given(values: Mapping[str, Any], source: str, base_dir: str) -> dict[str, Setting]:
+    where = "-e" if source.startswith("extra") else source
+    for name in values:
+        check_var_name(name, where)
+    return {name: Setting(value, source, where, base_dir) for name, value in values.items()}
+
+
+def _every_setting(sources: VarSources) -> Iterator[tuple[str, Setting]]:
+    yield from sources.defaults.items()
+    for per_name in (sources.inventory_group_vars, sources.inventory_host_vars,
+                     sources.file_group_vars, sources.file_host_vars):
+        for settings in per_name.values():
+            yield from settings.items()
+    yield from sources.extra_vars.items()
+
+
+def _group_settings(name: str, sources: VarSources) -> dict[str, Setting]:
+    return {**sources.inventory_group_vars.get(name, {}), **sources.file_group_vars.get(name, {})}
+
+
+def _priority(name: str, sources: VarSources) -> int:
+    setting = _group_settings(name, sources).get("ansible_group_priority")
+    if setting is None:
+        return 1
+    if isinstance(setting.value, bool) or not isinstance(setting.value, int):
+        raise InputError(f"ansible_group_priority must be a whole number, not {setting.value!r}", setting.where)
+    return setting.value
+
+
+def _groups(tree: GroupTree, sources: VarSources, priority: dict[str, int]) -> dict[str, Group]:
+    return {
+        name: Group(name, tree.direct_hosts[name], tree.children[name], tree.parents[name],
+                    {var: setting.value for var, setting in _group_settings(name, sources).items()},
+                    tree.depth[name], priority[name])
+        for name in tree.order
+    }

@@ -1,0 +1,115 @@
+"""The SSH command-line options tritonops honours in ansible_ssh_common_args / ansible_ssh_extra_args.
+
+Understood: -o ProxyCommand=, -o ProxyJump=, -J, -o UserKnownHostsFile=, -o StrictHostKeyChecking=
+(yes | accept-new; 'no' is refused: tritonops never turns host-key checks off), -o ConnectTimeout=,
+-o Port= / -p, -o User= / -l, -o IdentityFile= / -i. Every other option is ignored. As in OpenSSH,
+the first value given for an option wins (and the first of ProxyCommand / ProxyJump).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from tritonops.errors import InputError
+
+_FLAGS_WITH_ARGUMENT = set("BbcDEeFIiJLlmOopQRSWw")
+_OPTION_SPLIT = re.compile(r"\s*=\s*|\s+")
+
+
+@dataclass
+class SshOptions:
+    port: int | None = None
+    user: str | None = None
+    key_files: list[str] = field(default_factory=list)
+    proxy_command: str | None = None
+    proxy_jump: str | None = None
+    known_hosts_file: str | None = None
+    strict_host_key_checking: str | None = None
+    connect_timeout_s: float | None = None
+
+    def first(self, attribute: str, value) -> None:
+        if getattr(self, attribute) is None:
+            setattr(self, attribute, value)
+
+
+def parse_ssh_args(text: str, where: str, options: SshOptions | None = None) -> SshOptions:
+    """Read one ssh argument string into `options` (new if None); values already set are kept."""
+    options = options or SshOptions()
+    try:
+        tokens = shlex.split(str(text))
+    except ValueError as err:
+        raise InputError(f"cannot split SSH arguments {text!r}: {err}", where) from None
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if len(token) < 2 or token[0] != "-" or token[1] not in _FLAGS_WITH_ARGUMENT:
+            continue  # a flag without argument (-4, -C, -A) or something we do not read
+        flag, argument = token[1], token[2:]
+        if not argument:
+            if index >= len(tokens):
+                raise InputError(f"SSH option -{flag} needs a value", where)
+            argument = tokens[index]
+            index += 1
+        if flag == "o":
+            _apply_option(argument, options, where)
+        elif flag in "Jpli":
+            _apply_option({"J": "ProxyJump", "p": "Port", "l": "User", "i": "IdentityFile"}[flag] + "=" + argument,
+                          options, where)
+    return options
+
+
+def _apply_option(text: str, options: SshOptions, where: str) -> None:
+    parts = _OPTION_SPLIT.split(text.strip(), maxsplit=1)
+    if len(parts) != 2 or not parts[1]:
+        raise InputError(f"SSH option -o {text!r} needs a value (Key=Value)", where)
+    key, value = parts[0].lower(), parts[1]
+    if key in ("proxycommand", "proxyjump"):
+        if options.proxy_command is None and options.proxy_jump is None:  # the first of the two wins
+            setattr(options, "proxy_command" if key == "proxycommand" else "proxy_jump", value)
+    elif key == "userknownhostsfile":
+        options.first("known_hosts_file", value.split()[0])
+    elif key == "identityfile":
+        options.key_files.append(value)
+    elif key == "user":
+        options.first("user", value)
+    elif key == "port":
+        options.first("port", parse_port(value, where))
+    elif key == "connecttimeout":
+        options.first("connect_timeout_s", parse_timeout(value, where))
+    elif key == "stricthostkeychecking":
+        options.first("strict_host_key_checking", parse_strict_host_key_checking(value, where))
+
+
+def parse_strict_host_key_checking(value: str, where: str) -> str:
+    value = str(value).lower()
+    if value in ("no", "off", "false"):
+        raise InputError("StrictHostKeyChecking=no is refused: tritonops never disables host-key checks; "
+                         "use accept-new to trust a host on first contact", where)
+    if value in ("yes", "true", "ask"):
+        return "yes"  # nobody can answer 'ask' in an unattended run: treat it as strict
+    if value == "accept-new":
+        return value
+    raise InputError(f"StrictHostKeyChecking must be yes or accept-new, not {value!r}", where)
+
+
+def parse_port(value, where: str) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        port = 0
+    if isinstance(value, bool) or not 1 <= port <= 65535:
+        raise InputError(f"port must be a number from 1 to 65535, not {value!r}", where)
+    return port
+
+
+def parse_timeout(value, where: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if isinstance(value, bool) or not seconds > 0:
+        raise InputError(f"a timeout must be a positive number of seconds, not {value!r}", where)
+    return seconds

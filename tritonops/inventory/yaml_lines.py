@@ -1,0 +1,73 @@
+"""YAML loading that remembers line numbers, so every structural error can say file:line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from tritonops.errors import InputError
+
+
+class LinedMap(dict):
+    """A YAML mapping that knows its own line and the line of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict
+
+    def line_of(self, key: Any) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LinedMap:
+    loader.flatten_mapping(node)
+    mapping = LinedMap()
+    mapping.line = node.start_mark.line + 1
+    mapping.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value", key_node.start_mark) from None
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        mapping[key] = loader.construct_object(value_node, deep=True)
+        mapping.key_lines[key] = key_node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml_file(path: str, shown_as: str) -> Any:
+    """Parse one YAML file; syntax errors become InputError at 'shown_as:line'."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.load(handle, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark else 1
+        problem = err.problem or err.context or "invalid YAML"
+        if "!vault" in problem:
+            problem = "Ansible Vault values are not supported; keep secrets out of the inventory"
+        raise InputError(f"invalid YAML: {problem}", f"{shown_as}:{line}") from None
+    except yaml.YAMLError as err:
+        raise InputError(f"invalid YAML: {err}", shown_as) from None
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", shown_as) from None
+
+
+def plain(value: Any) -> Any:
+    """The same value with LinedMaps turned back into plain dicts (for vars handed to others)."""
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
