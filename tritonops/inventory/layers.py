@@ -12,7 +12,7 @@ Values are replaced whole (Ansible's default hash_behaviour=replace); no Jinja t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +31,9 @@ class VarSources:
 
     defaults: Mapping[str, Setting]
     inventory_group_vars: Mapping[str, Mapping[str, Setting]]
-    file_group_vars: Mapping[str, Mapping[str, Setting]]
+    file_group_vars: Mapping[str, Sequence[Mapping[str, Setting]]]  # one mapping per file, in order
     inventory_host_vars: Mapping[str, Mapping[str, Setting]]
-    file_host_vars: Mapping[str, Mapping[str, Setting]]
+    file_host_vars: Mapping[str, Sequence[Mapping[str, Setting]]]
     extra_vars: Mapping[str, Setting]
 
 
@@ -43,18 +43,22 @@ def host_layers(host: str, groups_in_order: list[str], sources: VarSources) -> l
     layers = [
         Layer("role defaults", sources.defaults),
         Layer("inventory: group all", sources.inventory_group_vars.get("all", empty)),
-        Layer("group_vars/all", sources.file_group_vars.get("all", empty)),
+        *_files("group_vars/all", sources.file_group_vars.get("all", ())),
     ]
     layers += [Layer(f"inventory: group {group}", sources.inventory_group_vars.get(group, empty))
                for group in groups_in_order]
-    layers += [Layer(f"group_vars/{group}", sources.file_group_vars.get(group, empty))
-               for group in groups_in_order]
+    for group in groups_in_order:
+        layers += _files(f"group_vars/{group}", sources.file_group_vars.get(group, ()))
     layers += [
         Layer("inventory: host", sources.inventory_host_vars.get(host, empty)),
-        Layer(f"host_vars/{host}", sources.file_host_vars.get(host, empty)),
+        *_files(f"host_vars/{host}", sources.file_host_vars.get(host, ())),
         Layer("extra vars", sources.extra_vars),
     ]
     return layers
+
+
+def _files(label: str, files: Sequence[Mapping[str, Setting]]) -> list[Layer]:
+    return [Layer(label, settings) for settings in files]
 
 
 def stack(layers: list[Layer]) -> tuple[dict[str, Any], dict[str, tuple[Setting, ...]]]:

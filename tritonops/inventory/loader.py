@@ -80,15 +80,15 @@ def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
 
 def _var_sources(draft: InventoryDraft, tree: GroupTree, var_dirs: list[str], defaults: Mapping[str, Any],
                  extra_vars: Mapping[str, Any]) -> tuple[VarSources, list[str]]:
-    file_group_vars: dict[str, dict[str, Setting]] = {}
-    file_host_vars: dict[str, dict[str, Setting]] = {}
+    file_group_vars: dict[str, list[dict[str, Setting]]] = {}
+    file_host_vars: dict[str, list[dict[str, Setting]]] = {}
     warnings = []
     for folder in var_dirs:
         for kind, names, merged in (("group_vars", list(tree.order), file_group_vars),
                                     ("host_vars", list(draft.hosts), file_host_vars)):
             found, unmatched = read_var_folder(folder, kind, names)
             for name, settings in found.items():
-                merged.setdefault(name, {}).update(settings)
+                merged.setdefault(name, []).extend(settings)
             what = "group" if kind == "group_vars" else "host"
             warnings += [f"{display_path(path)}: no {what} of that name in the inventory; not used"
                          for path in unmatched]
@@ -113,15 +113,21 @@ def _given(values: Mapping[str, Any], source: str, base_dir: str) -> dict[str, S
 
 def _every_setting(sources: VarSources) -> Iterator[tuple[str, Setting]]:
     yield from sources.defaults.items()
-    for per_name in (sources.inventory_group_vars, sources.inventory_host_vars,
-                     sources.file_group_vars, sources.file_host_vars):
+    for per_name in (sources.inventory_group_vars, sources.inventory_host_vars):
         for settings in per_name.values():
             yield from settings.items()
+    for per_file in (sources.file_group_vars, sources.file_host_vars):
+        for files in per_file.values():
+            for settings in files:
+                yield from settings.items()
     yield from sources.extra_vars.items()
 
 
 def _group_settings(name: str, sources: VarSources) -> dict[str, Setting]:
-    return {**sources.inventory_group_vars.get(name, {}), **sources.file_group_vars.get(name, {})}
+    merged = dict(sources.inventory_group_vars.get(name, {}))
+    for settings in sources.file_group_vars.get(name, ()):
+        merged.update(settings)
+    return merged
 
 
 def _priority(name: str, sources: VarSources) -> int:

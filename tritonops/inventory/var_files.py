@@ -14,15 +14,15 @@ _EXTENSIONS = (".yml", ".yaml", ".json")
 
 
 def read_var_folder(inventory_dir: str, folder: str, names: list[str]
-                    ) -> tuple[dict[str, dict[str, Setting]], list[str]]:
+                    ) -> tuple[dict[str, list[dict[str, Setting]]], list[str]]:
     """Variables per group (folder='group_vars') or host (folder='host_vars') found next to an
-    inventory, for the given names; files are read in name order and a later file wins.
+    inventory, for the given names: one mapping per file, in name order (a later file wins).
     Also returns the entries that match no name (a typo, or a group that no longer exists)."""
     root = os.path.join(inventory_dir, folder)
     if not os.path.isdir(root):
         return {}, []
     entries = [entry for entry in sorted(os.listdir(root)) if not entry.startswith(".") and not entry.endswith("~")]
-    found: dict[str, dict[str, Setting]] = {}
+    found: dict[str, list[dict[str, Setting]]] = {}
     matched: set[str] = set()
     for name in names:
         scope = f"group {name}" if folder == "group_vars" else "host"
@@ -33,7 +33,7 @@ def read_var_folder(inventory_dir: str, folder: str, names: list[str]
             files = _files_below(path) if os.path.isdir(path) else [path]
             matched.add(entry)
             for file in files:
-                found.setdefault(name, {}).update(_read_var_file(file, scope, inventory_dir))
+                found.setdefault(name, []).append(_read_var_file(file, scope, inventory_dir))
     return found, [os.path.join(root, entry) for entry in entries if entry not in matched]
 
 
