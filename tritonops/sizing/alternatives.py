@@ -1,0 +1,86 @@
+"""What would fit when the plan does not (or falls short of the target context)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import ceil
+
+from tritonops.sizing.engine_plan import Alternative, EnginePlan, SizingRequest
+from tritonops.sizing.gpu_spec import GpuSpec
+from tritonops.sizing.memory_model import quantized_weight_bytes
+from tritonops.sizing.model_spec import ModelSpec, Quantization
+from tritonops.sizing.tp_rules import valid_tp_sizes
+from tritonops.sizing.units import gib
+
+MAX_GPUS_PER_HOST = 8
+
+
+def alternatives_for(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, plan: EnginePlan,
+                     size) -> list[Alternative]:
+    """`size` is the chooser itself (passed in to keep imports one-way)."""
+    options: list[Alternative] = []
+    free = replace(request, tensor_parallel_size=None, max_model_len=None,
+                   max_context=request.max_model_len or request.max_context)
+    target = min(model.max_model_len, free.max_context or model.max_model_len)
+
+    def ok(candidate: EnginePlan) -> bool:
+        return candidate.fits and candidate.max_model_len > 0
+
+    # more GPUs of the same kind, on a bigger host
+    for tp in valid_tp_sizes(model, MAX_GPUS_PER_HOST):
+        if tp <= gpus.count:
+            continue
+        bigger = size(model, gpus.with_count(tp), replace(free, tensor_parallel_size=tp))
+        if ok(bigger):
+            options.append(Alternative("tensor_parallel", f"tensor_parallel_size {tp} on a host with {tp} x "
+                                       f"{gpus.name}: max_model_len {bigger.max_model_len}",
+                                       tensor_parallel_size=tp, max_model_len=bigger.max_model_len, gpus_needed=tp))
+            if bigger.max_model_len >= target:
+                break
+
+    # a quantized checkpoint of the same model
+    if model.quantization is None:
+        cc = gpus.compute_capability
+        for method, bits in (("awq", 4), ("gptq", 4), ("fp8", 8)):
+            quant = Quantization(method, bits, None if bits == 8 else 128)
+            qmodel = replace(model, quantization=quant, weight_bytes=0)
+            candidate = size(qmodel, gpus, replace(free, dtype=None))
+            if ok(candidate):
+                weights = quantized_weight_bytes(model, bits, None if bits == 8 else 128)
+                options.append(Alternative("quantized", f"a {bits}-bit {method.upper()} checkpoint of this model "
+                                           f"(~{gib(weights)} of weights): max_model_len {candidate.max_model_len} "
+                                           f"with tensor_parallel_size {candidate.tensor_parallel_size} on this host",
+                                           tensor_parallel_size=candidate.tensor_parallel_size,
+                                           max_model_len=candidate.max_model_len))
+                break
+            if cc < (7, 5) and method == "awq":
+                continue
+
+    # an fp8 KV cache doubles the tokens
+    if (request.kv_cache_dtype or "auto") == "auto" and gpus.compute_capability >= (8, 0):
+        candidate = size(model, gpus, replace(free, kv_cache_dtype="fp8"))
+        if ok(candidate) and candidate.max_model_len > plan.max_model_len:
+            options.append(Alternative("kv_cache_dtype", f"kv_cache_dtype fp8 (half the KV bytes): max_model_len "
+                                       f"{candidate.max_model_len}", tensor_parallel_size=candidate.tensor_parallel_size,
+                                       max_model_len=candidate.max_model_len))
+
+    # the longest context that fits as things are
+    if request.max_model_len is not None or not plan.fits:
+        candidate = size(model, gpus, replace(free, max_context=None, tensor_parallel_size=request.tensor_parallel_size
+                                              if request.tensor_parallel_size and
+                                              request.tensor_parallel_size <= gpus.count else None))
+        if ok(candidate):
+            options.append(Alternative("shorter_context", f"max_model_len {candidate.max_model_len} (the longest "
+                                       f"that fits, tensor_parallel_size {candidate.tensor_parallel_size})",
+                                       tensor_parallel_size=candidate.tensor_parallel_size,
+                                       max_model_len=candidate.max_model_len))
+
+    # several hosts: pipeline parallel (a later feature)
+    if not any(o.kind in ("tensor_parallel", "shorter_context") for o in options):
+        per_host = max(plan.memory.budget * gpus.count * 0.8, 1)
+        total = plan.weights_bytes_per_gpu * plan.tensor_parallel_size
+        hosts = max(2, ceil(total / per_host))
+        options.append(Alternative("pipeline_parallel", f"pipeline parallel across {hosts} hosts like this one "
+                                   f"(pipeline_parallel_size {hosts} over a Ray cluster): not built yet, a later "
+                                   "tritonops feature", gpus_needed=hosts * gpus.count, available=False))
+    return options

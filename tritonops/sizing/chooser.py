@@ -1,0 +1,345 @@
+"""The chooser: model + GPUs + request -> `EnginePlan`, every field with its reason.
+
+Given values are checked, not chosen. Left-out values take the default vLLM applies for
+that version and GPU (named in `assumed`), except the ones sizing exists to choose:
+tensor_parallel_size, max_model_len, dtype and enforce_eager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tritonops.errors import InputError
+from tritonops.sizing.dtype_rules import kv_cache_dtype_problem, quantization_problem, resolve_dtype
+from tritonops.sizing.engine_plan import EnginePlan, MemoryBreakdown, SizingRequest
+from tritonops.sizing.alternatives import alternatives_for
+from tritonops.sizing.engine_args import model_json_for
+from tritonops.sizing.gpu_spec import GpuSpec
+from tritonops.sizing.memory_model import (CUDA_CONTEXT_BYTES, EngineSettings, MemoryEstimate,
+                                           cudagraph_estimate, estimate_memory)
+from tritonops.sizing.model_spec import ModelSpec
+from tritonops.sizing.tp_rules import tp_problem, valid_tp_sizes
+from tritonops.sizing.units import GIB, gib, round_down
+from tritonops.sizing.versions import VllmProfile, profile_for
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The longest max_model_len (multiple of 16, <= target) the predicted cache accepts."""
+
+    tensor_parallel_size: int
+    enforce_eager: bool
+    max_model_len: int        # 0: nothing fits
+    settings: EngineSettings
+    memory: MemoryEstimate
+
+
+def _settings(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: SizingRequest, tp: int,
+              util: float, dtype: str, eager: bool, length: int) -> EngineSettings:
+    seqs = request.max_num_seqs or profile.default_max_num_seqs(gpus.cuda_total_bytes, gpus.name)
+    tokens = request.max_num_batched_tokens or profile.default_max_num_batched_tokens(
+        gpus.cuda_total_bytes, gpus.name, length)
+    return EngineSettings(tensor_parallel_size=tp, gpu_memory_utilization=util, dtype=dtype,
+                          kv_cache_dtype=request.kv_cache_dtype or "auto", max_model_len=length,
+                          max_num_seqs=seqs, max_num_batched_tokens=tokens, enforce_eager=eager)
+
+
+def accepts(profile: VllmProfile, memory: MemoryEstimate, length: int, concurrency: int = 1) -> bool:
+    """vLLM's start-up check on the predicted blocks, and room for `concurrency` requests."""
+    return length <= profile.max_tokens_accepted(memory.num_blocks) and \
+        concurrency * length <= memory.kv_cache_tokens
+
+
+def fit_length(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: SizingRequest, tp: int,
+               util: float, dtype: str, eager: bool, target: int) -> Fit:
+    """V1 profiles a fixed batch, so the cache does not depend on the length; V0 profiles
+    max(length, 2048) tokens unless chunked prefill is on, so the longest accepted length is
+    searched (feasible lengths are contiguous below the chunked-prefill switch, and the
+    cache is constant above it)."""
+    block = profile.block_size
+
+    def at(length: int) -> tuple[EngineSettings, MemoryEstimate]:
+        s = _settings(model, gpus, profile, request, tp, util, dtype, eager, length)
+        return s, estimate_memory(model, gpus, s, profile)
+
+    def ok(length: int) -> bool:
+        s, m = at(length)
+        if profile.engine == "V0" and not profile.chunked_prefill(length) and s.max_num_batched_tokens < length:
+            return False
+        return accepts(profile, m, length, request.concurrency)
+
+    target = round_down(target, block)
+    best = 0
+    switch = profile.auto_chunked_prefill_above if profile.engine == "V0" else None
+    regions = [(block, target)] if switch is None or target <= switch else \
+        [(block, round_down(switch, block)), (round_down(switch, block) + block, target)]
+    for low, high in regions:
+        if high < low or not ok(low):
+            continue
+        lo, hi = low // block, high // block   # search in blocks: ok(lo) holds
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if ok(mid * block):
+                lo = mid
+            else:
+                hi = mid - 1
+        best = max(best, lo * block)
+    settings, memory = at(best or min(target, 2048) or block)
+    return Fit(tp, eager, best, settings, memory)
+
+
+def _eager_options(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: SizingRequest,
+                   util: float, tp: int) -> tuple[tuple[bool, ...], str]:
+    """Which enforce_eager values to try, and why when only eager is possible."""
+    if request.enforce_eager is not None:
+        return (request.enforce_eager,), ""
+    if profile.subtracts_cudagraph_memory:
+        return (False, True), ""
+    # graphs are captured after the KV cache, outside the budget: they need the rest
+    headroom = int(gpus.cuda_total_bytes * (1 - util)) - CUDA_CONTEXT_BYTES
+    graphs = cudagraph_estimate(model, tp)
+    if headroom < graphs:
+        return (True,), (f"enforce_eager true: CUDA graphs (~{gib(graphs)}) would not fit in the "
+                         f"{gib(max(headroom, 0))} left outside gpu_memory_utilization {util} (vLLM "
+                         f"{profile.version} captures them after the KV cache)")
+    return (False,), ""
+
+
+def _pick(fits: list[Fit], target: int, prefer: str) -> Fit:
+    """Fewest GPUs reaching the target (graphs preferred over eager); else the longest
+    context. `latency`: the most GPUs that still fit."""
+    working = [f for f in fits if f.max_model_len > 0]
+    if not working:
+        return min(fits, key=lambda f: (f.tensor_parallel_size, f.enforce_eager))
+    if prefer == "latency":
+        return max(working, key=lambda f: (f.tensor_parallel_size, f.max_model_len, not f.enforce_eager))
+    reaching = [f for f in working if f.max_model_len >= target]
+    if reaching:
+        return min(reaching, key=lambda f: (f.tensor_parallel_size, f.enforce_eager))
+    return max(working, key=lambda f: (f.max_model_len, -f.tensor_parallel_size, not f.enforce_eager))
+
+
+def size_engine(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> EnginePlan:
+    """The plan, and when it does not fit (or falls short of the target context) the
+    alternatives that would."""
+    plan, short = _size(model, gpus, request)
+    if not plan.fits or short:
+        plan = replace(plan, alternatives=tuple(alternatives_for(model, gpus, request, plan,
+                                                                 lambda *a: _size(*a)[0])))
+    return plan
+
+
+def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[EnginePlan, bool]:
+    profile = profile_for(request.vllm_version, gpus.compute_capability)
+    cc = gpus.compute_capability
+    problems: list[str] = []
+    reasons: list[str] = []
+    assumed: list[str] = []
+    notes = list(model.notes)
+
+    if cc < profile.min_compute_capability:
+        problems.append(f"vLLM {profile.version}'s Triton image needs compute capability "
+                        f"{profile.min_compute_capability[0]}.{profile.min_compute_capability[1]}+ "
+                        f"(NGC from 25.01); {gpus.name} is {gpus.cc_str}")
+    dtype, dtype_reason, dtype_problem = resolve_dtype(model, cc, request.dtype)
+    if dtype_problem:
+        problems.append(dtype_problem)
+        dtype = "float16" if dtype not in ("float16", "bfloat16", "float32") else dtype
+    for problem in (quantization_problem(model, cc, profile),
+                    kv_cache_dtype_problem(request.kv_cache_dtype or "auto", cc)):
+        if problem:
+            problems.append(problem)
+
+    util = request.gpu_memory_utilization
+    if util is not None and not 0 < util <= 1:
+        raise InputError(f"must be in (0, 1], got {util}", "--gpu-memory-utilization")
+    util_reason = f"gpu_memory_utilization {util}: as requested"
+    if util is None:
+        util = profile.default_gpu_memory_utilization
+        assumed.append("gpu_memory_utilization")
+        util_reason = f"gpu_memory_utilization {util}: vLLM {profile.version} default"
+    # memory other processes hold: vLLM either refuses to start or runs out later
+    if gpus.free_bytes is not None:
+        usable = gpus.free_bytes - CUDA_CONTEXT_BYTES
+        wanted = util * gpus.cuda_total_bytes
+        if usable < wanted and not profile.subtracts_other_processes:
+            lower = max(int(usable / gpus.cuda_total_bytes * 100) / 100, 0.0)
+            if request.gpu_memory_utilization is None and lower >= 0.3:
+                util_reason = (f"gpu_memory_utilization {lower}: lowered from the default {util} because only "
+                               f"{gib(gpus.free_bytes)} of {gib(gpus.cuda_total_bytes)} is free (other processes)")
+                util = lower
+                assumed.remove("gpu_memory_utilization")
+            elif profile.checks_free_memory_at_start:
+                problems.append(f"Free memory on device ({gib(gpus.free_bytes)}/{gib(gpus.cuda_total_bytes)}) on "
+                                f"startup is less than desired GPU memory utilization ({util}, {gib(wanted)}); "
+                                f"at most {lower} would start")
+            else:
+                problems.append(f"only {gib(gpus.free_bytes)} free for a {gib(wanted)} budget: vLLM "
+                                f"{profile.version} does not count other processes and would run out of memory "
+                                f"(use gpu_memory_utilization <= {lower})")
+
+    if request.tensor_parallel_size is not None:
+        candidates = [request.tensor_parallel_size]
+        bad = tp_problem(model, request.tensor_parallel_size)
+        if bad:
+            problems.append(bad)
+        if request.tensor_parallel_size > gpus.count:
+            problems.append(f"tensor_parallel_size {request.tensor_parallel_size} needs more GPUs than the "
+                            f"{gpus.count} available")
+    else:
+        candidates = valid_tp_sizes(model, gpus.count) or [1]
+
+    model_max = model.max_model_len
+    if request.max_model_len is not None:
+        if request.max_model_len < 1:
+            raise InputError(f"must be positive, got {request.max_model_len}", "--max-model-len")
+        target = request.max_model_len
+        if target > model_max:
+            problems.append(f"max_model_len {target} is above the model's limit {model_max} "
+                            "(vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
+    else:
+        target = min(model_max, request.max_context or model_max)
+    if request.concurrency < 1:
+        raise InputError("must be at least 1", "--concurrency")
+
+    fits: list[Fit] = []
+    eager_reason = ""
+    for tp in candidates:
+        options, why = _eager_options(model, gpus, profile, request, util, tp)
+        eager_reason = eager_reason or why
+        for eager in options:
+            fits.append(fit_length(model, gpus, profile, request, tp, util, dtype, eager,
+                                   max(target, profile.block_size)))
+    chosen = _pick(fits, target, request.prefer)
+
+    # a given max_model_len is checked as is (not rounded): does vLLM accept exactly it?
+    if request.max_model_len is not None:
+        settings = _settings(model, gpus, profile, request, chosen.tensor_parallel_size, util, dtype,
+                             chosen.enforce_eager, request.max_model_len)
+        memory = estimate_memory(model, gpus, settings, profile)
+        length = request.max_model_len
+        if not accepts(profile, memory, length, request.concurrency):
+            longest = chosen.max_model_len
+            problems.append(f"max_model_len {length} is larger than the {memory.kv_cache_tokens} tokens the KV "
+                            f"cache is predicted to hold" + (f"; {longest} would fit" if longest else ""))
+        if profile.engine == "V0" and not profile.chunked_prefill(length) and \
+                settings.max_num_batched_tokens < length:
+            problems.append(f"max_num_batched_tokens {settings.max_num_batched_tokens} is smaller than "
+                            f"max_model_len {length} (chunked prefill is off in this V0 engine)")
+    else:
+        settings, memory, length = chosen.settings, chosen.memory, chosen.max_model_len
+        if length == 0:
+            if memory.kv_cache <= 0 or memory.num_blocks == 0:
+                problems.append(f"does not fit: {gib(memory.weights)} of weights per GPU (+{gib(memory.activation)} "
+                                f"activation peak) leave no KV cache in {gib(memory.budget)} "
+                                f"({util} x {gib(gpus.cuda_total_bytes)}) on {chosen.tensor_parallel_size} x {gpus.name}")
+            else:
+                problems.append(f"the KV cache ({memory.kv_cache_tokens} tokens) cannot hold one request of "
+                                f"{profile.block_size} tokens")
+
+    tp = chosen.tensor_parallel_size
+    fits_flag = not problems
+    valid = valid_tp_sizes(model, gpus.count)
+    if request.tensor_parallel_size is not None:
+        reasons.append(f"tensor_parallel_size {tp}: as requested")
+    elif request.prefer == "latency":
+        reasons.append(f"tensor_parallel_size {tp}: the most GPUs that fit (--prefer latency); valid on "
+                       f"{gpus.count} GPU(s): {', '.join(map(str, valid))}")
+    elif length >= target:
+        reasons.append(f"tensor_parallel_size {tp}: the fewest GPUs that hold the {target}-token target; valid on "
+                       f"{gpus.count} GPU(s): {', '.join(map(str, valid))}")
+    else:
+        reasons.append(f"tensor_parallel_size {tp}: the longest context on {gpus.count} GPU(s) (valid: "
+                       f"{', '.join(map(str, valid)) or 'none'})")
+
+    cap = "the model's maximum" if target == model_max else f"the cap {target}"
+    per_request = "" if request.concurrency == 1 else f" for {request.concurrency} concurrent requests"
+    if request.max_model_len is not None:
+        reasons.append(f"max_model_len {length}: as requested; predicted KV cache {memory.kv_cache_tokens} tokens"
+                       + (" (accepted)" if fits_flag else ""))
+    elif length >= target:
+        reasons.append(f"max_model_len {length}: {cap}; the predicted KV cache holds {memory.kv_cache_tokens} "
+                       f"tokens{per_request}")
+    elif length > 0:
+        reasons.append(f"max_model_len {length}: the longest the predicted KV cache ({memory.kv_cache_tokens} "
+                       f"tokens) holds{per_request}, in multiples of {profile.block_size} (below {cap}, {target})")
+    reasons.append(dtype_reason or f"dtype {dtype}")
+    kv_dtype = request.kv_cache_dtype or "auto"
+    reasons.append(f"kv_cache_dtype {kv_dtype}: " + ("as requested" if request.kv_cache_dtype else
+                                                      f"KV cache in the model dtype ({dtype})"))
+    reasons.append(util_reason)
+    if request.enforce_eager is not None:
+        reasons.append(f"enforce_eager {str(request.enforce_eager).lower()}: as requested")
+    elif chosen.enforce_eager:
+        reasons.append(eager_reason or (f"enforce_eager true: the CUDA-graph estimate vLLM {profile.version} "
+                                        "subtracts would cost the context the target needs"))
+    else:
+        reasons.append("enforce_eager false: CUDA graphs fit (faster decoding)")
+    if request.max_num_seqs is None:
+        assumed.append("max_num_seqs")
+        reasons.append(f"max_num_seqs {settings.max_num_seqs}: vLLM {profile.version} {profile.engine} default "
+                       f"for {gpus.name} ({gib(gpus.cuda_total_bytes)})")
+    else:
+        reasons.append(f"max_num_seqs {settings.max_num_seqs}: as requested")
+    if request.max_num_batched_tokens is None:
+        assumed.append("max_num_batched_tokens")
+        how = ("the vllm serve default for this GPU" if profile.engine == "V1" else
+               "chunked prefill's size" if profile.chunked_prefill(length) else "max(max_model_len, 2048)")
+        reasons.append(f"max_num_batched_tokens {settings.max_num_batched_tokens}: {how} (sizes the profiled "
+                       "activation peak)")
+    else:
+        reasons.append(f"max_num_batched_tokens {settings.max_num_batched_tokens}: as requested")
+
+    swap = None
+    if profile.accepts_swap_space:
+        if request.host_ram_bytes:
+            limit = 0.4 * request.host_ram_bytes / tp / GIB   # vLLM warns above 0.4 x RAM
+            if 4 > limit:
+                swap = int(limit)
+                reasons.append(f"swap_space {swap}: 4 GiB per GPU x TP {tp} would exceed 40 % of the host's "
+                               f"{gib(request.host_ram_bytes)} RAM")
+            else:
+                reasons.append("swap_space: vLLM's default 4 GiB per GPU fits the host's RAM")
+        else:
+            assumed.append("swap_space")
+            reasons.append("swap_space: vLLM's default 4 GiB per GPU (host RAM unknown)")
+    reasons.append(f"kv_cache_tokens {memory.kv_cache_tokens}: predicted \"{profile.kv_tokens_log_line}\" "
+                   f"({memory.num_blocks} blocks of {profile.block_size}; {gib(memory.kv_cache)} per GPU after a "
+                   f"{gib(memory.safety_margin)} safety margin)")
+    if model.rough:
+        notes.append("estimate is rough for this architecture (see notes); it errs low")
+
+    plan = EnginePlan(
+        fits=fits_flag,
+        model=request.model_ref or model.name,
+        vllm_version=profile.version,
+        engine=profile.engine,
+        gpu_name=gpus.name,
+        gpu_count=gpus.count,
+        compute_capability=gpus.cc_str,
+        tensor_parallel_size=tp,
+        max_model_len=length,
+        dtype=dtype,
+        kv_cache_dtype=kv_dtype,
+        gpu_memory_utilization=util,
+        enforce_eager=settings.enforce_eager,
+        max_num_seqs=settings.max_num_seqs,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+        swap_space=swap,
+        kv_cache_tokens=memory.kv_cache_tokens,
+        kv_cache_bytes_per_gpu=memory.num_blocks * memory.block_size * memory.kv_bytes_per_token,
+        weights_bytes_per_gpu=memory.weights,
+        kv_bytes_per_token=memory.kv_bytes_per_token,
+        memory=MemoryBreakdown(cuda_total=gpus.cuda_total_bytes, budget=memory.budget, weights=memory.weights,
+                               activation=memory.activation, non_torch=memory.non_torch,
+                               other_processes=memory.other_processes, cudagraph=memory.cudagraph,
+                               safety_margin=memory.safety_margin, kv_cache=memory.kv_cache),
+        reasons=tuple(reasons),
+        assumed=tuple(assumed),
+        problems=tuple(problems),
+        alternatives=(),
+        notes=tuple(notes),
+        rough=model.rough,
+    )
+    plan = replace(plan, model_json=model_json_for(plan, profile, request))
+    return plan, length < target

@@ -1,0 +1,95 @@
+"""What sizing returns: `SizingRequest` in, `EnginePlan` out (with `Alternative`s when it
+does not fit). Plain frozen data; `to_dict()` is the `--json` form."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from tritonops.sizing.versions import DEFAULT_VLLM_VERSION
+
+
+@dataclass(frozen=True)
+class SizingRequest:
+    """What the user asked for. None = choose (or use vLLM's default, and say so)."""
+
+    model_ref: str = ""                       # the "model" value written to model.json
+    vllm_version: str = DEFAULT_VLLM_VERSION
+    tensor_parallel_size: int | None = None   # given: checked, not chosen
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None          # given: checked, not chosen
+    max_context: int | None = None            # cap for the chosen max_model_len
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    dtype: str | None = None
+    kv_cache_dtype: str | None = None
+    enforce_eager: bool | None = None
+    prefer: str = "fewest-gpus"               # or "latency": the largest TP that fits
+    concurrency: int = 1                      # full-length requests the KV cache must hold at once
+    host_ram_bytes: int | None = None         # sizes swap_space where the version takes it
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One way to make it fit. `available` is False for what tritonops cannot do yet."""
+
+    kind: str            # tensor_parallel | quantized | kv_cache_dtype | shorter_context |
+                         # gpu_memory_utilization | pipeline_parallel
+    summary: str
+    tensor_parallel_size: int | None = None
+    max_model_len: int | None = None
+    gpus_needed: int | None = None
+    available: bool = True
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Per GPU, bytes."""
+
+    cuda_total: int
+    budget: int
+    weights: int
+    activation: int
+    non_torch: int
+    other_processes: int
+    cudagraph: int
+    safety_margin: int
+    kv_cache: int
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    fits: bool
+    model: str
+    vllm_version: str
+    engine: str
+    gpu_name: str
+    gpu_count: int
+    compute_capability: str
+    tensor_parallel_size: int
+    max_model_len: int
+    dtype: str
+    kv_cache_dtype: str
+    gpu_memory_utilization: float
+    enforce_eager: bool
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    swap_space: int | None
+    kv_cache_tokens: int
+    kv_cache_bytes_per_gpu: int
+    weights_bytes_per_gpu: int
+    kv_bytes_per_token: int
+    memory: MemoryBreakdown
+    reasons: tuple[str, ...]
+    assumed: tuple[str, ...]
+    problems: tuple[str, ...]
+    alternatives: tuple[Alternative, ...]
+    notes: tuple[str, ...]
+    rough: bool
+    model_json: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for key in ("reasons", "assumed", "problems", "notes"):
+            data[key] = list(data[key])
+        data["alternatives"] = [asdict(a) for a in self.alternatives]
+        return data

@@ -1,0 +1,189 @@
+"""vLLM's memory arithmetic, per GPU of a tensor-parallel group (reference 1.2-1.7, 1.12).
+
+    budget   = gpu_memory_utilization x CUDA total
+    kv bytes = budget - weights - activation peak - non-torch [- other processes]
+               [- CUDA-graph estimate] - safety margin
+    blocks   = kv bytes // (block_size x KV bytes per token)
+    tokens   = blocks x block_size          ("GPU KV cache size: N tokens")
+
+The activation and non-torch terms are estimates calibrated on the reference's printed
+numbers (bench/sizing_accuracy.py); every constant says where it comes from. The safety
+margin is there because those terms are estimates: the plan must never promise KV cache
+vLLM will not find.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tritonops.sizing.gpu_spec import GpuSpec
+from tritonops.sizing.model_spec import DTYPE_BYTES, ModelSpec
+from tritonops.sizing.units import GIB, MIB
+from tritonops.sizing.versions import VllmProfile
+
+# Sampler working copies of the [requests x vocab] float32 logits during the profiling run.
+# V0 also computes log-probs and sorts the whole vocabulary (top_k = vocab - 1): 6 copies fit
+# rows 5-7 of the reference. V1: 4 copies bound rows 26-27 (all non-KV memory but weights is
+# 1.16-1.24 GiB there, with 200k-260k vocabularies at 256 requests).
+SAMPLER_COPIES = {"V0": 6, "V1": 4}
+# Memory outside PyTorch's allocator: cuBLAS workspaces, CUDA context where counted, NCCL
+# buffers and custom all-reduce with TP > 1 (reference 1.7: observed 0.16-0.43 GiB).
+NON_TORCH_TP1 = int(0.35 * GIB)
+NON_TORCH_TP_MULTI = int(0.75 * GIB)
+# The CUDA context vLLM's process creates before its baseline (H200 fixture: ~552 MB).
+CUDA_CONTEXT_BYTES = int(0.55 * GIB)
+# CUDA graphs: 0.62-0.74 GiB observed for 8B-class (32-layer) models (reference 1.7).
+CUDAGRAPH_BASE = int(0.25 * GIB)
+CUDAGRAPH_PER_LAYER = 16 * MIB
+# MoE: row 3 (Qwen3-235B-A22B-FP8, TP 4, H100) shows ~4 GiB more non-KV memory per GPU than
+# the dense arithmetic explains (fused-MoE workspaces, weight layout); reserve 10 % of weights.
+MOE_EXTRA_FRACTION = 0.10
+# Safety margin: fixed + a share of the budget (allocator fragmentation, catalog totals) + more
+# with TP > 1, where vLLM keeps the minimum block count over the ranks.
+MARGIN_FIXED = int(0.25 * GIB)
+MARGIN_BUDGET_FRACTION = 0.015
+MARGIN_TP_FRACTION = 0.01
+# Pieces loaded on top of the checkpoint tensors that TP does not split (norms, biases).
+WEIGHTS_OVERHEAD_FRACTION = 0.005
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The engine arguments that move memory."""
+
+    tensor_parallel_size: int
+    gpu_memory_utilization: float
+    dtype: str
+    kv_cache_dtype: str
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    enforce_eager: bool
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """One GPU of the group, in bytes."""
+
+    budget: int
+    weights: int
+    activation: int
+    non_torch: int
+    other_processes: int
+    cudagraph: int
+    safety_margin: int
+    kv_cache: int
+    kv_bytes_per_token: int
+    block_size: int
+    num_blocks: int
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        return self.num_blocks * self.block_size
+
+    @property
+    def non_kv(self) -> int:
+        return self.weights + self.activation + self.non_torch + self.other_processes + self.cudagraph
+
+
+def kv_dtype_bytes(settings: EngineSettings) -> int:
+    if settings.kv_cache_dtype.startswith("fp8"):
+        return 1
+    return DTYPE_BYTES[settings.dtype]
+
+
+def kv_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, kv_bytes: int) -> int:
+    """Per GPU: every rank stores its KV-head slice of every token; heads are replicated once
+    TP exceeds their count (max(1, kv_heads // TP), reference 1.3)."""
+    if model.use_mla:
+        return model.num_hidden_layers * (model.kv_lora_rank + model.qk_rope_head_dim) * kv_bytes
+    heads = max(1, model.num_key_value_heads // tensor_parallel_size)
+    return 2 * model.num_hidden_layers * heads * model.head_dim * kv_bytes
+
+
+def _non_linear_params(model: ModelSpec) -> int:
+    embeddings = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
+    return embeddings + (2 * model.num_hidden_layers + 1) * model.hidden_size
+
+
+def quantized_weight_bytes(model: ModelSpec, bits: int, group_size: int | None = 128) -> int:
+    """Linear layers at `bits` (plus a 16-bit scale and a `bits` zero point per group),
+    embeddings and norms at 16 bits."""
+    linear = max(model.parameters - _non_linear_params(model), 0)
+    per_weight_bits = bits + ((16 + bits) / group_size if group_size else 0)
+    return int(linear * per_weight_bits / 8) + 2 * _non_linear_params(model)
+
+
+def checkpoint_weight_bytes(model: ModelSpec, dtype: str) -> int:
+    """All weights as loaded in `dtype`, before TP splits them."""
+    if model.quantization is not None:
+        if model.weight_bytes:
+            return model.weight_bytes
+        bits = model.quantization.bits or (8 if "fp8" in model.quantization.method else 4)
+        group = None if bits == 8 else (model.quantization.group_size or 128)
+        return quantized_weight_bytes(model, bits, group)
+    target = DTYPE_BYTES[dtype]
+    if model.weight_bytes and DTYPE_BYTES.get(model.torch_dtype) == target:
+        return model.weight_bytes
+    return model.parameters * target
+
+
+def weights_per_gpu(model: ModelSpec, dtype: str, tensor_parallel_size: int) -> int:
+    tp = tensor_parallel_size
+    total = checkpoint_weight_bytes(model, dtype)
+    per_gpu = total / tp
+    act_bytes = DTYPE_BYTES[dtype]
+    if tp > model.num_key_value_heads and not model.use_mla:
+        # K and V projections replicated: each rank holds a whole head instead of a slice
+        kv_proj = 2 * model.hidden_size * model.head_dim * model.num_hidden_layers * act_bytes
+        per_gpu += kv_proj * (1 - model.num_key_value_heads / tp)
+    # rotary cos/sin cache over max_position_embeddings (row 1: +0.031 GiB for Llama-3.1-8B)
+    rope_cache = model.max_position_embeddings * model.head_dim * 4
+    return int(per_gpu * (1 + WEIGHTS_OVERHEAD_FRACTION)) + rope_cache
+
+
+def activation_peak(model: ModelSpec, settings: EngineSettings, profile: VllmProfile) -> int:
+    """Peak increase of the profiling run: one forward pass over max_num_batched_tokens
+    (MLP intermediates dominate) plus the sampler over min(max_num_seqs, tokens) requests."""
+    tp = settings.tensor_parallel_size
+    act = DTYPE_BYTES[settings.dtype]
+    tokens = settings.max_num_batched_tokens
+    hidden = 3 * model.hidden_size
+    if model.is_moe:
+        n = model.moe_intermediate_size / tp
+        mlp = model.num_experts_per_tok * (3 * n + model.hidden_size)
+        mlp += 3 * model.shared_expert_intermediate_size / tp
+    else:
+        mlp = (3 if model.gated_mlp else 2) * model.intermediate_size / tp
+    attn = (model.num_attention_heads // tp * 2 + 2 * max(1, model.num_key_value_heads // tp)) * model.head_dim
+    forward = tokens * (max(mlp, attn) + hidden) * act
+    requests = min(settings.max_num_seqs, tokens)
+    sampler = requests * model.vocab_size * 4 * SAMPLER_COPIES[profile.engine]
+    return int(forward + sampler)
+
+
+def cudagraph_estimate(model: ModelSpec, tensor_parallel_size: int) -> int:
+    return CUDAGRAPH_BASE + CUDAGRAPH_PER_LAYER * model.num_hidden_layers
+
+
+def estimate_memory(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
+                    profile: VllmProfile) -> MemoryEstimate:
+    tp = settings.tensor_parallel_size
+    budget = int(settings.gpu_memory_utilization * gpu.cuda_total_bytes)
+    weights = weights_per_gpu(model, settings.dtype, tp)
+    activation = activation_peak(model, settings, profile)
+    if model.is_moe:
+        activation += int(MOE_EXTRA_FRACTION * weights)
+    non_torch = NON_TORCH_TP1 if tp == 1 else NON_TORCH_TP_MULTI
+    others = gpu.other_process_bytes if profile.subtracts_other_processes else 0
+    graphs = 0
+    if profile.subtracts_cudagraph_memory and not settings.enforce_eager:
+        graphs = cudagraph_estimate(model, tp)
+    margin = MARGIN_FIXED + int(budget * (MARGIN_BUDGET_FRACTION + (MARGIN_TP_FRACTION if tp > 1 else 0)))
+    kv = budget - weights - activation - non_torch - others - graphs - margin
+    per_token = kv_bytes_per_token(model, tp, kv_dtype_bytes(settings))
+    blocks = max(kv, 0) // (profile.block_size * per_token)
+    return MemoryEstimate(budget=budget, weights=weights, activation=activation, non_torch=non_torch,
+                          other_processes=others, cudagraph=graphs, safety_margin=margin,
+                          kv_cache=max(kv, 0), kv_bytes_per_token=per_token,
+                          block_size=profile.block_size, num_blocks=int(blocks))

@@ -1,0 +1,212 @@
+"""What differs between vLLM versions, as data: one `VllmProfile` per version.
+
+Every rule here is read from vLLM's source in the reference
+(`reference/vllm-memory.md`, sections 1.1-1.11); where a version between two
+read versions is unknown, the rule that predicts *less* KV cache is taken.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tritonops.errors import InputError
+
+# The vLLM that `nvcr.io/nvidia/tritonserver:26.06-vllm-python-py3` ships (0.22.1, NGC
+# compatibility matrix in reference/triton-vllm.md 2.1). Chosen over 26.07 (0.24.0) because
+# every memory rule of 0.22 was read from its source (0.22.0), while 0.24 falls between two
+# read versions (0.22.0 and 0.33.0). Change it here and nowhere else.
+DEFAULT_VLLM_VERSION = "0.22.1"
+
+OLDEST_SUPPORTED = (0, 4, 0)  # 24.04's image, the oldest vllm-python-py3 in the compat table
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """'0.6.3.post1' -> (0, 6, 3); '0.9.0rc1+1958ee56.nv25.6' -> (0, 9, 0)."""
+    match = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    if not match:
+        raise InputError(f"'{text}' is not a vLLM version (expected e.g. 0.10.2)", "--vllm-version")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+
+
+# quantization method -> list of (first version, minimum compute capability) (reference 1.10);
+# a method absent below its first entry does not exist in that version.
+_QUANT_MIN_CC: dict[str, tuple[tuple[tuple[int, int, int], tuple[int, int]], ...]] = {
+    "gptq": (((0, 4, 0), (6, 0)),),
+    "gptq_marlin": (((0, 4, 0), (8, 0)),),
+    "marlin": (((0, 4, 0), (8, 0)),),
+    "awq": (((0, 4, 0), (7, 5)),),
+    "awq_marlin": (((0, 6, 0), (8, 0)),),
+    # 8.9 in 0.4.2, 8.0 from 0.6 (weight-only Marlin below 8.9), 7.5 in 0.33; unknown between
+    # 0.22 and 0.33 -> the stricter 8.0.
+    "fp8": (((0, 4, 0), (8, 9)), ((0, 6, 0), (8, 0)), ((0, 33, 0), (7, 5))),
+    "fbgemm_fp8": (((0, 6, 0), (8, 0)),),
+    "experts_int8": (((0, 6, 0), (8, 0)),),
+    "mxfp4": (((0, 10, 0), (8, 0)),),
+    "modelopt": (((0, 6, 0), (8, 9)), ((0, 33, 0), (8, 0))),
+    "compressed-tensors": (((0, 6, 0), (7, 0)),),
+    "bitsandbytes": (((0, 6, 0), (7, 0)),),
+    "gguf": (((0, 6, 0), (6, 0)),),
+    "aqlm": (((0, 4, 0), (7, 0)), ((0, 6, 0), (6, 0))),
+}
+
+# Engine-argument keys tritonops may write into model.json, with the versions that accept
+# them as `AsyncEngineArgs` fields: (first accepted, first version that no longer accepts).
+# An unknown key makes Triton's model UNAVAILABLE (reference/triton-vllm.md 1.4), so a key
+# is emitted only when the target version is inside its range.
+_MODEL_JSON_KEYS: dict[str, tuple[tuple[int, int, int], tuple[int, int, int] | None]] = {
+    "model": ((0, 0, 0), None),
+    "tensor_parallel_size": ((0, 0, 0), None),
+    "pipeline_parallel_size": ((0, 0, 0), None),
+    "gpu_memory_utilization": ((0, 0, 0), None),
+    "max_model_len": ((0, 0, 0), None),
+    "dtype": ((0, 0, 0), None),
+    "kv_cache_dtype": ((0, 0, 0), None),
+    "enforce_eager": ((0, 0, 0), None),
+    "max_num_seqs": ((0, 0, 0), None),
+    "max_num_batched_tokens": ((0, 0, 0), None),
+    "block_size": ((0, 0, 0), None),
+    "quantization": ((0, 0, 0), None),
+    # present up to 0.16.0, gone in 0.18.0; 0.17 was not read -> treated as gone
+    "swap_space": ((0, 0, 0), (0, 17, 0)),
+    # removed in 0.10.1 (replaced by enable_log_requests); never emitted, listed so that
+    # validate_model_json_keys can name it
+    "disable_log_requests": ((0, 0, 0), (0, 10, 1)),
+    "enable_log_requests": ((0, 10, 1), None),
+    "disable_log_stats": ((0, 0, 0), None),
+    "distributed_executor_backend": ((0, 5, 1), None),
+    "trust_remote_code": ((0, 0, 0), None),
+}
+
+
+@dataclass(frozen=True)
+class VllmProfile:
+    """How one vLLM version, on one kind of GPU, turns memory into KV-cache blocks."""
+
+    version: str
+    version_tuple: tuple[int, int, int]
+    engine: str                       # "V0" or "V1" (V1 falls back to V0 below CC 8.0 up to 0.10)
+    memory_formula: str               # see MEMORY_FORMULAS
+    default_gpu_memory_utilization: float
+    accepts_swap_space: bool
+    auto_max_model_len: bool          # accepts max_model_len -1 / "auto" (0.14+)
+    subtracts_cudagraph_memory: bool  # graphs profiled and taken out of the KV budget (0.20+)
+    reserves_null_block: bool         # one block held back before the length check (after 0.22)
+    checks_free_memory_at_start: bool  # refuses to start when free < util x total (V1 0.9.1+)
+    subtracts_other_processes: bool   # other processes' memory counted as non-torch memory
+    auto_chunked_prefill_above: int | None  # V0: chunked prefill switched on above this length
+    chunked_prefill_batched_tokens: int     # V0 max_num_batched_tokens once chunked prefill is on
+    big_gpu_excludes_a100: bool       # V1 defaults: the >= 70 GiB rule skips A100 (0.9+)
+    min_compute_capability: tuple[int, int]
+    block_size: int = 16
+    kv_tokens_log_line: str = "GPU KV cache size"
+
+    # -- derived rules -------------------------------------------------------------------
+    def default_max_num_seqs(self, cuda_total_bytes: int, gpu_name: str) -> int:
+        if self.engine == "V1" and self._is_big_gpu(cuda_total_bytes, gpu_name):
+            return 1024
+        return 256
+
+    def default_max_num_batched_tokens(self, cuda_total_bytes: int, gpu_name: str,
+                                       max_model_len: int) -> int:
+        """What vLLM profiles with when the user leaves max_num_batched_tokens out.
+
+        V1: the `vllm serve` defaults (Triton's backend builds its engine through the OpenAI
+        server's client builder, so it gets the server context; tritonops also writes the
+        value into model.json so the prediction does not hang on that). V0: max(len, 2048),
+        or the chunked-prefill size when the version switches chunked prefill on."""
+        if self.engine == "V1":
+            return 8192 if self._is_big_gpu(cuda_total_bytes, gpu_name) else 2048
+        if self.auto_chunked_prefill_above is not None and max_model_len > self.auto_chunked_prefill_above:
+            return self.chunked_prefill_batched_tokens
+        return max(max_model_len, 2048)
+
+    def chunked_prefill(self, max_model_len: int) -> bool:
+        if self.engine == "V1":
+            return True
+        return self.auto_chunked_prefill_above is not None and max_model_len > self.auto_chunked_prefill_above
+
+    def _is_big_gpu(self, cuda_total_bytes: int, gpu_name: str) -> bool:
+        if cuda_total_bytes < 70 * 1024 ** 3:
+            return False
+        return not (self.big_gpu_excludes_a100 and "a100" in gpu_name.lower())
+
+    def accepts_key(self, key: str) -> bool:
+        span = _MODEL_JSON_KEYS.get(key)
+        if span is None:
+            return False
+        first, gone = span
+        return self.version_tuple >= first and (gone is None or self.version_tuple < gone)
+
+    def quantization_min_cc(self, method: str) -> tuple[int, int] | None:
+        """Minimum compute capability for a quantization method in this version; None when
+        this version has no such method."""
+        steps = _QUANT_MIN_CC.get(method)
+        if not steps:
+            return None
+        found = None
+        for first, cc in steps:
+            if self.version_tuple >= first:
+                found = cc
+        return found
+
+    def max_tokens_accepted(self, num_blocks: int) -> int:
+        """The longest max_model_len the startup check accepts with this many blocks."""
+        usable = num_blocks - (1 if self.reserves_null_block else 0)
+        return max(usable, 0) * self.block_size
+
+
+MEMORY_FORMULAS = {
+    "v0_peak_growth": "total x util - (free at init - free after profiling)  [V0, <= 0.6.3]",
+    "v0_torch_peak": "total x util - (torch peak + non-torch incl. other processes)  [0.6.4]",
+    "v0_profiled_increase": "total x util - (weights + activation increase + non-torch increase)  [V0 0.6.5+]",
+    "v1_torch_peak": "total x util - (torch peak + non-torch incl. other processes)  [V1 0.8.0-0.9.0]",
+    "v1_requested_minus_increase": "total x util - (weights + activation increase + non-torch increase)"
+                                   "; refuses to start if free < total x util  [V1 0.9.1+]",
+}
+
+
+def profile_for(version: str, compute_capability: tuple[int, int] = (9, 0)) -> VllmProfile:
+    v = parse_version(version)
+    if v < OLDEST_SUPPORTED:
+        raise InputError(f"vLLM {version} is older than the oldest version tritonops models (0.4.0)",
+                         "--vllm-version")
+    v1 = v >= (0, 8, 0) and not (compute_capability < (8, 0) and v < (0, 11, 0))
+    if not v1:
+        if v <= (0, 6, 3):
+            formula = "v0_peak_growth"
+        elif v < (0, 6, 5):
+            formula = "v0_torch_peak"
+        else:
+            formula = "v0_profiled_increase"
+    elif v < (0, 9, 1):
+        formula = "v1_torch_peak"
+    else:
+        formula = "v1_requested_minus_increase"
+    return VllmProfile(
+        version=version,
+        version_tuple=v,
+        engine="V1" if v1 else "V0",
+        memory_formula=formula,
+        # 0.90 read up to 0.18.0, 0.92 read in 0.20.2+; tritonops always writes the value
+        default_gpu_memory_utilization=0.92 if v >= (0, 20, 0) else 0.90,
+        accepts_swap_space=v < (0, 17, 0),
+        auto_max_model_len=v >= (0, 14, 0),
+        # env default 1 read in 0.20.2 (log says "default since v0.21.0"): 0.20.x assumed on
+        subtracts_cudagraph_memory=v >= (0, 20, 0),
+        reserves_null_block=v > (0, 22, 99),
+        checks_free_memory_at_start=v1 and v >= (0, 9, 1),
+        subtracts_other_processes=formula in ("v0_torch_peak", "v1_torch_peak"),
+        # present in 0.6.3.post1 and 0.6.4, absent in 0.4.2; 0.5.x unread -> assumed absent
+        auto_chunked_prefill_above=32768 if (not v1 and v >= (0, 6, 0)) else None,
+        chunked_prefill_batched_tokens=512 if v < (0, 7, 0) else 2048,
+        big_gpu_excludes_a100=v >= (0, 9, 0),
+        # NGC vllm images from 25.01 (vLLM 0.6.3.post1 on) need compute capability 7.5+
+        min_compute_capability=(7, 5) if v >= (0, 6, 3) else (7, 0),
+        kv_tokens_log_line="GPU KV cache size" if v1 else "# GPU blocks (x 16 tokens)",
+    )
+
+
+def unknown_model_json_keys(keys, profile: VllmProfile) -> list[str]:
+    """Keys this version's AsyncEngineArgs would refuse, among those tritonops knows."""
+    return [k for k in keys if k in _MODEL_JSON_KEYS and not profile.accepts_key(k)]
