@@ -54,10 +54,12 @@ def load_yaml_file(path: str, shown_as: str) -> Any:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else 1
-        problem = err.problem or err.context or "invalid YAML"
+        problem = f"invalid YAML: {err.problem or err.context}"
+        if err.context and err.context_mark and err.problem_mark and err.context_mark.line != err.problem_mark.line:
+            problem += f" ({err.context} started at line {err.context_mark.line + 1})"
         if "!vault" in problem:
             problem = "Ansible Vault values are not supported; keep secrets out of the inventory"
-        raise InputError(f"invalid YAML: {problem}", f"{shown_as}:{line}") from None
+        raise InputError(problem, f"{shown_as}:{line}") from None
     except yaml.YAMLError as err:
         raise InputError(f"invalid YAML: {err}", shown_as) from None
     except UnicodeDecodeError:
