@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Replay the reference's real vLLM observations through tritonops sizing.
+
+For every row of shared/reference/vllm-observations.csv with enough inputs, the predicted
+"GPU KV cache size" (tokens) is compared with what vLLM printed, and tritonops' accept /
+reject of the row's max_model_len with what vLLM did. Totals: over-promises (tritonops says
+it fits, vLLM refused: must be 0), predictions above the printed number, and the median and
+worst relative error. Rows that cannot be predicted say why.
+
+    python bench/sizing_accuracy.py [--csv PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritonops.sizing.chooser import size_engine
+from tritonops.sizing.engine_plan import SizingRequest
+from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
+from tritonops.sizing.model_catalog import find_catalog_model
+from tritonops.sizing.model_spec import model_spec_from_config
+
+DEFAULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vllm-observations.csv"
+
+GPU_KEYS = {"RTX 3090": "3090", "RTX 4090": "4090", "RTX A6000": "a6000", "H100": "h100",
+            "A100-80GB": "a100-80gb"}
+
+# The checkpoints of the rows that are not in the catalog: their public config.json numbers.
+_MISTRAL = dict(model_type="mistral", hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                num_key_value_heads=8, intermediate_size=14336, max_position_embeddings=32768,
+                sliding_window=4096, torch_dtype="bfloat16")
+BENCH_MODELS = {
+    "teknium/OpenHermes-2.5-Mistral-7B": ({**_MISTRAL, "vocab_size": 32002}, 7_241_748_480),
+    "TheBloke/zephyr-7B-beta-AWQ": ({**_MISTRAL, "vocab_size": 32000, "torch_dtype": "float16",
+                                     "quantization_config": {"quant_method": "awq", "bits": 4,
+                                                             "group_size": 128}}, 7_241_732_096),
+    "TheBloke/Llama-2-7B-GPTQ": (dict(model_type="llama", hidden_size=4096, num_hidden_layers=32,
+                                      num_attention_heads=32, num_key_value_heads=32, intermediate_size=11008,
+                                      vocab_size=32000, max_position_embeddings=4096, torch_dtype="float16",
+                                      quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128}),
+                                 6_738_415_616),
+    "mgoin/phi-2-super-marlin": (dict(model_type="phi", hidden_size=2560, num_hidden_layers=32,
+                                      num_attention_heads=32, intermediate_size=10240, vocab_size=51200,
+                                      max_position_embeddings=2048, torch_dtype="float16",
+                                      quantization_config={"quant_method": "marlin", "bits": 4,
+                                                           "group_size": 128}), 2_779_683_840),
+    "TheBloke/CodeLlama-13B-Instruct-fp16": (dict(model_type="llama", hidden_size=5120, num_hidden_layers=40,
+                                                  num_attention_heads=40, num_key_value_heads=40,
+                                                  intermediate_size=13824, vocab_size=32016,
+                                                  max_position_embeddings=16384, torch_dtype="float16"),
+                                             13_016_028_160),
+    "Llama-2-7B": None, "Llama-2-70B": None,   # resolved through the catalog below
+}
+ALIASES = {"Llama-2-7B": "meta-llama/Llama-2-7b-chat-hf", "Llama-2-70B": "meta-llama/Llama-2-70b-chat-hf"}
+
+
+@dataclass
+class Row:
+    id: str
+    gpu: str
+    count: int
+    version: str
+    model: str
+    tp: int
+    util: float
+    max_model_len: int | None
+    max_num_seqs: int | None
+    printed_tokens: int
+    vllm_refused: bool
+    note: str = ""
+    supported: bool = True
+
+
+def _version(text: str) -> tuple[str | None, str, bool]:
+    """(version to model, note, inside the supported range)."""
+    if "between 0.4.1 and 0.4.2" in text:
+        return "0.4.2", "main between 0.4.1 and 0.4.2 -> 0.4.2 rules", True
+    if "Jul 2025" in text and "V1" in text:
+        return "0.9.2", "V1, Jul 2025 -> 0.9.2 (the release current on the row's date)", True
+    if text.startswith("0.6.4"):
+        return "0.6.4", "", True
+    if re.match(r"^0\.2\.", text) or "Dec 2023" in text or "0.2.5" in text:
+        return "0.4.0", "vLLM 0.2.x (Dec 2023): older than the oldest version tritonops models (0.4.0)", False
+    return None, f"vLLM version not stated ({text})", False
+
+
+def _printed_tokens(text: str) -> tuple[int | None, bool]:
+    m = re.search(r"GPU KV cache size: ([\d,]+) tokens", text)
+    if m:
+        return int(m.group(1).replace(",", "")), False
+    m = re.search(r"# GPU blocks: (\d+)", text)
+    if m:
+        blocks = int(m.group(1))
+        return blocks * 16, blocks == 0
+    return None, False
+
+
+def parse_row(raw: dict) -> tuple[Row | None, str]:
+    rid = raw["id"]
+    if "hybrid" in raw["arch L/KVheads/head_dim"] or "sliding" in raw["arch L/KVheads/head_dim"]:
+        return None, ("hybrid sliding/global attention: vLLM's grouped allocator reports tokens per group, "
+                      "not bytes/token arithmetic (reference 1.4)")
+    gpu = GPU_KEYS.get(raw["GPU"])
+    if raw["gpu_stated"] != "yes" or gpu is None:
+        return None, f"GPU not stated ({raw['GPU']})"
+    if raw["gpu_mem_util"].startswith("n/s"):
+        return None, "gpu_memory_utilization not stated (set by the application)"
+    tokens, refused = _printed_tokens(raw["printed numbers (verbatim/abridged)"])
+    if tokens is None:
+        return None, "no KV token count printed"
+    version, vnote, supported = _version(raw["vLLM version"])
+    if version is None:
+        return None, vnote
+    util_text = raw["gpu_mem_util"]
+    if util_text.startswith("n/s"):
+        return None, "gpu_memory_utilization not stated (set by the application)"
+    util = float(re.findall(r"\d\.\d+", util_text)[0])
+    length_text = raw["max_model_len"]
+    numbers = re.findall(r"\d+", length_text)
+    max_model_len = int(numbers[0]) if numbers else None
+    seqs = re.search(r"--max-num-seqs (\d+)", raw["notes"])
+    tp = int(raw["TP"]) if raw["TP"].isdigit() else 1
+    return Row(rid, gpu, int(raw["count"]), version, raw["model"], tp, util, max_model_len,
+               int(seqs.group(1)) if seqs else None, tokens,
+               refused or (max_model_len is not None and max_model_len > tokens), vnote, supported), ""
+
+
+def model_for(name: str):
+    name = ALIASES.get(name, name)
+    spec = find_catalog_model(name)
+    if spec is not None:
+        return spec
+    if name in BENCH_MODELS and BENCH_MODELS[name]:
+        config, params = BENCH_MODELS[name]
+        return model_spec_from_config(config, name=name, source="bench", param_count=params)
+    return None
+
+
+def predict(row: Row):
+    model = model_for(row.model)
+    if model is None:
+        return None, f"architecture of {row.model} not known"
+    gpus = gpu_spec_from_catalog(f"{row.gpu}:{row.count}")
+    request = SizingRequest(model_ref=row.model, vllm_version=row.version, tensor_parallel_size=row.tp,
+                            gpu_memory_utilization=row.util, max_model_len=row.max_model_len,
+                            max_num_seqs=row.max_num_seqs)
+    return size_engine(model, gpus, request), ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    args = parser.parse_args(argv)
+    rows = list(csv.DictReader(args.csv.open()))
+    print(f"{'row':>4} {'vLLM':>6} {'GPU':>12} {'TP':>2} {'model':<38} {'len':>6} {'printed':>9} "
+          f"{'predicted':>9} {'error':>7}  vLLM/tritonops")
+    errors, over_promises, above, counted, skipped, info = [], 0, 0, 0, [], []
+    for raw in rows:
+        row, why = parse_row(raw)
+        if row is None:
+            skipped.append((raw["id"], why))
+            continue
+        plan, why = predict(row)
+        if plan is None:
+            skipped.append((row.id, why))
+            continue
+        error = (plan.kv_cache_tokens - row.printed_tokens) / row.printed_tokens if row.printed_tokens else None
+        vllm = "refused" if row.vllm_refused else "started"
+        ours = "fits" if plan.fits else "refuse"
+        line = (f"{row.id:>4} {row.version:>6} {row.gpu + 'x' + str(row.count):>12} {row.tp:>2} {row.model[:38]:<38} "
+                f"{row.max_model_len or plan.max_model_len:>6} {row.printed_tokens:>9} {plan.kv_cache_tokens:>9} "
+                f"{(f'{error:+.1%}' if error is not None else 'n/a'):>7}  {vllm}/{ours}")
+        if not row.supported:
+            info.append(line + f"   [{row.note}]")
+            continue
+        counted += 1
+        print(line + (f"   [{row.note}]" if row.note else ""))
+        if plan.fits and row.vllm_refused:
+            over_promises += 1
+        if plan.kv_cache_tokens > row.printed_tokens:
+            above += 1
+        if error is not None and row.printed_tokens > 0:
+            errors.append(error)
+    print()
+    print(f"rows predicted: {counted}; over-promises (tritonops: fits, vLLM: refused): {over_promises}; "
+          f"predictions above the printed KV tokens: {above}")
+    if errors:
+        print(f"kv_cache_tokens relative error: median {statistics.median(errors):+.1%} "
+              f"(median |error| {statistics.median(abs(e) for e in errors):.1%}), worst "
+              f"{max(errors, key=abs):+.1%}")
+    if info:
+        print("\nnot counted (vLLM older than tritonops models; shown with the oldest rules, for information):")
+        for line in info:
+            print(line)
+    if skipped:
+        print("\nnot predicted:")
+        for rid, why in skipped:
+            print(f"  row {rid}: {why}")
+    return 1 if over_promises else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
