@@ -230,7 +230,7 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
         settings, memory, length = chosen.settings, chosen.memory, chosen.max_model_len
         if length == 0:
             if memory.kv_cache <= 0 or memory.num_blocks == 0:
-                problems.append(f"does not fit: {gib(memory.weights)} of weights per GPU (+{gib(memory.activation)} "
+                problems.append(f"does not fit in {dtype}: {gib(memory.weights)} of weights per GPU (+{gib(memory.activation)} "
                                 f"activation peak) leave no KV cache in {gib(memory.budget)} "
                                 f"({util} x {gib(gpus.cuda_total_bytes)}) on {chosen.tensor_parallel_size} x {gpus.name}")
             else:
@@ -260,6 +260,8 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     elif length >= target:
         reasons.append(f"max_model_len {length}: {cap}; the predicted KV cache holds {memory.kv_cache_tokens} "
                        f"tokens{per_request}")
+    elif length == 0:
+        reasons.append("max_model_len 0: no context fits (see problems)")
     elif length > 0:
         reasons.append(f"max_model_len {length}: the longest the predicted KV cache ({memory.kv_cache_tokens} "
                        f"tokens) holds{per_request}, in multiples of {profile.block_size} (below {cap}, {target})")

@@ -1,0 +1,35 @@
+"""`<model>/config.pbtxt` for `backend: "vllm"` (reference/triton-vllm.md 1.3, 1.6).
+
+KIND_MODEL lets vLLM place itself on the GPUs (required for TP > 1); the decoupled
+policy is what the backend asserts at initialize; max_batch_size 0 leaves batching to
+vLLM. Both are written rather than left to auto-complete, so the file also works with
+`--disable-auto-complete-config`. `REPORT_CUSTOM_METRICS` exports `vllm:*` metrics on
+Triton's metrics port (model.json must not set disable_log_stats true).
+"""
+
+from __future__ import annotations
+
+
+def _parameter(key: str, value: str) -> str:
+    return ("parameters: {\n"
+            f"  key: \"{key}\"\n"
+            f"  value: {{ string_value: \"{value}\" }}\n"
+            "}\n")
+
+
+def render_config_pbtxt(model_name: str | None = None, metrics: bool = True,
+                        health_check: bool = False) -> str:
+    lines = []
+    if model_name and any(c in model_name for c in '"\\\n'):
+        raise ValueError(f"model name {model_name!r} cannot be written into config.pbtxt")
+    if model_name:
+        lines.append(f"name: \"{model_name}\"\n")
+    lines.append("backend: \"vllm\"\n")
+    lines.append("max_batch_size: 0\n")
+    lines.append("model_transaction_policy {\n  decoupled: true\n}\n")
+    lines.append("instance_group [\n  {\n    count: 1\n    kind: KIND_MODEL\n  }\n]\n")
+    if metrics:
+        lines.append(_parameter("REPORT_CUSTOM_METRICS", "true"))
+    if health_check:
+        lines.append(_parameter("ENABLE_VLLM_HEALTH_CHECK", "true"))
+    return "".join(lines)

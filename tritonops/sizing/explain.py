@@ -1,0 +1,50 @@
+"""A plan as rows a person reads: (field, value, reason). Pure; the CLI draws them."""
+
+from __future__ import annotations
+
+from tritonops.sizing.engine_plan import EnginePlan
+from tritonops.sizing.units import gib
+
+_FIELDS = ("tensor_parallel_size", "max_model_len", "dtype", "kv_cache_dtype", "gpu_memory_utilization",
+           "enforce_eager", "max_num_seqs", "max_num_batched_tokens", "swap_space", "kv_cache_tokens")
+
+
+def _value(plan: EnginePlan, name: str) -> str:
+    value = getattr(plan, name)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "-" if value is None else str(value)
+
+
+def plan_rows(plan: EnginePlan) -> list[tuple[str, str, str]]:
+    """One row per engine field, its reason the line that starts with the field's name."""
+    rows = []
+    for name in _FIELDS:
+        reason = next((r.split(": ", 1)[1] if ": " in r else r for r in plan.reasons
+                       if r.split(" ", 1)[0].rstrip(":") == name), "")
+        if name == "swap_space" and not reason:
+            continue
+        assumed = " (assumed)" if name in plan.assumed else ""
+        rows.append((name, _value(plan, name), reason + assumed))
+    return rows
+
+
+def memory_line(plan: EnginePlan) -> str:
+    m = plan.memory
+    parts = [f"budget {gib(m.budget)} ({plan.gpu_memory_utilization} x {gib(m.cuda_total)})",
+             f"weights {gib(m.weights)}", f"activation {gib(m.activation)}", f"non-torch {gib(m.non_torch)}"]
+    if m.other_processes:
+        parts.append(f"other processes {gib(m.other_processes)}")
+    if m.cudagraph:
+        parts.append(f"CUDA graphs {gib(m.cudagraph)}")
+    parts.append(f"margin {gib(m.safety_margin)}")
+    parts.append(f"KV cache {gib(m.kv_cache)} ({plan.kv_bytes_per_token} B/token)")
+    return "per GPU: " + ", ".join(parts)
+
+
+def headline(plan: EnginePlan) -> str:
+    where = f"{plan.gpu_count} x {plan.gpu_name} (CC {plan.compute_capability})"
+    if plan.fits:
+        return (f"{plan.model} fits on {where}: TP {plan.tensor_parallel_size}, max_model_len "
+                f"{plan.max_model_len}, {plan.dtype}, vLLM {plan.vllm_version} ({plan.engine})")
+    return f"{plan.model} does not fit on {where} with vLLM {plan.vllm_version}"
