@@ -193,3 +193,11 @@ def test_without_dash_i_and_without_dot_inventory_says_what_to_do(capsys, tmp_pa
 def test_list_and_graph_are_exclusive(capsys):
     with pytest.raises(SystemExit):
         main(["inventory", "-i", FLEET, "--list", "--graph"])
+
+
+def test_values_are_printed_literally_not_as_rich_markup(capsys, tmp_path):
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  hosts:\n    h1:\n      note: '[bold]kept[/bold]'\n")
+    code, out, _ = run(capsys, "inventory", "-i", str(path), "--host", "h1")
+    assert code == 0
+    assert "[bold]kept[/bold]" in out

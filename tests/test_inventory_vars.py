@@ -1,7 +1,6 @@
 """Variable layers: which value wins, and where it came from."""
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -90,13 +90,13 @@ def _group_filter(inventory: Inventory, hosts: tuple[Host, ...]):
 
 
 def _host_table(inventory: Inventory, hosts: tuple[Host, ...]) -> Table:
-    table = Table(title=f"{len(hosts)} of {len(inventory.hosts)} hosts ({', '.join(inventory.sources)})",
+    table = Table(title=Text(f"{len(hosts)} of {len(inventory.hosts)} hosts ({', '.join(inventory.sources)})"),
                   title_justify="left")
     for column in ("host", "groups", "address", "port", "user", "key", "proxy", "known_hosts"):
         table.add_column(column)
     for host in hosts:
         spec = host.connection
-        table.add_row(
+        table.add_row(*map(Text, (
             host.name,
             ", ".join(group for group in host.groups if group != "all"),
             "local" if spec.local else spec.host,
@@ -105,17 +105,17 @@ def _host_table(inventory: Inventory, hosts: tuple[Host, ...]) -> Table:
             ", ".join(spec.key_files) or "-",
             _proxy(host),
             _or_dash(spec.known_hosts_file),
-        )
+        )))
     return table
 
 
 def _print_host(host: Host, out) -> None:
-    table = Table(title=f"{host.name}  (groups: {', '.join(host.groups)})", title_justify="left")
+    table = Table(title=Text(f"{host.name}  (groups: {', '.join(host.groups)})"), title_justify="left")
     for column in ("variable", "value", "source"):
         table.add_column(column)
     for name in sorted(host.vars):
         history = host.history[name]
-        table.add_row(name, _shown_value(name, host.vars[name]), history[-1].source)
+        table.add_row(Text(name), Text(_shown_value(name, host.vars[name])), Text(history[-1].source))
         if out.verbosity:
             for overridden in reversed(history[:-1]):
                 table.add_row("", Text(f"overrides {_shown_value(name, overridden.value)}", style="dim"),
