@@ -1,0 +1,75 @@
+"""What the user asks the lab for: hosts with a GPU profile and a kind. Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tritonops.errors import InputError
+from tritonops.lab.profile_file import GpuFaults
+from tritonops.lab.profiles import PROFILES, get_profile
+
+KINDS = ("full", "light")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    name: str
+    profile: str
+    kind: str = "full"  # full: sshd + its own Docker engine; light: sshd + GPUs + python3
+    faults: GpuFaults = field(default_factory=GpuFaults)
+
+    def __post_init__(self):
+        if not _NAME.match(self.name):
+            raise InputError(f"lab host name '{self.name}' must be lowercase letters, digits and '-'", "--hosts")
+        if self.kind not in KINDS:
+            raise InputError(f"lab host kind '{self.kind}' must be one of {', '.join(KINDS)}", "--hosts")
+        get_profile(self.profile)
+
+
+@dataclass(frozen=True)
+class LabRequest:
+    hosts: tuple[HostSpec, ...]
+
+    def __post_init__(self):
+        names = [h.name for h in self.hosts]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise InputError(f"lab host named twice: {', '.join(dupes)}", "--hosts")
+
+    @property
+    def needs_full_hosts(self) -> bool:
+        return any(h.kind == "full" for h in self.hosts)
+
+
+DEFAULT_HOSTS = (
+    HostSpec("ws-2080ti", "2080ti", "full"),
+    HostSpec("node-a100x4", "a100x4", "full"),
+    HostSpec("node-h200x8", "h200x8", "full"),
+)
+
+
+def parse_hosts(text: str) -> tuple[HostSpec, ...]:
+    """`NAME=PROFILE[:full|light],...` as given to `lab up --hosts`."""
+    hosts = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, rest = item.partition("=")
+        if not sep or not rest:
+            raise InputError(f"'{item}' is not NAME=PROFILE[:full|light]; profiles: {', '.join(sorted(PROFILES))}",
+                             "--hosts")
+        profile, _, kind = rest.partition(":")
+        hosts.append(HostSpec(name.strip(), profile.strip(), kind.strip() or "full"))
+    return tuple(hosts)
+
+
+def light_hosts(count: int, profile: str = "h200x8") -> tuple[HostSpec, ...]:
+    if count < 0:
+        raise InputError("must not be negative", "--light")
+    width = max(2, len(str(count)))
+    return tuple(HostSpec(f"light-{i:0{width}d}", profile, "light") for i in range(1, count + 1))
+
+
+def build_request(hosts: str | None = None, light: int = 0, light_profile: str = "h200x8") -> LabRequest:
+    chosen = parse_hosts(hosts) if hosts else (DEFAULT_HOSTS if not light else ())
+    return LabRequest(chosen + light_hosts(light, light_profile))
