@@ -170,3 +170,8 @@ def test_hosts_under_all_are_ungrouped(tmp_path, text):
     name = "hosts.yml" if text.startswith("all") else "hosts.ini"
     inventory = load(write(tmp_path, name, text))
     assert inventory.host("h1").groups == ("all", "ungrouped")
+
+
+def test_a_single_path_may_be_given_without_a_list():
+    inventory = load_inventory(FIXTURES / "fleet_ini" / "hosts.ini", ssh_config_file=os.devnull)
+    assert len(inventory.hosts) == 5

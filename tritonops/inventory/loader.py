@@ -56,6 +56,8 @@ def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
 
 
 def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]  # one path given bare: not a list of one-letter paths
     if not paths:
         raise InputError("no inventory given: pass -i PATH", "-i")
     files: list[str] = []
