@@ -1,7 +1,100 @@
-"""`tritonops lab`."""
+"""`tritonops lab up|down|status`: real SSH hosts with simulated GPUs on this machine."""
 
-from tritonops.cli._later import register_later
+from __future__ import annotations
+
+from rich.table import Table
+
+from tritonops.lab.plan import PORT_BASE
+from tritonops.lab.state import DEFAULT_PREFIX, LabState
+
+STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
 
 
 def register(subparsers, common) -> None:
-    register_later(subparsers, common, "lab", "the local lab of simulated GPU hosts", "the lab is in progress")
+    parser = subparsers.add_parser("lab", parents=[common], help="the local lab of simulated GPU hosts",
+                                   description="Real SSH hosts (containers) with simulated GPUs on this machine.")
+    actions = parser.add_subparsers(dest="lab_action", metavar="ACTION", required=True)
+    shared = type(common)(add_help=False)
+    shared.add_argument("--state-dir", default=None, metavar="DIR",
+                        help="keys, known_hosts, ports and logs (default: .lab/ at the repository root)")
+    shared.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"container name prefix ({DEFAULT_PREFIX})")
+    shared.add_argument("--inventory-out", default=None, metavar="PATH",
+                        help="where `lab up` writes the inventory (default: inventory/lab.yml, "
+                             "or DIR/inventory.yml with --state-dir)")
+
+    up = actions.add_parser("up", parents=[common, shared], help="create or update the lab (idempotent)")
+    up.add_argument("--hosts", default=None, metavar="NAME=PROFILE[:full|light],...",
+                    help="hosts to run (default: ws-2080ti=2080ti, node-a100x4=a100x4, node-h200x8=h200x8, all full)")
+    up.add_argument("--light", type=int, default=0, metavar="N", help="add N light hosts light-01..N")
+    up.add_argument("--light-profile", default="h200x8", metavar="PROFILE", help="GPU profile of --light hosts")
+    up.add_argument("--port-base", type=int, default=PORT_BASE, help=f"first sshd port on 127.0.0.1 ({PORT_BASE})")
+    up.set_defaults(run=run_up)
+
+    down = actions.add_parser("down", parents=[common, shared], help="remove the lab's containers, volumes, network")
+    down.add_argument("--purge", action="store_true", help="also remove the lab's images from the local engine")
+    down.set_defaults(run=run_down)
+
+    status = actions.add_parser("status", parents=[common, shared], help="list lab hosts and whether sshd answers")
+    status.set_defaults(run=run_status)
+
+
+def run_up(args, out) -> int:
+    from tritonops.lab import api
+    from tritonops.lab.request import build_request
+
+    request = build_request(args.hosts, args.light, args.light_profile)
+    if not args.json:
+        out.info(f"lab up: {len(request.hosts)} host(s); the first run builds images (a few minutes)")
+    state = api.up(request, state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,
+                   port_base=args.port_base)
+    _render(state, out, results=True)
+    return 1 if state.results.failed else 0
+
+
+def run_down(args, out) -> int:
+    from tritonops.lab import api
+
+    state = api.down(state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,
+                     purge=args.purge)
+    _render(state, out, results=True)
+    return 1 if state.results.failed else 0
+
+
+def run_status(args, out) -> int:
+    from tritonops.lab import api
+
+    state = api.status(state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out)
+    _render(state, out, results=False)
+    return 0 if all(h.healthy for h in state.hosts) else 1
+
+
+def _render(state: LabState, out, results: bool) -> None:
+    if out.json_mode:
+        out.json(state.to_json())
+        return
+    for note in state.notes:
+        out.info(note)
+    if results and len(state.results):
+        table = Table(title="lab")
+        for col in ("host", "status", "msg", "time"):
+            table.add_column(col)
+        for r in state.results:
+            style = STATUS_STYLE.get(r.status, "")
+            table.add_row(r.host, f"[{style}]{r.status}[/]", r.msg, f"{r.elapsed_s:.1f}s")
+        out.print(table)
+        counts = {s: sum(1 for r in state.results if r.status == s) for s in ("ok", "changed", "failed")}
+        summary = "no change" if not state.changed and not counts["failed"] else \
+            ", ".join(f"{k}={v}" for k, v in counts.items())
+        out.print(f"lab {state.prefix}: {summary}")
+    if state.hosts:
+        table = Table(title=f"lab hosts ({state.prefix})")
+        for col in ("host", "kind", "profile", "address", "container", "state"):
+            table.add_column(col)
+        for h in state.hosts:
+            health = "[green]healthy[/]" if h.healthy else ("[red]sshd not answering[/]" if h.running else "[red]stopped[/]")
+            table.add_row(h.name, h.kind, h.profile, f"{h.address}:{h.port}", h.container, health)
+        out.print(table)
+        if results:
+            out.print(f"inventory: {state.inventory_file}")
+    elif not results:
+        out.print(f"no lab hosts ({state.prefix})")
