@@ -1,7 +1,105 @@
-"""`tritonops plan`."""
+"""`tritonops plan`: the engine plan per inventory host, and the files it would write."""
 
-from tritonops.cli._later import register_later
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tritonops.cli.cmd_size import add_engine_options, print_plan, request_from_args
+from tritonops.errors import InputError, TritonopsError
+from tritonops.facts.model import HostFacts, ProbeReport
+from tritonops.render import render_config_pbtxt, render_model_json
+from tritonops.sizing.fleet import HostPlan, model_ref_for, plan_for_hosts
 
 
 def register(subparsers, common) -> None:
-    register_later(subparsers, common, "plan", "the engine plan per inventory host", "sizing is in progress")
+    parser = subparsers.add_parser(
+        "plan", parents=[common], help="the engine plan per inventory host",
+        description="Probe the inventory's hosts (or read a saved probe report) and size the model for "
+                    "each host's GPUs; show model.json and config.pbtxt as they would be written. "
+                    "Per-host overrides: tritonops_model, tritonops_vllm_version, "
+                    "tritonops_gpu_memory_utilization, tritonops_max_model_len, "
+                    "tritonops_tensor_parallel_size, tritonops_max_num_seqs.")
+    parser.add_argument("--model", metavar="DIR|HF_ID", help="model for hosts without tritonops_model")
+    parser.add_argument("--model-name", default="vllm_model", help="Triton model name (default vllm_model)")
+    parser.add_argument("--facts", type=Path, metavar="FILE",
+                        help="a saved `tritonops probe --json` report instead of probing")
+    parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
+    parser.add_argument("--accept-new-host-keys", action="store_true")
+    add_engine_options(parser)
+    parser.set_defaults(run=run)
+
+
+def _read_report(path: Path) -> ProbeReport:
+    try:
+        return ProbeReport.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError) as err:
+        raise InputError(f"not a probe report: {str(err).splitlines()[0]}", str(path)) from None
+
+
+def collect_facts(args, hosts) -> dict[str, HostFacts | None]:
+    """Thin I/O: probe the hosts (or read --facts). Returns facts by inventory name."""
+    if args.facts:
+        report = _read_report(args.facts)
+    else:
+        from tritonops.facts.probe import probe_hosts
+
+        report = probe_hosts([h.connection for h in hosts], args.forks,
+                             accept_new_host_keys=args.accept_new_host_keys)
+    by_name = {probe.host: probe.facts for probe in report.hosts}
+    return {h.name: by_name.get(h.name) for h in hosts}
+
+
+def load_models(refs: set[str]) -> tuple[dict, dict[str, str]]:
+    from tritonops.sizing.model_source import load_model_spec
+
+    models, errors = {}, {}
+    for ref in sorted(refs):
+        try:
+            models[ref] = load_model_spec(ref)
+        except TritonopsError as err:
+            errors[ref] = str(err)
+    return models, errors
+
+
+def run(args, out) -> int:
+    if not args.inventory:
+        raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
+    from tritonops.inventory import load_inventory
+
+    hosts = load_inventory(args.inventory).select(args.limit)
+    host_vars = {h.name: dict(h.vars) for h in hosts}
+    refs = {model_ref_for(args.model, v) for v in host_vars.values()} - {None}
+    models, model_errors = load_models(refs)
+    facts = collect_facts(args, hosts)
+    plans = plan_for_hosts(facts, host_vars, models, request_from_args(args, args.model or ""), args.model,
+                           model_errors)
+    if args.json:
+        out.json([_host_json(p, args) for p in plans])
+    else:
+        for hp in plans:
+            _print_host(out, hp, args)
+    return 0 if all(p.ok for p in plans) else 1
+
+
+def _files(hp: HostPlan, args) -> dict[str, str]:
+    if hp.plan is None or not hp.plan.fits:
+        return {}
+    return {"config.pbtxt": render_config_pbtxt(args.model_name, metrics=not args.no_metrics),
+            "1/model.json": render_model_json(hp.plan)}
+
+
+def _host_json(hp: HostPlan, args) -> dict:
+    return {"host": hp.host, "model": hp.model, "ok": hp.ok, "error": hp.error,
+            "plan": hp.plan.to_dict() if hp.plan else None, "files": _files(hp, args)}
+
+
+def _print_host(out, hp: HostPlan, args) -> None:
+    out.print(f"\n[bold]== {hp.host}[/]")
+    if hp.plan is None:
+        out.print(f"[red]error:[/] {hp.error}")
+        return
+    print_plan(out, hp.plan)
+    for name, text in _files(hp, args).items():
+        out.print(f"[dim]--- {args.model_name}/{name}[/]")
+        out.print(text.rstrip("\n"), markup=False, highlight=False)

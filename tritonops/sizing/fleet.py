@@ -62,9 +62,9 @@ def model_ref_for(default_ref: str | None, host_vars: dict) -> str | None:
 
 def plan_for_hosts(facts_by_host: dict[str, HostFacts | None], host_vars: dict[str, dict],
                    models: dict[str, ModelSpec], base: SizingRequest,
-                   default_model: str | None) -> list[HostPlan]:
-    """`models` maps every model reference the hosts use to its spec; `facts_by_host` None
-    means the host could not be probed (its HostPlan says so)."""
+                   default_model: str | None, model_errors: dict[str, str] | None = None) -> list[HostPlan]:
+    """`models` maps every model reference the hosts use to its spec (`model_errors` says why
+    one could not be read); `facts_by_host` None means the host could not be probed."""
     plans = []
     for host, facts in facts_by_host.items():
         variables = host_vars.get(host, {})
@@ -74,6 +74,9 @@ def plan_for_hosts(facts_by_host: dict[str, HostFacts | None], host_vars: dict[s
             continue
         if facts is None:
             plans.append(HostPlan(host, ref, error="no facts (host not probed)"))
+            continue
+        if ref not in models:
+            plans.append(HostPlan(host, ref, error=(model_errors or {}).get(ref, f"model {ref} not loaded")))
             continue
         gpus = gpu_spec_from_facts(facts)
         if gpus is None:

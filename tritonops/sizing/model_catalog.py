@@ -39,7 +39,7 @@ MODEL_CATALOG: dict[str, tuple[dict, int]] = {
     "Qwen/Qwen2.5-14B-Instruct": _cfg("qwen2", 5120, 48, 40, 8, 13824, 152064, 32768, 14_770_033_664),
     "Qwen/Qwen2.5-32B-Instruct": _cfg("qwen2", 5120, 64, 40, 8, 27648, 152064, 32768, 32_763_876_352),
     "Qwen/Qwen2.5-72B-Instruct": _cfg("qwen2", 8192, 80, 64, 8, 29568, 152064, 32768, 72_706_203_648),
-    # Qwen3 (explicit head_dim 128)
+    # Qwen3 (explicit head_dim 128; the 0.6B checkpoint stores its tied lm_head too: 751M tensors)
     "Qwen/Qwen3-0.6B": _cfg("qwen3", 1024, 28, 16, 8, 3072, 151936, 40960, 751_632_384, tie=True, head_dim=128),
     "Qwen/Qwen3-4B": _cfg("qwen3", 2560, 36, 32, 8, 9728, 151936, 40960, 4_022_468_096, tie=True, head_dim=128),
     "Qwen/Qwen3-8B": _cfg("qwen3", 4096, 36, 32, 8, 12288, 151936, 40960, 8_190_735_360, head_dim=128),
