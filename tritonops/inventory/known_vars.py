@@ -32,7 +32,6 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_pip_extra_index_url": "additional pip index URL",
     "tritonops_pip_trusted_host": "pip --trusted-host value",
     "tritonops_pip_extra_args": "extra arguments passed to pip install",
-    "tritonops_pip_constraints": "pip constraints file (relative to the inventory that sets it)",
     "tritonops_pip_constraints": "pip constraints file (on the controller) used when building the vllm_env image",
     "tritonops_registry": "container registry images are pushed to and pulled from",
     "tritonops_triton_image": "the Triton server image (name:tag or digest)",
