@@ -1,7 +1,107 @@
-"""`tritonops image`."""
+"""`tritonops image build|status`: the Triton + vLLM image on every host, built once, sent once."""
 
-from tritonops.cli._later import register_later
+from __future__ import annotations
+
+from rich.table import Table
+
+from tritonops.errors import InputError
+
+STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta", "skipped": "cyan"}
 
 
 def register(subparsers, common) -> None:
-    register_later(subparsers, common, "image", "build and distribute the vllm_env image", "the image work is in progress")
+    parser = subparsers.add_parser(
+        "image", help="build and distribute the Triton + vLLM image (vllm_env)",
+        description="Build the committed tritonserver:vllm_env image once and stream it to every host "
+                    "that lacks its exact ID (or pull the official vllm-python image), and show which "
+                    "host has which image.")
+    actions = parser.add_subparsers(dest="image_action", metavar="ACTION")
+    build = actions.add_parser("build", parents=[common], help="build once, distribute to hosts lacking it")
+    build.add_argument("--build-host", metavar="HOST", help="inventory host that builds (default: "
+                       "tritonops_build_host, else the first host holding the base image)")
+    build.add_argument("--parallel-build", action="store_true",
+                       help="build on every host instead of building once and distributing")
+    build.add_argument("--accept-new-host-keys", action="store_true",
+                       help="trust and record host keys seen for the first time")
+    build.set_defaults(run=run_build)
+    status = actions.add_parser("status", parents=[common], help="which host has which image, by ID and labels")
+    status.add_argument("--accept-new-host-keys", action="store_true",
+                        help="trust and record host keys seen for the first time")
+    status.set_defaults(run=run_status)
+    parser.set_defaults(run=lambda args, out: (parser.print_help(), 2)[1])
+
+
+def _hosts(args):
+    from tritonops.cli.cmd_inventory import inventory_paths
+    from tritonops.inventory import load_inventory
+
+    hosts = load_inventory(inventory_paths(args.inventory)).select(args.limit)
+    if not hosts:
+        raise InputError(f"no host matches {args.limit!r}", "--limit")
+    return hosts
+
+
+def run_build(args, out) -> int:
+    from tritonops.image.api import build_images
+
+    hosts = _hosts(args)
+    if args.build_host and args.build_host not in {h.name for h in hosts}:
+        raise InputError(f"build host {args.build_host} is not among the selected hosts", "--build-host")
+    report = build_images(hosts, forks=args.forks, build_host=args.build_host, parallel_build=args.parallel_build,
+                          accept_new_host_keys=args.accept_new_host_keys)
+    if args.json:
+        out.json({"hosts": [_row(r) for r in report.results], "images": report.images,
+                  "bytes_out_of_controller": report.bytes_out, "bytes_by_host": report.bytes_by_host})
+    else:
+        table = Table()
+        for column in ("host", "status", "action", "image ID", "bytes received", "message"):
+            table.add_column(column, overflow="fold")
+        for r in report.results:
+            data = r.data or {}
+            table.add_row(r.host, _status(r.status), data.get("action", ""), _short(data.get("image_id")),
+                          str(data.get("bytes_received", "")), r.msg)
+        out.print(table)
+        for image in report.images:
+            if image.get("content_tag"):
+                out.info(f"{image['content_tag']} = {_short(image.get('image_id'))}"
+                         + (f", built on {image['built_on']}" if image.get("built_on") else ", not rebuilt"))
+        out.info(f"bytes out of the controller: {report.bytes_out}")
+        counts = {}
+        for r in report.results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        out.info("recap: " + " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    return 0 if report.results.all_ok else 1
+
+
+def run_status(args, out) -> int:
+    from tritonops.image.api import image_status
+
+    group = image_status(_hosts(args), forks=args.forks, accept_new_host_keys=args.accept_new_host_keys)
+    if args.json:
+        out.json({"hosts": [_row(r) for r in group]})
+    else:
+        table = Table()
+        for column in ("host", "status", "mode", "image", "image ID", "vLLM", "base digest", "note"):
+            table.add_column(column, overflow="fold")
+        for r in group:
+            data = r.data or {}
+            table.add_row(r.host, _status(r.status), data.get("mode", ""), data.get("image", ""),
+                          _short(data.get("image_id")), data.get("vllm_version") or "",
+                          _short(data.get("base_digest")), r.msg)
+        out.print(table)
+    return 0 if group.all_ok else 1
+
+
+def _row(result) -> dict:
+    return {"host": result.host, "status": result.status, "msg": result.msg, "elapsed_s": result.elapsed_s,
+            **(result.data or {})}
+
+
+def _status(status: str) -> str:
+    return f"[{STATUS_STYLE.get(status, '')}]{status}[/]"
+
+
+def _short(image_id) -> str:
+    if not image_id:
+        return "-"
+    return image_id[7:19] if image_id.startswith("sha256:") else image_id[:12]

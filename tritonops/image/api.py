@@ -1,0 +1,370 @@
+"""`image build` and `image status` over an inventory: sessions, preflight, build, distribution.
+
+Results are data (one `HostResult` per host): ok (nothing to do), changed (built, received or
+re-tagged), failed (reason), skipped (preflight refused, reason), unreachable. The deploy work
+calls `build_images` the same way the CLI does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from tritonops.errors import TritonopsError
+from tritonops.facts.model import HostFacts
+from tritonops.facts.probe import read_facts
+from tritonops.image import ngc
+from tritonops.image.build import BuildFailed, build, existing, resolve_base, spec_for
+from tritonops.image.distribute import stream_image
+from tritonops.image.engine import ByteCounter, Cancelled, EngineError, HostEngine, StreamFilter
+from tritonops.image.plan import HostImage, choose_build_host, plan_distribution
+from tritonops.image.preflight import EngineFacts, ImageNeeds, check
+from tritonops.image.settings import image_config
+from tritonops.image.spec import LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig
+from tritonops.results import GroupResult, HostResult
+from tritonops.transport.base import Transport, Unreachable
+from tritonops.transport.pool import open_transport
+
+
+@dataclass
+class Session:
+    host: Any  # inventory Host
+    config: ImageConfig
+    transport: Transport
+    engine: HostEngine
+    engine_facts: EngineFacts
+    facts: HostFacts | None
+    facts_error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+
+@dataclass
+class BuildReport:
+    results: GroupResult
+    images: list[dict] = field(default_factory=list)  # one per distinct image: id, tag, built_on, bytes
+    bytes_out: int = 0  # bytes that left the controller towards hosts
+    bytes_by_host: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Run:
+    forks: int
+    cancel: threading.Event
+    counter: ByteCounter
+    stream_filter: StreamFilter | None
+    results: dict[str, HostResult] = field(default_factory=dict)
+    started: dict[str, float] = field(default_factory=dict)
+
+    def done(self, name: str, status: str, msg: str, **data) -> None:
+        elapsed = time.monotonic() - self.started.get(name, time.monotonic())
+        self.results[name] = HostResult(name, status, msg, data or None, elapsed_s=round(elapsed, 3))
+
+    def parallel(self, items: Sequence, work: Callable) -> None:
+        """Run work(item) for each item, bounded; Ctrl-C stops the streams and is re-raised."""
+        if not items:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(self.forks, len(items))), thread_name_prefix="image") as pool:
+            futures = [pool.submit(work, item) for item in items]
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:
+                self.cancel.set()
+                raise
+
+
+def _open_session(host, config: ImageConfig, accept_new_host_keys: bool) -> Session:
+    transport = open_transport(host.connection, accept_new_host_keys=accept_new_host_keys)
+    try:
+        engine = HostEngine(host.name, transport)
+        engine_facts = engine.facts()
+        facts, facts_error = None, None
+        try:
+            facts = read_facts(transport)
+        except TritonopsError as exc:
+            facts_error = str(exc)
+        except Exception as exc:  # the probe is advisory here; its absence is reported as a note
+            facts_error = f"{type(exc).__name__}: {exc}"
+        return Session(host, config, transport, engine, engine_facts, facts, facts_error)
+    except BaseException:
+        transport.close()
+        raise
+
+
+def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = None, parallel_build: bool = False,
+                 accept_new_host_keys: bool = False, stream_filter: StreamFilter | None = None,
+                 cancel: threading.Event | None = None) -> BuildReport:
+    configs = {host.name: image_config(host) for host in hosts}  # bad input fails before any connection
+    run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter)
+    sessions: dict[str, Session] = {}
+    lock = threading.Lock()
+    now = time.monotonic()
+    for host in hosts:
+        run.started[host.name] = now
+
+    def connect(host) -> None:
+        try:
+            session = _open_session(host, configs[host.name], accept_new_host_keys)
+        except Unreachable as exc:
+            run.done(host.name, "unreachable", str(exc))
+            return
+        except Exception as exc:
+            run.done(host.name, "failed", f"{type(exc).__name__}: {exc}")
+            return
+        with lock:
+            sessions[host.name] = session
+
+    report_images: list[dict] = []
+    try:
+        run.parallel(list(hosts), connect)
+        groups: list[list[Session]] = []
+        for host in hosts:
+            session = sessions.get(host.name)
+            if session is None:
+                continue
+            for group in groups:
+                if group[0].config.same_build(session.config):
+                    group.append(session)
+                    break
+            else:
+                groups.append([session])
+        for group in groups:
+            if group[0].config.mode == "official":
+                _official(run, group)
+            else:
+                summary = _committed(run, group, build_host, parallel_build)
+                if summary:
+                    report_images.append(summary)
+    finally:
+        for session in sessions.values():
+            session.engine.close()
+            session.transport.close()
+    results = GroupResult.of(run.results[host.name] for host in hosts)
+    by_host = dict(run.counter.by_target)
+    return BuildReport(results, report_images, sum(by_host.values()), by_host)
+
+
+def _preflight(run: _Run, session: Session, needs: ImageNeeds) -> bool:
+    verdict = check(session.facts, session.engine_facts, needs)
+    if verdict.ok:
+        return True
+    notes = [session.facts_error] if session.facts_error else []
+    run.done(session.name, "skipped", "preflight refused: " + "; ".join(list(verdict.refusals) + notes),
+             refusals=list(verdict.refusals))
+    return False
+
+
+def _official(run: _Run, group: list[Session]) -> None:
+    config = group[0].config
+    release = ngc.lookup(config.release)
+    needs = ImageNeeds(release, release.size_bytes if release else None)
+
+    def one(session: Session) -> None:
+        have = session.engine.image(config.image)
+        if have is not None:
+            run.done(session.name, "ok", f"{config.image} present", mode="official", image=config.image,
+                     image_id=have.id, action="none")
+            return
+        if not _preflight(run, session, needs):
+            return
+        try:
+            info = session.engine.pull(config.image)
+        except EngineError as exc:
+            run.done(session.name, "failed", str(exc), mode="official", image=config.image, action="pull")
+            return
+        run.done(session.name, "changed", f"pulled {config.image}", mode="official", image=config.image,
+                 image_id=info.id, action="pull")
+
+    run.parallel(group, one)
+
+
+def _committed(run: _Run, group: list[Session], build_host: str | None, parallel_build: bool) -> dict | None:
+    config = group[0].config
+    release = ngc.lookup(config.release)
+    eligible = [s for s in group if _preflight(run, s, ImageNeeds(release, None))]
+    if not eligible:
+        return None
+    if parallel_build:
+        run.parallel(eligible, lambda s: _build_here(run, s))
+        return {"content_tag": None, "parallel_build": True, "hosts": [s.name for s in eligible]}
+    by_name = {s.name: s for s in eligible}
+    refused = {s.name: run.results[s.name].msg for s in group if s.name in run.results}
+    wanted = build_host or config.build_host
+    has_base = {s.name: s.engine.image(config.image) is not None for s in eligible}
+    try:
+        first = choose_build_host(list(by_name), has_base, wanted, refused)
+    except TritonopsError as exc:
+        for s in eligible:
+            run.done(s.name, "failed", f"no build host: {exc}", mode="committed")
+        return None
+    # The chosen host first; without a configured one, the next candidates if it cannot get the base.
+    candidates = [first] + ([] if wanted else [n for n in by_name if n != first and has_base[n]]
+                            + [n for n in by_name if n != first and not has_base[n]])
+    builder, base, errors = None, None, []
+    for name in candidates:
+        try:
+            base = resolve_base(by_name[name].engine, config)
+        except BuildFailed as exc:
+            errors.append(str(exc))
+            continue
+        if not _preflight(run, by_name[name], ImageNeeds(release, base.size_bytes)):
+            continue
+        builder = by_name[name]
+        break
+    if builder is None or base is None:
+        reason = "; ".join(errors) or "no host could hold the base image"
+        for s in eligible:
+            if s.name not in run.results:
+                run.done(s.name, "failed", f"cannot build {REPOSITORY}:{MOVING_TAG}: {reason}", mode="committed")
+        return None
+    spec = spec_for(config, base)
+    summary = {"content_tag": spec.content_tag, "content_hash": spec.content_hash, "image_id": None,
+               "built_on": None, "source_hosts": [], "size_bytes": None}
+    targets = [s for s in eligible if s.name not in run.results]
+    # Reuse: a host (the build host first) that already holds the image with this content.
+    holder, image = None, None
+    for s in [builder] + [t for t in targets if t is not builder]:
+        found = existing(s.engine, spec)
+        if found is not None:
+            holder, image = s, found
+            break
+    built = False
+    if image is None:
+        try:
+            outcome = build(builder.engine, spec, base)
+        except (BuildFailed, EngineError) as exc:
+            run.done(builder.name, "failed", str(exc), mode="committed", content_tag=spec.content_tag,
+                     action="build")
+            for s in targets:
+                if s is not builder:
+                    run.done(s.name, "failed", f"not built: the build on {builder.name} failed",
+                             mode="committed", content_tag=spec.content_tag)
+            return summary
+        holder, image, built = builder, outcome.image, True
+        summary["built_on"] = builder.name
+    summary["image_id"], summary["size_bytes"] = image.id, image.size_bytes
+    states = []
+    for s in targets:
+        states.append(HostImage(s.name, s.engine.image(image.id) is not None, s.engine.tag_id(spec.content_tag),
+                                s.engine.tag_id(spec.moving_tag)))
+    plan = plan_distribution(image.id, states, prefer=[holder.name], registry=config.registry)
+    summary["source_hosts"] = sorted({t.source for t in plan.transfers})
+    by_target = {s.name: s for s in targets}
+    common = {"mode": "committed", "image": spec.moving_tag, "content_tag": spec.content_tag, "image_id": image.id}
+    note = (f" (tritonops_registry {config.registry} is planning-only: streamed through the controller)"
+            if config.registry else "")
+
+    for name in plan.up_to_date:
+        if built and name == holder.name:
+            run.done(name, "changed", f"built {spec.content_tag} ({image.id[7:19]})", action="build",
+                     bytes_received=0, **common)
+        else:
+            run.done(name, "ok", f"{spec.content_tag} present ({image.id[7:19]})", action="none",
+                     bytes_received=0, **common)
+    for name in plan.retag:
+        try:
+            _tag(by_target[name].engine, image.id, spec)
+        except EngineError as exc:
+            run.done(name, "failed", str(exc), action="tag", **common)
+            continue
+        run.done(name, "changed", f"tagged {spec.content_tag} ({image.id[7:19]}), no bytes moved", action="tag",
+                 bytes_received=0, **common)
+
+    def send(transfer) -> None:
+        target = by_target[transfer.target]
+        needs = ImageNeeds(release, image.size_bytes)
+        if not _preflight(run, target, needs):
+            return
+        try:
+            stream_image(by_target[transfer.source].engine, target.engine, image.id, run.counter, run.cancel,
+                         run.stream_filter)
+            _tag(target.engine, image.id, spec)
+        except Cancelled:
+            run.done(target.name, "failed", "interrupted; no tag set", action="receive", **common)
+            raise
+        except (EngineError, TritonopsError) as exc:
+            run.done(target.name, "failed", f"{exc}; its existing images are untouched", action="receive",
+                     bytes_received=run.counter.by_target.get(target.name, 0), source=transfer.source, **common)
+            return
+        received = run.counter.by_target.get(target.name, 0)
+        run.done(target.name, "changed", f"received {spec.content_tag} from {transfer.source}: "
+                 f"{received} bytes, ID verified{note}", action="receive", bytes_received=received,
+                 source=transfer.source, **common)
+
+    run.parallel(list(plan.transfers), send)
+    return summary
+
+
+def _tag(engine: HostEngine, image_id: str, spec) -> None:
+    """Content tag first, the moving tag last: a run cut in between leaves the old `vllm_env`."""
+    if engine.tag_id(spec.content_tag) != image_id:
+        engine.tag(image_id, spec.content_tag)
+    if engine.tag_id(spec.moving_tag) != image_id:
+        engine.tag(image_id, spec.moving_tag)
+
+
+def _build_here(run: _Run, session: Session) -> None:
+    config = session.config
+    try:
+        base = resolve_base(session.engine, config)
+        if not _preflight(run, session, ImageNeeds(ngc.lookup(config.release), base.size_bytes)):
+            return
+        spec = spec_for(config, base)
+        outcome = build(session.engine, spec, base)
+    except (BuildFailed, EngineError) as exc:
+        run.done(session.name, "failed", str(exc), mode="committed", action="build")
+        return
+    data = {"mode": "committed", "image": outcome.spec.moving_tag, "content_tag": outcome.spec.content_tag,
+            "image_id": outcome.image.id, "bytes_received": 0}
+    if outcome.built:
+        run.done(session.name, "changed", f"built {outcome.spec.content_tag} ({outcome.image.id[7:19]})",
+                 action="build", **data)
+    else:
+        run.done(session.name, "ok", f"{outcome.spec.content_tag} present ({outcome.image.id[7:19]})",
+                 action="none", **data)
+
+
+# ---- status -------------------------------------------------------------------------------------
+
+def image_status(hosts: Sequence, *, forks: int = 10, accept_new_host_keys: bool = False) -> GroupResult:
+    from tritonops.transport.pool import run_on_hosts
+
+    configs = {host.name: image_config(host) for host in hosts}
+
+    def task(transport: Transport, spec) -> HostResult:
+        config = configs[spec.name]
+        engine = HostEngine(spec.name, transport)
+        try:
+            reference = config.image if config.mode == "official" else f"{REPOSITORY}:{MOVING_TAG}"
+            facts = engine.facts()
+            if not facts.answering:
+                return HostResult(spec.name, "failed", f"the Docker engine does not answer: {facts.error}")
+            info = engine.image(reference)
+            if info is None:
+                return HostResult(spec.name, "failed", f"no {reference} image",
+                                  {"mode": config.mode, "image": reference, "image_id": None})
+            release = ngc.lookup(config.release)
+            if config.mode == "official":
+                vllm = release.vllm if release else None
+                base_digest = info.repo_digests[0].split("@", 1)[1] if info.repo_digests else None
+            else:
+                vllm = info.labels.get(LABEL_VLLM)
+                base_digest = info.labels.get(LABEL_BASE_DIGEST)
+            content_tags = [t for t in info.tags if t.startswith(f"{REPOSITORY}:{MOVING_TAG}-")]
+            return HostResult(spec.name, "ok", "", {
+                "mode": config.mode, "image": reference, "image_id": info.id, "vllm_version": vllm,
+                "base_digest": base_digest, "content_tags": content_tags,
+                "content_hash": info.labels.get(LABEL_CONTENT), "size_bytes": info.size_bytes,
+                "labels": {k: v for k, v in info.labels.items() if k.startswith("tritonops.")},
+            })
+        finally:
+            engine.close()
+
+    return run_on_hosts([host.connection for host in hosts], task, forks=forks,
+                        accept_new_host_keys=accept_new_host_keys)

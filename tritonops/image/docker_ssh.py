@@ -1,0 +1,60 @@
+"""The docker SDK talking to a host's engine through that host's SSH session.
+
+This is what `docker -H ssh://host` does: each HTTP connection to the engine is an SSH exec
+channel running `docker system dial-stdio`. Unlike the SDK's own `ssh://` support, no second
+SSH connection is opened (with its own host-key policy and ~/.ssh/config): the channels ride
+on the session tritonops already opened with strict host-key checking.
+"""
+
+from __future__ import annotations
+
+import docker
+from docker.transport.basehttpadapter import BaseHTTPAdapter
+from docker.transport.sshconn import SSHHTTPAdapter
+
+from tritonops.transport.base import Transport
+
+API_VERSION = "1.41"  # Docker 20.10: the oldest engine tritonops talks to
+DEFAULT_TIMEOUT_S = 300
+
+
+class _SessionAdapter(SSHHTTPAdapter):
+    """SSHHTTPAdapter bound to an already authenticated paramiko client; never closes it."""
+
+    def __init__(self, ssh_client, timeout: float):
+        self._session_client = ssh_client
+        super().__init__("ssh://tritonops-session", timeout=timeout, shell_out=False)
+
+    def _create_paramiko_client(self, base_url):
+        self.ssh_client = self._session_client
+        self.ssh_params = {}
+
+    def _connect(self):  # the session is open already; reconnecting is the transport's job
+        pass
+
+    def close(self):
+        BaseHTTPAdapter.close(self)
+        self.pools.clear()
+
+
+def _paramiko_client(transport: Transport):
+    connection = getattr(transport, "_connection", None)  # SshTransport's fabric Connection
+    client = getattr(connection, "client", None)
+    if client is None or client.get_transport() is None:
+        return None
+    return client
+
+
+def docker_client(transport: Transport, timeout: float = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
+    """A docker SDK client for the engine of the host behind `transport`."""
+    ssh_client = _paramiko_client(transport)
+    if ssh_client is None:  # LocalTransport: this machine's engine
+        return docker.DockerClient(base_url="unix:///var/run/docker.sock", version=API_VERSION, timeout=timeout)
+    client = docker.DockerClient(base_url="tcp://127.0.0.1:1", version=API_VERSION, timeout=timeout)
+    api = client.api
+    adapter = _SessionAdapter(ssh_client, timeout)
+    api._custom_adapter = adapter
+    api.mount("http+docker://ssh", adapter)
+    api._unmount("http://", "https://")
+    api.base_url = "http+docker://ssh"
+    return client
