@@ -1,0 +1,79 @@
+"""`tritonops size` and `tritonops plan` end to end (no SSH: plan reads a saved probe report)."""
+
+import json
+from pathlib import Path
+
+from tests.test_sizing_gpu import host_facts
+from tritonops.cli.main import main
+from tritonops.facts.model import HostProbe, ProbeReport
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+def run_json(capsys, *argv):
+    code = main(list(argv) + ["--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_size_qwen25_7b_on_2080ti_does_not_fit(capsys):
+    code, out = run_json(capsys, "size", "--model", str(MODELS / "Qwen2.5-7B-Instruct"), "--gpu", "2080ti")
+    assert code == 1 and out["fits"] is False and out["dtype"] == "float16"
+    assert {a["kind"] for a in out["alternatives"]} >= {"tensor_parallel", "quantized"}
+    for key in ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager",
+                "max_num_seqs", "kv_cache_tokens", "kv_cache_bytes_per_gpu", "weights_bytes_per_gpu",
+                "kv_bytes_per_token", "vllm_version", "reasons", "model_json"):
+        assert key in out
+
+
+def test_size_on_4_a100_and_hub_id_offline(capsys):
+    code, out = run_json(capsys, "size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "a100-80gb:4")
+    assert code == 0 and (out["tensor_parallel_size"], out["max_model_len"]) == (1, 32768)
+
+
+def test_size_qwen15_on_2080ti(capsys):
+    code, out = run_json(capsys, "size", "--model", str(MODELS / "Qwen1.5-1.8B-Chat"), "--gpu", "2080ti")
+    assert code == 0 and out["dtype"] == "float16" and out["max_model_len"] > 0
+
+
+def test_size_unknown_gpu_is_one_line(capsys):
+    code = main(["size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "gtx480"])
+    err = capsys.readouterr().err
+    assert code == 1 and "unknown GPU 'gtx480'" in err and "h200" in err
+
+
+def test_size_human_output(capsys):
+    assert main(["size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "h200"]) == 0
+    assert "fits on 1 x NVIDIA H200" in capsys.readouterr().out
+
+
+def test_plan_per_host_from_a_saved_report(tmp_path, capsys):
+    inventory = tmp_path / "lab.yml"
+    inventory.write_text("""all:
+  hosts:
+    small:
+      ansible_host: 127.0.0.1
+      tritonops_model: Qwen/Qwen1.5-1.8B-Chat
+    a100:
+      ansible_host: 127.0.0.2
+    h200:
+      ansible_host: 127.0.0.3
+      tritonops_max_num_seqs: 256
+""")
+    report = ProbeReport(hosts=(
+        HostProbe(host="small", status="ok", facts=host_facts(1, "NVIDIA GeForce RTX 2080 Ti", 11264 * 2**20,
+                                                                  int(10.75 * 2**30), (7, 5), ram=32 * 2**30)),
+        HostProbe(host="a100", status="ok", facts=host_facts(4, "NVIDIA A100-SXM4-80GB", 81920 * 2**20,
+                                                                 int(79.14 * 2**30), (8, 0))),
+        HostProbe(host="h200", status="ok", facts=host_facts(8)),
+    ))
+    facts = tmp_path / "facts.json"
+    facts.write_text(report.model_dump_json())
+    code, out = run_json(capsys, "plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct",
+                         "--facts", str(facts))
+    assert code == 0
+    by_host = {h["host"]: h for h in out}
+    assert by_host["small"]["plan"]["dtype"] == "float16"
+    assert by_host["a100"]["plan"]["tensor_parallel_size"] == 1
+    assert by_host["h200"]["plan"]["max_num_seqs"] == 256
+    assert 'backend: "vllm"' in by_host["h200"]["files"]["config.pbtxt"]
+    assert json.loads(by_host["h200"]["files"]["1/model.json"])["max_num_seqs"] == 256
