@@ -1,0 +1,113 @@
+"""A PEP 503 simple index of the lab's wheels, and serving it (on a lab host, or locally).
+
+Layout: simple/index.html, simple/<project>/index.html (links with #sha256=), packages/*.whl.
+Python's http.server serves it: directories answer with their index.html.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+import shlex
+import tarfile
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from tritonops.lab.wheelhouse.wheel import wheel_bytes, wheel_name
+
+LAB_VLLM_VERSION = "0.10.2"  # the pin the lab's inventory uses (vLLM of NGC 25.10)
+INDEX_DIR = "/opt/tritonops-lab/wheelhouse"
+
+
+def index_files(versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> dict[str, bytes]:
+    """Relative path -> content of the whole index (pure)."""
+    files: dict[str, bytes] = {}
+    links = []
+    for version in versions:
+        data = wheel_bytes(version)
+        name = wheel_name(version)
+        files[f"packages/{name}"] = data
+        sha = hashlib.sha256(data).hexdigest()
+        links.append(f'<a href="../../packages/{html.escape(name)}#sha256={sha}" '
+                     f'data-requires-python="&gt;=3.8">{html.escape(name)}</a><br/>')
+    page = "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"1.0\">" \
+           "<title>Links for vllm</title></head><body>\n<h1>Links for vllm</h1>\n{}\n</body></html>\n"
+    files["simple/vllm/index.html"] = page.format("\n".join(links)).encode()
+    files["simple/index.html"] = ("<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
+                                  "content=\"1.0\"><title>Simple index</title></head><body>\n"
+                                  "<a href=\"vllm/\">vllm</a>\n</body></html>\n").encode()
+    return files
+
+
+def build_index(root: Path | str, versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> Path:
+    root = Path(root)
+    for rel, data in index_files(versions).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for rel, data in files.items():
+            info = tarfile.TarInfo(rel)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VERSION,),
+                  directory: str = INDEX_DIR, timeout_s: float = 20.0) -> str:
+    """Copy the index to a lab host and serve it on the host's 127.0.0.1:<port>; returns the
+    index URL as the host (and a build container on the host's network) sees it."""
+    d = shlex.quote(directory)
+    stop_on_host(transport, directory)
+    result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=_tar(index_files(versions)),
+                           timeout=60)
+    if not result.ok:
+        raise RuntimeError(f"copying the wheelhouse to {transport.name} failed: {result.tail()}")
+    start = (f"cd {d} && setsid nohup python3 -m http.server {int(port)} --bind 127.0.0.1 --directory {d} "
+             f">{d}/server.log 2>&1 </dev/null & echo $! > {d}/server.pid")
+    result = transport.run(start, timeout=30)
+    if not result.ok:
+        raise RuntimeError(f"starting the index on {transport.name} failed: {result.tail()}")
+    url = f"http://127.0.0.1:{int(port)}/simple"
+    probe = ("python3 -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2).read()' "
+             f"{shlex.quote(url + '/vllm/')}")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if transport.run(probe, timeout=10).ok:
+            return url
+        time.sleep(0.3)
+    log = transport.run(f"tail -n 5 {d}/server.log", timeout=10).stdout
+    raise RuntimeError(f"the index on {transport.name}:{port} did not answer within {timeout_s:g} s: {log}")
+
+
+def stop_on_host(transport, directory: str = INDEX_DIR) -> None:
+    d = shlex.quote(directory)
+    transport.run(f"[ -f {d}/server.pid ] && kill $(cat {d}/server.pid) 2>/dev/null; rm -f {d}/server.pid; true",
+                  timeout=30)
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - http.server's signature
+        pass
+
+
+def serve_local(root: Path | str, host: str = "127.0.0.1", port: int = 0):
+    """Serve an index directory from a thread here; returns (index URL, stop())."""
+    server = ThreadingHTTPServer((host, port), partial(_Quiet, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return f"http://{host}:{server.server_address[1]}/simple", stop
