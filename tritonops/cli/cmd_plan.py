@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+
+from rich.text import Text
 
 from tritonops.cli.cmd_size import add_engine_options, print_plan, request_from_args
 from tritonops.errors import InputError, TritonopsError
@@ -37,8 +40,9 @@ def _read_report(path: Path) -> ProbeReport:
         raise InputError(f"not a probe report: {str(err).splitlines()[0]}", str(path)) from None
 
 
-def collect_facts(args, hosts) -> dict[str, HostFacts | None]:
-    """Thin I/O: probe the hosts (or read --facts). Returns facts by inventory name."""
+def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, str]]:
+    """Thin I/O: probe the hosts (or read --facts). Facts by inventory name, and why a
+    host has none."""
     if args.facts:
         report = _read_report(args.facts)
     else:
@@ -46,8 +50,11 @@ def collect_facts(args, hosts) -> dict[str, HostFacts | None]:
 
         report = probe_hosts([h.connection for h in hosts], args.forks,
                              accept_new_host_keys=args.accept_new_host_keys)
-    by_name = {probe.host: probe.facts for probe in report.hosts}
-    return {h.name: by_name.get(h.name) for h in hosts}
+    by_name = {probe.host: probe for probe in report.hosts}
+    facts = {h.name: by_name[h.name].facts if h.name in by_name else None for h in hosts}
+    why = {h.name: (f"{by_name[h.name].status}: {by_name[h.name].msg}" if h.name in by_name
+                    else "not in the probe report") for h in hosts}
+    return facts, why
 
 
 def load_models(refs: set[str]) -> tuple[dict, dict[str, str]]:
@@ -71,9 +78,11 @@ def run(args, out) -> int:
     host_vars = {h.name: dict(h.vars) for h in hosts}
     refs = {model_ref_for(args.model, v) for v in host_vars.values()} - {None}
     models, model_errors = load_models(refs)
-    facts = collect_facts(args, hosts)
+    facts, why = collect_facts(args, hosts)
     plans = plan_for_hosts(facts, host_vars, models, request_from_args(args, args.model or ""), args.model,
                            model_errors)
+    plans = [replace(p, error=why[p.host]) if p.plan is None and facts.get(p.host) is None and p.model
+             else p for p in plans]
     if args.json:
         out.json([_host_json(p, args) for p in plans])
     else:
@@ -102,4 +111,4 @@ def _print_host(out, hp: HostPlan, args) -> None:
     print_plan(out, hp.plan)
     for name, text in _files(hp, args).items():
         out.print(f"[dim]--- {args.model_name}/{name}[/]")
-        out.print(text.rstrip("\n"), markup=False, highlight=False)
+        out.print(Text(text.rstrip("\n")))
