@@ -44,8 +44,13 @@ class LabImages:
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(root) / "tritonops-lab"
+    """Shared by every lab on this machine (images are content-tagged); $TRITONOPS_LAB_CACHE overrides.
+    The account's home from passwd, not $HOME: tests point $HOME elsewhere."""
+    if os.environ.get("TRITONOPS_LAB_CACHE"):
+        return Path(os.environ["TRITONOPS_LAB_CACHE"])
+    import pwd
+
+    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "tritonops-lab"
 
 
 def _find(client: docker.DockerClient, spec: ImageSpec):

@@ -1,0 +1,58 @@
+"""pytest fixtures for tests that need real lab hosts (import them into a conftest.py).
+
+    from tritonops.lab.testing import lab, lab_ssh  # noqa: F401
+
+`lab` (session): a LabState with one full host (2080ti), one light h200x2 host and one light
+host without a driver, under its own state dir, name prefix and ports, torn down at the end
+(set TRITONOPS_LAB_KEEP=1 to keep it for the next run: a second `up` takes seconds).
+`lab_ssh(host, command)` runs a shell command on a lab host over real SSH.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tritonops.lab import api
+from tritonops.lab.request import HostSpec, LabRequest
+
+TEST_PREFIX = "tritonops-labtest"
+TEST_PORT_BASE = 22300
+FULL_2080TI = "t-full-2080ti"
+LIGHT_H200X2 = "t-light-h200x2"
+LIGHT_NOGPU = "t-light-nogpu"
+TEST_REQUEST = LabRequest((
+    HostSpec(FULL_2080TI, "2080ti", "full"),
+    HostSpec(LIGHT_H200X2, "h200x2", "light"),
+    HostSpec(LIGHT_NOGPU, "nogpu", "light"),
+))
+
+
+def lab_test_state_dir() -> Path:
+    return Path(os.environ.get("TRITONOPS_LAB_TEST_STATE", Path(tempfile.gettempdir()) / "tritonops-labtest"))
+
+
+@pytest.fixture(scope="session")
+def lab():
+    state_dir = lab_test_state_dir()
+    state = api.up(TEST_REQUEST, state_dir=state_dir, name_prefix=TEST_PREFIX, port_base=TEST_PORT_BASE)
+    if state.results.failed:
+        pytest.fail("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
+    yield state
+    if not os.environ.get("TRITONOPS_LAB_KEEP"):
+        api.down(state_dir=state_dir, name_prefix=TEST_PREFIX)
+
+
+@pytest.fixture
+def lab_ssh(lab):
+    def run(host: str, command: str, timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(lab.ssh_argv(host, command), capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{host}: '{command}' exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    return run
