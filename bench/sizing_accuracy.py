@@ -153,6 +153,11 @@ def predict(row: Row):
     return size_engine(model, gpus, request), ""
 
 
+# Row 1's notes: "Same user, same GPU: 20k OK, 29k fails, 35k/45k OK" -- the same start at other
+# lengths, with vLLM's verdict but no printed token count.
+RELATED_LENGTHS = {"1": ((29000, True), (35000, False), (45000, False))}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
@@ -161,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'row':>4} {'vLLM':>6} {'GPU':>12} {'TP':>2} {'model':<38} {'len':>6} {'printed':>9} "
           f"{'predicted':>9} {'error':>7}  vLLM/tritonops")
     errors, over_promises, above, counted, skipped, info = [], 0, 0, 0, [], []
+    counted_lengths: list[tuple[str, int, bool, bool]] = []
     for raw in rows:
         row, why = parse_row(raw)
         if row is None:
@@ -187,7 +193,21 @@ def main(argv: list[str] | None = None) -> int:
             above += 1
         if error is not None and row.printed_tokens > 0:
             errors.append(error)
+        for length, refused in RELATED_LENGTHS.get(row.id, ()):
+            other, _ = predict(Row(**{**row.__dict__, "max_model_len": length}))
+            verdict = "fits" if other.fits else "refuse"
+            counted_lengths.append((row.id, length, refused, other.fits))
+            print(f"{row.id + '*':>4} {row.version:>6} {row.gpu + 'x' + str(row.count):>12} {row.tp:>2} "
+                  f"{row.model[:38]:<38} {length:>6} {'n/s':>9} {other.kv_cache_tokens:>9} {'':>7}  "
+                  f"{'refused' if refused else 'started'}/{verdict}   [same user, other length (row notes)]")
+            if other.fits and refused:
+                over_promises += 1
     print()
+    verdicts = counted + len(counted_lengths)
+    refusals = sum(1 for *_, refused, _ in counted_lengths if refused)
+    too_cautious = sum(1 for *_, refused, fits in counted_lengths if not refused and not fits)
+    print(f"accept/reject verdicts: {verdicts} ({refusals} where vLLM refused); tritonops refused "
+          f"{too_cautious} length(s) vLLM accepted (too cautious, not an over-promise)")
     print(f"rows predicted: {counted}; over-promises (tritonops: fits, vLLM: refused): {over_promises}; "
           f"predictions above the printed KV tokens: {above}")
     if errors:
