@@ -1,0 +1,51 @@
+"""The lab's wheelhouse: a reproducible stand-in vllm wheel that pip installs from a PEP 503 index."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+
+from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, build_index, index_files, serve_local, wheel_bytes
+
+
+def test_wheel_is_reproducible_and_versioned():
+    assert wheel_bytes("0.10.2") == wheel_bytes("0.10.2")
+    assert wheel_bytes("0.10.2") != wheel_bytes("0.11.0")
+
+
+def test_index_links_carry_the_wheel_hash():
+    files = index_files(("0.10.2",))
+    sha = hashlib.sha256(files["packages/vllm-0.10.2-py3-none-any.whl"]).hexdigest()
+    assert f"../../packages/vllm-0.10.2-py3-none-any.whl#sha256={sha}" in files["simple/vllm/index.html"].decode()
+    assert b'href="vllm/"' in files["simple/index.html"]
+
+
+def _pip(args, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_pip_installs_the_stand_in_through_the_index(tmp_path):
+    url, stop = serve_local(build_index(tmp_path / "index"))
+    try:
+        target = tmp_path / "site"
+        done = _pip(["install", "--index-url", url, "--target", str(target), f"vllm=={LAB_VLLM_VERSION}"], tmp_path)
+        assert done.returncode == 0, done.stderr
+        missing = _pip(["install", "--index-url", url, "--retries", "0", "--target", str(tmp_path / "x"),
+                        "vllm==9.9.9"], tmp_path)
+        assert missing.returncode != 0
+        assert "No matching distribution found for vllm==9.9.9" in missing.stderr
+    finally:
+        stop()
+    check = ("import dataclasses, vllm; from vllm.engine.arg_utils import AsyncEngineArgs as A, ASYNC_ENGINE_ARGS_KEYS as K\n"
+             "assert vllm.__version__ == '0.10.2' and vllm.TRITONOPS_LAB_STAND_IN\n"
+             "assert sorted(f.name for f in dataclasses.fields(A)) == sorted(K)\n"
+             "assert 'enable_log_requests' in K and 'disable_log_requests' not in K\n"
+             "try:\n    A(disable_log_requests=True)\nexcept TypeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(target), "PATH": os.environ["PATH"]})
+    assert out.returncode == 0, out.stderr
+    assert "unexpected keyword argument 'disable_log_requests'" in out.stdout
