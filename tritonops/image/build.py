@@ -79,7 +79,8 @@ def build(engine: HostEngine, spec: ImageSpec, base: ImageInfo, *, timeout_s: fl
     api = engine.api
     try:
         api.create_container(
-            base.id, command=[build_script.SCRIPT_PATH], entrypoint=["/bin/sh"], name=name,
+            # The base's ENTRYPOINT stays (NGC's runs its arguments): the commit then keeps it as it was.
+            base.id, command=["/bin/sh", build_script.SCRIPT_PATH], name=name,
             labels={"tritonops.vllm_env.build": spec.content_hash},
             # The host's network: a mirror the host reaches (its proxy, its loopback) is reachable.
             host_config=api.create_host_config(network_mode="host"), network_disabled=False)
@@ -112,8 +113,9 @@ def build(engine: HostEngine, spec: ImageSpec, base: ImageInfo, *, timeout_s: fl
 
 
 def _commit(engine: HostEngine, container: str, spec: ImageSpec, base: ImageInfo) -> str:
-    # The build container ran /bin/sh <script>: restore the base's ENTRYPOINT and CMD.
-    changes = [f"ENTRYPOINT {json.dumps(list(base.entrypoint or []))}"]
+    # The build container ran `/bin/sh <script>` as its CMD: give the image the base's CMD back. The
+    # engine fills what a commit leaves unset from the container, so name a non-empty ENTRYPOINT too.
+    changes = [f"ENTRYPOINT {json.dumps(list(base.entrypoint))}"] if base.entrypoint else []
     if base.cmd:
         changes.append(f"CMD {json.dumps(list(base.cmd))}")
     build_time = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
