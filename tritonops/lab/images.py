@@ -163,9 +163,11 @@ def _build_from_dockerfile(client, spec: ImageSpec, work: Path, cache_dir: Path,
     context = work / "context"
     context.mkdir()
     _context_files(spec, context, cache_dir, log_file)
-    (context / "Dockerfile").write_text(spec.dockerfile_text())
+    # Labels as one LABEL line: the builder's `labels=` argument left a dangling twin image behind.
+    label_line = "LABEL " + " ".join(f'{k}="{v}"' for k, v in spec.labels.items()) + "\n"
+    (context / "Dockerfile").write_text(spec.dockerfile_text() + label_line)
     try:
-        _, logs = client.images.build(path=str(context), tag=spec.tag, labels=spec.labels, rm=True,
+        _, logs = client.images.build(path=str(context), tag=spec.tag, rm=True,
                                       forcerm=True, pull=False)
         with log_file.open("a") as log:
             for entry in logs:
