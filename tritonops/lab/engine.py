@@ -13,7 +13,6 @@ from docker.errors import DockerException
 
 from tritonops.errors import TritonopsError
 
-APT_PACKAGES = ("docker.io", "debootstrap", "openssh-client", "gcc")
 # Programs the lab runs here, and the Debian package that brings each.
 REQUIRED_PROGRAMS = {"dockerd": "docker.io", "debootstrap": "debootstrap", "ssh-keygen": "openssh-client",
                      "ssh": "openssh-client", "gcc": "gcc"}
