@@ -82,3 +82,20 @@ def ensure_engine(state_dir: Path) -> tuple[docker.DockerClient, list[str]]:
 def existing_client() -> docker.DockerClient | None:
     """The engine if it already answers; `lab down` and `lab status` never start one."""
     return _client()
+
+
+def main() -> int:
+    """`python -m tritonops.lab.engine`: make sure a Docker engine answers (used by ./run-tests)."""
+    import sys
+
+    try:
+        _, actions = ensure_engine(Path(".lab"))
+    except TritonopsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("; ".join(actions) or "a Docker engine answers", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
