@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import docker
 from docker.transport.basehttpadapter import BaseHTTPAdapter
-from docker.transport.sshconn import SSHHTTPAdapter
+from docker.transport.sshconn import SSHConnectionPool, SSHHTTPAdapter
 
 from tritonops.transport.base import Transport
 
 API_VERSION = "1.41"  # Docker 20.10: the oldest engine tritonops talks to
 DEFAULT_TIMEOUT_S = 300
+IDLE_CHANNELS = 3  # kept-alive dial-stdio channels per host; more are opened (and closed) on demand
 
 
 class _SessionAdapter(SSHHTTPAdapter):
@@ -31,6 +32,17 @@ class _SessionAdapter(SSHHTTPAdapter):
 
     def _connect(self):  # the session is open already; reconnecting is the transport's job
         pass
+
+    def get_connection(self, url, proxies=None):
+        # The SDK's adapter keeps one pool per URL, each holding an idle channel: enough distinct
+        # API paths exhaust sshd's MaxSessions (10). One pool per session, few idle channels.
+        with self.pools.lock:
+            pool = self.pools.get("session")
+            if pool is None:
+                pool = SSHConnectionPool(ssh_client=self.ssh_client, timeout=self.timeout,
+                                         maxsize=IDLE_CHANNELS, host=self.ssh_host)
+                self.pools["session"] = pool
+            return pool
 
     def close(self):
         BaseHTTPAdapter.close(self)
