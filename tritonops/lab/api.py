@@ -150,8 +150,34 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
                      if _write_if_changed(p, text)]
     if files_changed:
         notes.append("wrote " + ", ".join(files_changed))
+    notes += _serve_wheelhouse(state)
     order = [a.host for a in actions]
     return LabState(name_prefix, sd, inv, hosts, GroupResult.of(results[h] for h in order), tuple(notes))
+
+
+def _serve_wheelhouse(state: LabState) -> list[str]:
+    """Start the lab's package index on the build host unless it already answers there."""
+    from tritonops.lab.inventory import WHEELHOUSE_PORT, build_host
+    from tritonops.lab.wheelhouse import serve_on_host
+    from tritonops.transport.ssh import SshTransport
+
+    builder = build_host(state)
+    if builder is None:
+        return []
+    try:
+        transport = SshTransport.open(state.connection(builder))
+    except Exception as err:
+        return [f"could not reach {builder} to serve the package index: {err}"]
+    try:
+        url = f"http://127.0.0.1:{WHEELHOUSE_PORT}/simple/vllm/"
+        probe = f"python3 -c 'import urllib.request; urllib.request.urlopen(\"{url}\", timeout=2).read()'"
+        if transport.run(probe, timeout=15).ok:
+            return []
+        return [f"serving the lab package index at {serve_on_host(transport, WHEELHOUSE_PORT)} on {builder}"]
+    except Exception as err:
+        return [f"the lab package index on {builder} did not start: {err}"]
+    finally:
+        transport.close()
 
 
 def down(state_dir: Path | str | None = None, name_prefix: str = DEFAULT_PREFIX,

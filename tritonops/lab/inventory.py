@@ -7,8 +7,35 @@ import yaml
 from tritonops.lab.state import LabState
 
 
+WHEELHOUSE_PORT = 18431
+
+
+def build_host(state: LabState) -> str | None:
+    """The full host that builds the vllm_env image and serves the lab's package index."""
+    full = sorted(h.name for h in state.hosts if h.kind == "full")
+    return full[0] if full else None
+
+
+def image_vars(builder: str) -> dict:
+    """What a user of a mirror would set: the lab's index is that mirror (on the build host's loopback;
+    the build container shares the host's network)."""
+    from tritonops.lab.wheelhouse import LAB_VLLM_VERSION
+
+    return {
+        "tritonops_image_mode": "committed",
+        "tritonops_triton_image": "nvcr.io/nvidia/tritonserver:24.10-py3",
+        "tritonops_vllm_version": LAB_VLLM_VERSION,
+        "tritonops_build_host": builder,
+        "tritonops_pip_index_url": f"http://127.0.0.1:{WHEELHOUSE_PORT}/simple",
+        "tritonops_pip_trusted_host": "127.0.0.1",
+    }
+
+
 def render_inventory(state: LabState) -> str:
     groups: dict[str, dict] = {"lab_full": {"hosts": {}}, "lab_light": {"hosts": {}}}
+    builder = build_host(state)
+    if builder:
+        groups["lab_full"]["vars"] = image_vars(builder)
     for host in state.hosts:
         groups[f"lab_{host.kind}"]["hosts"][host.name] = {
             "ansible_host": host.address,
