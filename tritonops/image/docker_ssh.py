@@ -50,8 +50,7 @@ class _SessionAdapter(SSHHTTPAdapter):
 
 
 def _paramiko_client(transport: Transport):
-    connection = getattr(transport, "_connection", None)  # SshTransport's fabric Connection
-    client = getattr(connection, "client", None)
+    client = getattr(transport, "ssh_client", None)  # SshTransport; LocalTransport has none
     if client is None or client.get_transport() is None:
         return None
     return client

@@ -119,6 +119,11 @@ class SshTransport:
             raise Unreachable(f"cannot connect to {spec.label}: {reason}") from exc
         return cls(spec, connection)
 
+    @property
+    def ssh_client(self) -> paramiko.SSHClient:
+        """The open paramiko client, for protocols that ride the same session (docker dial-stdio)."""
+        return self._connection.client
+
     def run(self, command: str, *, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
         transport = self._connection.client.get_transport()
         if transport is None or not transport.is_active():
