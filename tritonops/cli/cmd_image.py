@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from tritonops.cli.selection import selected_hosts
 from tritonops.errors import InputError
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta", "skipped": "cyan"}
@@ -31,20 +32,12 @@ def register(subparsers, common) -> None:
     parser.set_defaults(run=lambda args, out: (parser.print_help(), 2)[1])
 
 
-def _hosts(args):
-    from tritonops.cli.cmd_inventory import inventory_paths
-    from tritonops.inventory import load_inventory
-
-    hosts = load_inventory(inventory_paths(args.inventory)).select(args.limit)
-    if not hosts:
-        raise InputError(f"no host matches {args.limit!r}", "--limit")
-    return hosts
 
 
 def run_build(args, out) -> int:
     from tritonops.image.api import build_images
 
-    hosts = _hosts(args)
+    hosts = selected_hosts(args)
     if args.build_host and args.build_host not in {h.name for h in hosts}:
         raise InputError(f"build host {args.build_host} is not among the selected hosts", "--build-host")
     report = build_images(hosts, forks=args.forks, build_host=args.build_host, parallel_build=args.parallel_build,
@@ -76,7 +69,7 @@ def run_build(args, out) -> int:
 def run_status(args, out) -> int:
     from tritonops.image.api import image_status
 
-    group = image_status(_hosts(args), forks=args.forks, accept_new_host_keys=args.accept_new_host_keys)
+    group = image_status(selected_hosts(args), forks=args.forks, accept_new_host_keys=args.accept_new_host_keys)
     if args.json:
         out.json({"hosts": [_row(r) for r in group]})
     else:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-from tritonops.errors import InputError
+from tritonops.cli.selection import inventory_paths
 from tritonops.inventory import Host, Inventory, load_inventory
 from tritonops.inventory.connection import SECRET_VARS
 
@@ -48,15 +47,6 @@ def run(args, out) -> int:
     else:
         out.print(_host_table(inventory, hosts))
     return 0
-
-
-def inventory_paths(given: list[str] | None) -> list[str]:
-    """The -i paths, else ./inventory when it exists."""
-    if given:
-        return list(given)
-    if os.path.exists("inventory"):
-        return ["inventory"]
-    raise InputError("no inventory: pass -i PATH (a file or folder), or create ./inventory", "-i")
 
 
 def graph_lines(inventory: Inventory, hosts: tuple[Host, ...]) -> list[str]:

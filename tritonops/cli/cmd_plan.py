@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.text import Text
 
 from tritonops.cli.cmd_size import add_engine_options, print_plan, request_from_args
+from tritonops.cli.selection import selected_hosts
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts, ProbeReport
 from tritonops.render import render_config_pbtxt, render_model_json
@@ -72,9 +73,7 @@ def load_models(refs: set[str]) -> tuple[dict, dict[str, str]]:
 def run(args, out) -> int:
     if not args.inventory:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
-    from tritonops.inventory import load_inventory
-
-    hosts = load_inventory(args.inventory).select(args.limit)
+    hosts = selected_hosts(args)
     host_vars = {h.name: dict(h.vars) for h in hosts}
     refs = {model_ref_for(args.model, v) for v in host_vars.values()} - {None}
     models, model_errors = load_models(refs)

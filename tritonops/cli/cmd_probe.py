@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from tritonops.cli.selection import selected_hosts
 from tritonops.errors import InputError
 from tritonops.facts.model import ProbeReport
 from tritonops.facts.probe import DEFAULT_ROOT, probe_hosts
@@ -34,9 +35,7 @@ def target_specs(args) -> list[ConnectionSpec]:
 
         specs.extend(spec_from_target(target) for target in args.hosts)
     if args.inventory:
-        from tritonops.inventory import load_inventory
-
-        specs.extend(host.connection for host in load_inventory(args.inventory).select(args.limit))
+        specs.extend(host.connection for host in selected_hosts(args))
     elif args.limit:
         raise InputError("--limit needs an inventory (-i INVENTORY)", "--limit")
     if not specs:
