@@ -158,7 +158,7 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
 def _serve_wheelhouse(state: LabState) -> list[str]:
     """Start the lab's package index on the build host unless it already answers there."""
     from tritonops.lab.inventory import WHEELHOUSE_PORT, build_host
-    from tritonops.lab.wheelhouse import serve_on_host
+    from tritonops.lab.wheelhouse import index_answers, serve_on_host
     from tritonops.transport.ssh import SshTransport
 
     builder = build_host(state)
@@ -169,9 +169,7 @@ def _serve_wheelhouse(state: LabState) -> list[str]:
     except Exception as err:
         return [f"could not reach {builder} to serve the package index: {err}"]
     try:
-        url = f"http://127.0.0.1:{WHEELHOUSE_PORT}/simple/vllm/"
-        probe = f"python3 -c 'import urllib.request; urllib.request.urlopen(\"{url}\", timeout=2).read()'"
-        if transport.run(probe, timeout=15).ok:
+        if index_answers(transport, WHEELHOUSE_PORT):
             return []
         return [f"serving the lab package index at {serve_on_host(transport, WHEELHOUSE_PORT)} on {builder}"]
     except Exception as err:

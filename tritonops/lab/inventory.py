@@ -19,14 +19,15 @@ def build_host(state: LabState) -> str | None:
 def image_vars(builder: str) -> dict:
     """What a user of a mirror would set: the lab's index is that mirror (on the build host's loopback;
     the build container shares the host's network)."""
-    from tritonops.lab.wheelhouse import LAB_VLLM_VERSION
+    from tritonops.lab.image_specs import TRITON_TAG
+    from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, index_url
 
     return {
         "tritonops_image_mode": "committed",
-        "tritonops_triton_image": "nvcr.io/nvidia/tritonserver:24.10-py3",
+        "tritonops_triton_image": TRITON_TAG,
         "tritonops_vllm_version": LAB_VLLM_VERSION,
         "tritonops_build_host": builder,
-        "tritonops_pip_index_url": f"http://127.0.0.1:{WHEELHOUSE_PORT}/simple",
+        "tritonops_pip_index_url": index_url(WHEELHOUSE_PORT),
         "tritonops_pip_trusted_host": "127.0.0.1",
     }
 

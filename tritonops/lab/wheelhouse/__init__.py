@@ -8,9 +8,9 @@ the build container shares that host's network, so nothing leaves the lab.
 The stand-in `vllm` is a test fixture: it never ships outside the lab.
 """
 
-from tritonops.lab.wheelhouse.index import (INDEX_DIR, LAB_VLLM_VERSION, build_index, index_files,
-                                            serve_local, serve_on_host, stop_on_host)
+from tritonops.lab.wheelhouse.index import (INDEX_DIR, LAB_VLLM_VERSION, build_index, index_answers, index_files,
+                                            index_url, serve_local, serve_on_host, stop_on_host)
 from tritonops.lab.wheelhouse.wheel import build_wheel, wheel_bytes
 
-__all__ = ["INDEX_DIR", "LAB_VLLM_VERSION", "build_index", "build_wheel", "index_files", "serve_local",
-           "serve_on_host", "stop_on_host", "wheel_bytes"]
+__all__ = ["INDEX_DIR", "LAB_VLLM_VERSION", "build_index", "build_wheel", "index_answers", "index_files",
+           "index_url", "serve_local", "serve_on_host", "stop_on_host", "wheel_bytes"]

@@ -62,6 +62,18 @@ def _tar(files: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
+def index_url(port: int) -> str:
+    """The index as the host (and a build container on the host's network) sees it."""
+    return f"http://127.0.0.1:{int(port)}/simple"
+
+
+def index_answers(transport, port: int) -> bool:
+    """Whether the index on the host's 127.0.0.1:<port> serves the vllm project page."""
+    probe = ("python3 -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2).read()' "
+             f"{shlex.quote(index_url(port) + '/vllm/')}")
+    return transport.run(probe, timeout=10).ok
+
+
 def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VERSION,),
                   directory: str = INDEX_DIR, timeout_s: float = 20.0) -> str:
     """Copy the index to a lab host and serve it on the host's 127.0.0.1:<port>; returns the
@@ -77,12 +89,10 @@ def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VE
     result = transport.run(start, timeout=30)
     if not result.ok:
         raise RuntimeError(f"starting the index on {transport.name} failed: {result.tail()}")
-    url = f"http://127.0.0.1:{int(port)}/simple"
-    probe = ("python3 -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2).read()' "
-             f"{shlex.quote(url + '/vllm/')}")
+    url = index_url(port)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if transport.run(probe, timeout=10).ok:
+        if index_answers(transport, port):
             return url
         time.sleep(0.3)
     log = transport.run(f"tail -n 5 {d}/server.log", timeout=10).stdout
