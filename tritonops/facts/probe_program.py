@@ -215,7 +215,8 @@ def _run(argv, timeout=15):
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, _describe(exc)
     if done.returncode != 0:
-        return None, (done.stderr or done.stdout).strip().splitlines()[-1:] or ["exit %d" % done.returncode]
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return None, lines[-1] if lines else "exit %d" % done.returncode
     return done.stdout.strip(), None
 
 
@@ -229,7 +230,7 @@ def read_docker():
         return out
     version, error = _run(["docker", "version", "--format", "{{.Server.Version}}"])
     if error:
-        out["error"] = error if isinstance(error, str) else " ".join(error)
+        out["error"] = error
         return out
     out["version"] = version
     runtimes, _ = _run(["docker", "info", "--format", "{{json .Runtimes}}"])

@@ -11,12 +11,13 @@ _VENDOR_PREFIXES = ("NVIDIA ", "GeForce ", "Tesla ", "Quadro ")
 
 
 def short_gpu_name(name: str) -> str:
-    for prefix in _VENDOR_PREFIXES:
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-    for prefix in _VENDOR_PREFIXES:  # "NVIDIA GeForce RTX 2080 Ti" has two
-        if name.startswith(prefix):
-            name = name[len(prefix):]
+    """'NVIDIA GeForce RTX 2080 Ti' -> 'RTX 2080 Ti' (names may carry several vendor prefixes)."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for prefix in _VENDOR_PREFIXES:
+            if name.startswith(prefix):
+                name, stripped = name[len(prefix):], True
     return name
 
 

@@ -7,6 +7,7 @@ exception in the task a `failed` one; neither stops nor hides the others.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
@@ -47,8 +48,7 @@ def _run_one(spec: ConnectionSpec, task: Task, accept_new_host_keys: bool) -> Ho
         return result("failed", f"{type(exc).__name__}: {exc}")
     finally:
         transport.close()
-    return HostResult(outcome.host, outcome.status, outcome.msg, outcome.data, outcome.diff,
-                      elapsed_s=time.monotonic() - started)
+    return replace(outcome, elapsed_s=time.monotonic() - started)
 
 
 def run_on_hosts(specs: Sequence[ConnectionSpec], task: Task, *, forks: int = 10,

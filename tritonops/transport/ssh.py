@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 import socket
 import threading
@@ -74,18 +75,12 @@ def _connection(spec: ConnectionSpec, accept_new: bool, gateway=None) -> Connect
     # ~/.ssh/config was applied when the inventory resolved the spec: fabric must not read it again.
     config = Config(overrides={"load_ssh_configs": False}, lazy=True)
     connection = Connection(
-        host=spec.host, user=spec.user or _default_user(), port=spec.port or 22, config=config,
+        host=spec.host, user=spec.user or getpass.getuser(), port=spec.port or 22, config=config,
         connect_timeout=spec.connect_timeout_s, connect_kwargs=connect_kwargs,
         gateway=gateway if gateway is not None else _gateway(spec, accept_new),
     )
     connection.client = _client(spec, accept_new)
     return connection
-
-
-def _default_user() -> str:
-    import getpass
-
-    return getpass.getuser()
 
 
 class SshTransport:
@@ -132,18 +127,15 @@ class SshTransport:
         try:
             channel.exec_command(command)
             out, err = bytearray(), bytearray()
-            reader = threading.Thread(target=_drain, args=(channel, stdin), daemon=True)
-            reader.start()
+            threading.Thread(target=_send_stdin, args=(channel, stdin), daemon=True).start()
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
                 if channel.recv_ready():
                     out += channel.recv(65536)
                 elif channel.recv_stderr_ready():
                     err += channel.recv_stderr(65536)
-                elif channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
-                    break
-                elif channel.closed and not channel.recv_ready():
-                    break
+                elif (channel.exit_status_ready() and channel.eof_received) or channel.closed:
+                    break  # all output arrived: the server sends EOF after the last byte of both streams
                 else:
                     if deadline is not None and time.monotonic() > deadline:
                         raise CommandTimeout(f"command timed out after {timeout:g}s on {self.spec.label}")
@@ -157,7 +149,7 @@ class SshTransport:
         self._connection.close()
 
 
-def _drain(channel: paramiko.Channel, stdin: bytes | None) -> None:
+def _send_stdin(channel: paramiko.Channel, stdin: bytes | None) -> None:
     """Send stdin, then end-of-file, so the remote command can finish."""
     try:
         if stdin:
