@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tritonops.cli.selection import selected_hosts
+from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta", "skipped": "cyan"}
@@ -22,12 +22,10 @@ def register(subparsers, common) -> None:
                        "tritonops_build_host, else the first host holding the base image)")
     build.add_argument("--parallel-build", action="store_true",
                        help="build on every host instead of building once and distributing")
-    build.add_argument("--accept-new-host-keys", action="store_true",
-                       help="trust and record host keys seen for the first time")
+    add_host_key_option(build)
     build.set_defaults(run=run_build)
     status = actions.add_parser("status", parents=[common], help="which host has which image, by ID and labels")
-    status.add_argument("--accept-new-host-keys", action="store_true",
-                        help="trust and record host keys seen for the first time")
+    add_host_key_option(status)
     status.set_defaults(run=run_status)
     parser.set_defaults(run=lambda args, out: (parser.print_help(), 2)[1])
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.text import Text
 
 from tritonops.cli.cmd_size import add_engine_options, print_plan, request_from_args
-from tritonops.cli.selection import selected_hosts
+from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts, ProbeReport
 from tritonops.render import render_config_pbtxt, render_model_json
@@ -29,7 +29,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--facts", type=Path, metavar="FILE",
                         help="a saved `tritonops probe --json` report instead of probing")
     parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
-    parser.add_argument("--accept-new-host-keys", action="store_true")
+    add_host_key_option(parser)
     add_engine_options(parser)
     parser.set_defaults(run=run)
 

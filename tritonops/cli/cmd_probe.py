@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tritonops.cli.selection import selected_hosts
+from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
 from tritonops.facts.model import ProbeReport
 from tritonops.facts.probe import DEFAULT_ROOT, probe_hosts
@@ -19,8 +19,7 @@ def register(subparsers, common) -> None:
                     "disk, Docker and the NVIDIA container toolkit.")
     parser.add_argument("hosts", nargs="*", metavar="HOST", help="user@host[:port]")
     parser.add_argument("--local", action="store_true", help="probe this machine (no SSH)")
-    parser.add_argument("--accept-new-host-keys", action="store_true",
-                        help="trust and record host keys seen for the first time (a changed key is still refused)")
+    add_host_key_option(parser)
     parser.add_argument("--root", default=DEFAULT_ROOT, help=f"deployment root whose disk is measured ({DEFAULT_ROOT})")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds the probe may run per host")
     parser.set_defaults(run=run)
