@@ -1,0 +1,32 @@
+"""Which hosts a command works on: the -i inventory (or ./inventory) and --limit."""
+
+from __future__ import annotations
+
+import os
+
+from tritonops.errors import InputError
+
+
+def inventory_paths(given: list[str] | None) -> list[str]:
+    """The -i paths, else ./inventory when it exists."""
+    if given:
+        return list(given)
+    if os.path.exists("inventory"):
+        return ["inventory"]
+    raise InputError("no inventory: pass -i PATH (a file or folder), or create ./inventory", "-i")
+
+
+def selected_hosts(args):
+    """The inventory's hosts that --limit selects, in inventory order; at least one."""
+    from tritonops.inventory import load_inventory
+
+    hosts = load_inventory(inventory_paths(args.inventory)).select(args.limit)
+    if not hosts:
+        raise InputError(f"no host matches {args.limit!r}", "--limit")
+    return hosts
+
+
+def add_host_key_option(parser) -> None:
+    """--accept-new-host-keys, for every command that opens SSH sessions."""
+    parser.add_argument("--accept-new-host-keys", action="store_true",
+                        help="trust and record host keys seen for the first time (a changed key is still refused)")
