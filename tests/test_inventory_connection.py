@@ -127,8 +127,12 @@ def test_disabling_host_key_checks_is_refused_at_its_line(tmp_path, value):
 
 @pytest.mark.parametrize("host_vars, problem", [
     ("ansible_port=http", "port must be a number"),
-    ("ansible_port=70000", "port must be a number"),
-    ("tritonops_connect_timeout=0", "positive number of seconds"),
+    ("ansible_port=70000", "port must be at most 65535"),
+    ("tritonops_connect_timeout=0", "timeout (seconds) must be more than 0"),
+    ("tritonops_connect_timeout=inf", "must be a finite number"),
+    ("tritonops_connect_timeout=nan", "must be a finite number"),
+    ("tritonops_connect_timeout=86400", "must be at most 3600"),
+    ("ansible_ssh_common_args='-o ConnectTimeout=inf'", "must be a finite number"),
     ("ansible_ssh_common_args='-o ProxyCommand=\"unclosed'", "cannot split SSH arguments"),
     ("ansible_ssh_common_args=-p", "needs a value"),
 ])
@@ -175,7 +179,8 @@ def test_ssh_config_hostname_applies_only_without_ansible_host(tmp_path):
     config = write(tmp_path, "ssh_config", SSH_CONFIG)
     loaded = load_inventory([str(inventory)], ssh_config_file=str(config))
     assert loaded.host("alias").connection.host == "10.8.8.8"
-    assert loaded.host("alias").connection.proxy_command == "nc -X 5 -x proxy:1080 10.8.8.8 22"
+    # kept as written: the transport expands %h/%p itself, each value quoted (transport/proxy.py)
+    assert loaded.host("alias").connection.proxy_command == "nc -X 5 -x proxy:1080 %h %p"
     assert loaded.host("other").connection.host == "alias"  # the inventory said which address to use
     assert loaded.host("fixed").connection.proxy_command is None
 

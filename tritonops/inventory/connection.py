@@ -15,8 +15,9 @@ import paramiko
 from tritonops.errors import InputError
 from tritonops.inventory.model import Setting
 from tritonops.inventory.ssh_config import load_ssh_config, lookup
-from tritonops.inventory.ssh_options import SshOptions, parse_port, parse_ssh_args, parse_timeout
+from tritonops.inventory.ssh_options import SshOptions, parse_ssh_args, parse_timeout
 from tritonops.transport.spec import ConnectionSpec
+from tritonops.values.ssh_target import host_address, parse_target, ssh_port, ssh_user
 
 _ALIASES = {  # the name tritonops reads -> older Ansible spellings also accepted
     "ansible_host": ("ansible_host", "ansible_ssh_host"),
@@ -58,7 +59,10 @@ class _Reach:
 
 
 def connection_from_vars(name: str, history: dict[str, tuple[Setting, ...]],
-                         ssh_config: paramiko.SSHConfig | None, ssh_config_path: str | None) -> ConnectionSpec:
+                         ssh_config: paramiko.SSHConfig | None, ssh_config_path: str | None,
+                         declared_at: str | None = None) -> ConnectionSpec:
+    """Every address, user, port and ProxyJump hop is checked (tritonops.values.ssh_target) before it
+    is looked up in the SSH config or handed to the transport; `declared_at` is where the host was named."""
     def winner(var: str) -> Setting | None:
         for alias in _ALIASES.get(var, (var,)):
             if alias in history:
@@ -69,12 +73,16 @@ def connection_from_vars(name: str, history: dict[str, tuple[Setting, ...]],
     if kind is not None and kind.value not in _SSH_CONNECTIONS + ("local",):
         raise InputError(f"ansible_connection {kind.value!r} is not supported (use ssh or local)", kind.where)
     address = winner("ansible_host")
-    reach = _Reach(name, str(address.value) if address else name, host_given=address is not None,
-                   local=kind is not None and kind.value == "local")
+    local = kind is not None and kind.value == "local"
+    reach = _Reach(name, name, host_given=address is not None, local=local)
+    if address is not None:
+        reach.host = host_address(address.value, address.where)
+    elif not local:
+        reach.host = host_address(name, declared_at)
     if (port := winner("ansible_port")) is not None:
-        reach.port = parse_port(port.value, port.where)
+        reach.port = ssh_port(port.value, port.where)
     if (user := winner("ansible_user")) is not None:
-        reach.user = str(user.value)
+        reach.user = ssh_user(user.value, user.where)
     if (password := winner("ansible_password")) is not None:
         reach.password = str(password.value)
     if (key := winner("ansible_ssh_private_key_file")) is not None:
@@ -92,26 +100,22 @@ def connection_from_vars(name: str, history: dict[str, tuple[Setting, ...]],
     return reach.spec()
 
 
+def proxy_jump_hops(value: str, where: str | None) -> str:
+    """`a,b` as written, once every hop reads as [user@]host[:port]."""
+    hops = [hop.strip() for hop in str(value).split(",")]
+    if not all(hops):
+        raise InputError(f"ProxyJump {value!r} has an empty hop", where)
+    for hop in hops:
+        parse_target(hop, where)
+    return ",".join(hops)
+
+
 def spec_from_target(target: str, *, ssh_config_file: str | None = None) -> ConnectionSpec:
     """A host named on the command line: host, user@host, host:port, user@[2001:db8::1]:2222."""
-    user, at, rest = target.rpartition("@")
-    port_text = None
-    if rest.startswith("["):
-        host, bracket, after = rest[1:].partition("]")
-        if not bracket or (after and not after.startswith(":")):
-            raise InputError(f"cannot read {target!r}: expected [user@]host[:port] or [user@][ipv6]:port")
-        port_text = after[1:] if after else None
-    elif rest.count(":") == 1:
-        host, _, port_text = rest.partition(":")
-    else:
-        host = rest  # a name, or a bare IPv6 address
-    if not host or (at and not user):
-        raise InputError(f"cannot read {target!r}: expected [user@]host[:port]")
-    reach = _Reach(target, host, host_given=False, user=user or None)
-    if port_text is not None:
-        reach.port = parse_port(port_text, target)
+    parsed = parse_target(target, "command line")
+    reach = _Reach(target, parsed.host, host_given=False, user=parsed.user, port=parsed.port)
     config, path = load_ssh_config(ssh_config_file)
-    _fill_from_ssh_config(reach, lookup(config, host, path), path)
+    _fill_from_ssh_config(reach, lookup(config, parsed.host, path), path)
     return reach.spec()
 
 
@@ -134,7 +138,9 @@ def _apply_ssh_options(reach: _Reach, options: SshOptions) -> None:
     reach.user = reach.user if reach.user is not None else options.user
     reach.key_files.extend(options.key_files)
     if reach.proxy_command is None and reach.proxy_jump is None:
-        reach.proxy_command, reach.proxy_jump = options.proxy_command, options.proxy_jump
+        reach.proxy_command = _unless_none(options.proxy_command)
+        jump = _unless_none(options.proxy_jump)
+        reach.proxy_jump = proxy_jump_hops(jump, options.where) if jump else None
     reach.known_hosts_file = reach.known_hosts_file or options.known_hosts_file
     reach.connect_timeout_s = reach.connect_timeout_s or options.connect_timeout_s
     reach.strict_host_key_checking = reach.strict_host_key_checking or options.strict_host_key_checking
@@ -143,16 +149,23 @@ def _apply_ssh_options(reach: _Reach, options: SshOptions) -> None:
 def _fill_from_ssh_config(reach: _Reach, found: dict[str, Any], path: str | None) -> None:
     if not found:
         return
+    where = path or "ssh config"
     if not reach.host_given and found.get("hostname"):
-        reach.host = found["hostname"]
+        reach.host = host_address(found["hostname"], f"{where} (HostName for {reach.name})")
     if reach.port is None and found.get("port"):
-        reach.port = parse_port(found["port"], path or "ssh config")
+        reach.port = ssh_port(found["port"], where)
     if reach.user is None and found.get("user"):
-        reach.user = found["user"]
+        reach.user = ssh_user(found["user"], where)
     if not reach.key_files and found.get("identityfile"):
         reach.key_files = [os.path.expanduser(path) for path in found["identityfile"]]
     if reach.proxy_command is None and reach.proxy_jump is None:
-        reach.proxy_command = found.get("proxycommand")
-        reach.proxy_jump = None if reach.proxy_command else found.get("proxyjump")
+        reach.proxy_command = _unless_none(found.get("proxycommand"))
+        jump = None if reach.proxy_command else _unless_none(found.get("proxyjump"))
+        reach.proxy_jump = proxy_jump_hops(jump, where) if jump else None
     if reach.known_hosts_file is None and found.get("userknownhostsfile"):
         reach.known_hosts_file = os.path.expanduser(found["userknownhostsfile"].split()[0])
+
+
+def _unless_none(value: str | None) -> str | None:
+    """OpenSSH's 'none' turns ProxyCommand / ProxyJump off."""
+    return None if value is None or value.strip().lower() == "none" else value

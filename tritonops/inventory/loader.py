@@ -49,7 +49,7 @@ def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
     for name, direct in direct_groups.items():
         groups = sorted(tree.ancestors_and_self(direct) | {"all"}, key=precedence)
         values, history = stack(host_layers(name, groups[1:], sources))
-        connection = connection_from_vars(name, history, ssh_config, ssh_config_path)
+        connection = connection_from_vars(name, history, ssh_config, ssh_config_path, draft.hosts[name].where)
         hosts.append(Host(name, tuple(groups), connection, values, history))
     return Inventory(tuple(hosts), _groups(tree, sources, priority), tuple(display_path(f) for f in files),
                      tuple(warnings))

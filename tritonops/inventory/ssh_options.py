@@ -13,6 +13,10 @@ import shlex
 from dataclasses import dataclass, field
 
 from tritonops.errors import InputError
+from tritonops.values.numbers import real_number
+from tritonops.values.ssh_target import ssh_port, ssh_user
+
+MAX_TIMEOUT_S = 3600.0  # a connect timeout longer than an hour is a mistake, not a wish
 
 _FLAGS_WITH_ARGUMENT = set("BbcDEeFIiJLlmOopQRSWw")
 _OPTION_SPLIT = re.compile(r"\s*=\s*|\s+")
@@ -28,6 +32,7 @@ class SshOptions:
     known_hosts_file: str | None = None
     strict_host_key_checking: str | None = None
     connect_timeout_s: float | None = None
+    where: str | None = None  # the setting these options were read from
 
     def first(self, attribute: str, value) -> None:
         if getattr(self, attribute) is None:
@@ -36,7 +41,7 @@ class SshOptions:
 
 def parse_ssh_args(text: str, where: str, options: SshOptions | None = None) -> SshOptions:
     """Read one ssh argument string into `options` (new if None); values already set are kept."""
-    options = options or SshOptions()
+    options = options or SshOptions(where=where)
     try:
         tokens = shlex.split(str(text))
     except ValueError as err:
@@ -74,9 +79,9 @@ def _apply_option(text: str, options: SshOptions, where: str) -> None:
     elif key == "identityfile":
         options.key_files.append(value)
     elif key == "user":
-        options.first("user", value)
+        options.first("user", ssh_user(value, where))
     elif key == "port":
-        options.first("port", parse_port(value, where))
+        options.first("port", ssh_port(value, where))
     elif key == "connecttimeout":
         options.first("connect_timeout_s", parse_timeout(value, where))
     elif key == "stricthostkeychecking":
@@ -95,21 +100,5 @@ def parse_strict_host_key_checking(value: str, where: str) -> str:
     raise InputError(f"StrictHostKeyChecking must be yes or accept-new, not {value!r}", where)
 
 
-def parse_port(value, where: str) -> int:
-    try:
-        port = int(value)
-    except (TypeError, ValueError):
-        port = 0
-    if isinstance(value, bool) or not 1 <= port <= 65535:
-        raise InputError(f"port must be a number from 1 to 65535, not {value!r}", where)
-    return port
-
-
 def parse_timeout(value, where: str) -> float:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = -1.0
-    if isinstance(value, bool) or not seconds > 0:
-        raise InputError(f"a timeout must be a positive number of seconds, not {value!r}", where)
-    return seconds
+    return real_number(value, "a timeout (seconds)", where, minimum=0.0, maximum=MAX_TIMEOUT_S)
