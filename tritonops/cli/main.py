@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from tritonops import __version__
@@ -60,10 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries(verbosity: int) -> None:
+    """paramiko logs its transport threads' failures, tracebacks included, through logging's
+    last-resort handler onto stderr; each host's result already says what happened in one line.
+    -vvv lets them through for debugging."""
+    paramiko_log = logging.getLogger("paramiko")
+    if not paramiko_log.handlers:
+        paramiko_log.addHandler(logging.NullHandler())
+    paramiko_log.propagate = verbosity >= 3
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Output(json_mode=args.json, verbosity=args.verbose)
+    _quiet_libraries(args.verbose)
     if not args.command:
         parser.print_help()
         return 2

@@ -16,6 +16,7 @@ from tritonops.transport.base import CommandTimeout, Transport, Unreachable
 from tritonops.transport.local import LocalTransport
 from tritonops.transport.spec import ConnectionSpec
 from tritonops.errors import TritonopsError
+from tritonops.text import printable
 
 Task = Callable[[Transport, ConnectionSpec], HostResult]
 
@@ -32,12 +33,14 @@ def _run_one(spec: ConnectionSpec, task: Task, accept_new_host_keys: bool) -> Ho
     started = time.monotonic()
 
     def result(status: str, msg: str) -> HostResult:
-        return HostResult(spec.name, status, msg, elapsed_s=time.monotonic() - started)
+        return HostResult(spec.name, status, one_line(msg), elapsed_s=time.monotonic() - started)
 
     try:
         transport = open_transport(spec, accept_new_host_keys=accept_new_host_keys)
     except Unreachable as exc:
         return result("unreachable", str(exc))
+    except Exception as exc:  # a missing proxy program, a bad key file, a library's surprise: this host only
+        return result("unreachable", f"cannot connect to {spec.label}: {_described(exc)}")
     try:
         outcome = task(transport, spec)
     except Unreachable as exc:
@@ -45,10 +48,24 @@ def _run_one(spec: ConnectionSpec, task: Task, accept_new_host_keys: bool) -> Ho
     except (CommandTimeout, TritonopsError) as exc:
         return result("failed", str(exc))
     except Exception as exc:  # a bug or an unexpected host: report it on that host only
-        return result("failed", f"{type(exc).__name__}: {exc}")
+        return result("failed", _described(exc))
     finally:
-        transport.close()
+        try:
+            transport.close()
+        except Exception:  # closing a half-dead session must not turn a result into a crash
+            pass
     return replace(outcome, elapsed_s=time.monotonic() - started)
+
+
+def one_line(text: str) -> str:
+    """A message as one line: later lines joined with ' | ', control characters dropped."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return printable(" | ".join(lines))
+
+
+def _described(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def run_on_hosts(specs: Sequence[ConnectionSpec], task: Task, *, forks: int = 10,
