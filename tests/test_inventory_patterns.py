@@ -3,6 +3,8 @@
 import os
 import textwrap
 
+import time
+
 import pytest
 
 from tritonops.errors import InputError
@@ -44,9 +46,44 @@ def names(hosts):
 ALL = ["web1", "web2", "web10", "db1", "h200-01", "h200-02", "h200-03", "a100-01"]
 
 
-@pytest.mark.parametrize("pattern", [None, "", "all", "*"])
+@pytest.mark.parametrize("pattern", [None, "all", "*", "!nothing-excluded*"])
 def test_everything(inventory, pattern):
     assert names(inventory.select(pattern)) == ALL
+
+
+@pytest.mark.parametrize("pattern", ["", "  ", "!", "&", ":", "::", "web:!", "web:&", ",", "!,&"])
+def test_a_pattern_that_names_nothing_is_an_error_not_everything(inventory, pattern):
+    with pytest.raises(InputError) as caught:
+        inventory.select(pattern)
+    assert caught.value.where == "--limit"
+
+
+def test_an_empty_pattern_file_is_an_error_naming_it(inventory, tmp_path):
+    empty = tmp_path / "hosts.txt"
+    empty.write_text("# nothing here\n\n")
+    with pytest.raises(InputError) as caught:
+        inventory.select(f"@{empty}")
+    assert caught.value.where == f"@{empty}" and "names no hosts" in caught.value.what
+
+
+def test_a_pattern_file_that_is_a_fifo_is_refused_without_waiting(inventory, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        inventory.select(f"@{fifo}")
+
+
+@pytest.mark.parametrize("expression", ["~(a|aa)+$", "~(w|we|web|web1)*z$", "~((w+)+)+x"])
+def test_catastrophic_regular_expressions_are_refused_within_the_budget(tmp_path, expression):
+    many = tmp_path / "many.ini"
+    many.write_text("[w]\n" + "".join("w" * 60 + f"{i}\n" for i in range(3)))
+    inventory = load_inventory([str(many)], ssh_config_file=os.devnull)
+    started = time.monotonic()
+    try:
+        inventory.select(expression)
+    except InputError as err:
+        assert "took longer than" in err.what or "selects no hosts" in err.what
+    assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize("pattern, expected", [

@@ -3,7 +3,12 @@
 Forms: name (group or host), a:b / a,b (union), a:&b (intersection), a:!b (exclusion),
 wildcards web*, regular expressions ~web\\d+, subscripts group[0] / group[1:3] (end included),
 all / *, and @file (one pattern per line). Unions apply first, then intersections, then
-exclusions, as in Ansible. The result is always in inventory order.
+exclusions, as in Ansible (a pattern of only exclusions starts from all). The result is always in
+inventory order.
+
+A pattern that selects nothing is an error, never "everything": an empty --limit, a lone '!', '&' or
+':', an empty @file. Regular expressions run with the `regex` module under a time budget, so a
+pattern with catastrophic backtracking is refused instead of hanging; @file must be a regular file.
 """
 
 from __future__ import annotations
@@ -11,9 +16,17 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import ipaddress
+import os
 import re
+import stat
+import time
+
+import regex
 
 from tritonops.errors import InputError
+
+REGEX_BUDGET_S = 1.0  # all of one pattern's regular-expression matching together
+MAX_PATTERN_FILE_BYTES = 1024 * 1024
 
 _TERMS_ON_COLONS = re.compile(r"(?:[^:\[\]]|\[[^\]]*\])+")
 _SUBSCRIPT = re.compile(r"^(.+?)\[(-?\d*)(?::(-?\d*))?\]$")
@@ -21,21 +34,26 @@ _SUBSCRIPT = re.compile(r"^(.+?)\[(-?\d*)(?::(-?\d*))?\]$")
 
 def select_hosts(inventory, pattern: str | None) -> tuple:
     """`inventory` is an Inventory (duck-typed: .hosts, .groups, .hosts_in)."""
-    text = "all" if pattern is None or not str(pattern).strip() else str(pattern).strip()
+    text = "all" if pattern is None else str(pattern).strip()
+    if not text:
+        raise InputError("the host pattern is empty: name hosts or groups, or 'all'", "--limit")
     terms = split_pattern(text)
+    if not terms:
+        raise InputError(f"host pattern {text!r} names no hosts or groups", "--limit")
     unions = [term for term in terms if term[0] not in "&!"] or ["all"]
     intersections = [term[1:] for term in terms if term[0] == "&"]
     exclusions = [term[1:] for term in terms if term[0] == "!"]
     chosen: set[str] = set()
+    deadline = time.monotonic() + REGEX_BUDGET_S
     for term in unions:
-        chosen.update(_match(inventory, term, text))
+        chosen.update(_match(inventory, term, text, deadline))
     for term in intersections:
-        chosen &= set(_match(inventory, term, text))
+        chosen &= set(_match(inventory, term, text, deadline))
     for term in exclusions:
-        chosen -= set(_match(inventory, term, text))
+        chosen -= set(_match(inventory, term, text, deadline))
     selected = tuple(host for host in inventory.hosts if host.name in chosen)
     if not selected:
-        raise InputError(f"host pattern {text!r} selects no hosts")
+        raise InputError(f"host pattern {text!r} selects no hosts", "--limit")
     return selected
 
 
@@ -50,19 +68,22 @@ def split_pattern(pattern: str) -> list[str]:
     for part in (part.strip() for part in parts):
         if part.startswith("@"):
             terms.extend(_read_pattern_file(part[1:]))
-        elif part and part not in ("&", "!"):
+        elif part in ("&", "!"):
+            raise InputError(f"host pattern {pattern!r}: '{part}' needs a host or group after it", "--limit")
+        elif part:
             terms.append(part)
     return terms
 
 
-def unknown_name_error(name: str, candidates: list[str], what: str, pattern: str | None = None) -> InputError:
+def unknown_name_error(name: str, candidates: list[str], what: str, pattern: str | None = None,
+                       where: str | None = None) -> InputError:
     close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     context = f" (in host pattern {pattern!r})" if pattern and pattern != name else ""
-    return InputError(f"no {what} named '{name}'{context}{hint}")
+    return InputError(f"no {what} named '{name}'{context}{hint}", where)
 
 
-def _match(inventory, term: str, pattern: str) -> list[str]:
+def _match(inventory, term: str, pattern: str, deadline: float) -> list[str]:
     if term in ("all", "*"):
         return [host.name for host in inventory.hosts]
     subscript = _SUBSCRIPT.match(term) if not term.startswith("~") else None
@@ -70,11 +91,7 @@ def _match(inventory, term: str, pattern: str) -> list[str]:
         return _subscript(inventory, subscript, term)
     host_names = [host.name for host in inventory.hosts]
     if term.startswith("~"):
-        try:
-            regex = re.compile(term[1:])
-        except re.error as err:
-            raise InputError(f"invalid regular expression in host pattern {term!r}: {err}") from None
-        matches = regex.match
+        matches = _bounded_regex(term, deadline)
     elif any(char in term for char in "*?["):
         matches = re.compile(fnmatch.translate(term)).match
     else:
@@ -82,7 +99,7 @@ def _match(inventory, term: str, pattern: str) -> list[str]:
             return [host.name for host in inventory.hosts_in(term)]
         if term in host_names:
             return [term]
-        raise unknown_name_error(term, list(inventory.groups) + host_names, "host or group", pattern)
+        raise unknown_name_error(term, list(inventory.groups) + host_names, "host or group", pattern, "--limit")
     found = [host.name for group in inventory.groups if matches(group) for host in inventory.hosts_in(group)]
     return found + [name for name in host_names if matches(name)]
 
@@ -97,16 +114,50 @@ def _subscript(inventory, match: re.Match, term: str) -> list[str]:
         end = int(end_text) if end_text else len(members) - 1
         return members[start : (end + 1) or None]
     except (IndexError, ValueError):
-        raise InputError(f"host pattern {term!r}: '{match.group(1)}' has {len(members)} hosts") from None
+        raise InputError(f"host pattern {term!r}: '{match.group(1)}' has {len(members)} hosts", "--limit") from None
+
+
+def _bounded_regex(term: str, deadline: float):
+    try:
+        compiled = regex.compile(term[1:])
+    except (regex.error, RecursionError, OverflowError) as err:
+        raise InputError(f"invalid regular expression in host pattern {term!r}: {err}", "--limit") from None
+
+    def matches(name: str):
+        try:
+            return compiled.match(name, timeout=max(deadline - time.monotonic(), 0.001))
+        except TimeoutError:
+            raise InputError(f"regular expression in host pattern {term!r} took longer than {REGEX_BUDGET_S:g}s "
+                             "to match the inventory's names; simplify it", "--limit") from None
+    return matches
 
 
 def _read_pattern_file(path: str) -> list[str]:
+    where = f"@{path}"
     try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+        with open(path, "rb", opener=_open_regular) as handle:
+            data = handle.read(MAX_PATTERN_FILE_BYTES + 1)
     except OSError as err:
-        raise InputError(f"cannot read host list @{path}: {err.strerror}") from None
-    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+        raise InputError(f"cannot read host list: {err.strerror or err}", where) from None
+    if len(data) > MAX_PATTERN_FILE_BYTES:
+        raise InputError(f"host list is larger than {MAX_PATTERN_FILE_BYTES // 1024} KiB", where)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError("host list is not UTF-8 text", where) from None
+    terms = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+    if not terms:
+        raise InputError("host list names no hosts", where)
+    return terms
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """Open without blocking on a FIFO, then insist on a regular file."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(0, "not a regular file")
+    return fd
 
 
 def _is_ipv6(text: str) -> bool:
