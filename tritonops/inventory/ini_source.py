@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 from tritonops.errors import InputError
+from tritonops.values.files import read_regular_text
 from tritonops.inventory.draft import InventoryDraft, inventory_setting
 from tritonops.inventory.host_ranges import expand_host_range, split_host_port
 
@@ -20,11 +21,7 @@ def read_ini_inventory(path: str, shown: str, draft: InventoryDraft) -> None:
     declared = {"all", "ungrouped"}
     pending: dict[str, tuple[str, str]] = {}  # group -> (where first referenced, how)
     group, kind = "ungrouped", "hosts"
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except UnicodeDecodeError:
-        raise InputError("not a UTF-8 text file", shown) from None
+    lines = read_regular_text(path, shown, what="inventory file").splitlines()
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         where = f"{shown}:{number}"

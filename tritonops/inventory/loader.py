@@ -72,6 +72,8 @@ def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
         elif os.path.isfile(given):
             files.append(given)
             folder = os.path.dirname(given) or "."
+        elif os.path.exists(given):
+            raise InputError(f"not a regular file or folder: {given}", "-i")
         else:
             raise InputError(f"no such inventory file or folder: {given}", "-i")
         folder = os.path.abspath(folder)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+from tritonops.values.files import read_regular_text
+
 YAML_EXTENSIONS = (".yml", ".yaml")
 INI_EXTENSIONS = (".ini", ".cfg")
 _VAR_FOLDERS = ("group_vars", "host_vars")
@@ -25,12 +27,11 @@ def inventory_format(path: str) -> str:
         return "yaml"
     if lower.endswith(INI_EXTENSIONS):
         return "ini"
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            stripped = line.strip()
-            if not stripped or stripped.startswith(("#", ";")):
-                continue
-            return "yaml" if _YAML_START.match(stripped) else "ini"
+    for line in read_regular_text(path, display_path(path), what="inventory file").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        return "yaml" if _YAML_START.match(stripped) else "ini"
     return "yaml"
 
 

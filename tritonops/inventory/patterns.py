@@ -16,14 +16,13 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import ipaddress
-import os
 import re
-import stat
 import time
 
 import regex
 
 from tritonops.errors import InputError
+from tritonops.values.files import read_regular_text
 
 REGEX_BUDGET_S = 1.0  # all of one pattern's regular-expression matching together
 MAX_PATTERN_FILE_BYTES = 1024 * 1024
@@ -134,30 +133,11 @@ def _bounded_regex(term: str, deadline: float):
 
 def _read_pattern_file(path: str) -> list[str]:
     where = f"@{path}"
-    try:
-        with open(path, "rb", opener=_open_regular) as handle:
-            data = handle.read(MAX_PATTERN_FILE_BYTES + 1)
-    except OSError as err:
-        raise InputError(f"cannot read host list: {err.strerror or err}", where) from None
-    if len(data) > MAX_PATTERN_FILE_BYTES:
-        raise InputError(f"host list is larger than {MAX_PATTERN_FILE_BYTES // 1024} KiB", where)
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise InputError("host list is not UTF-8 text", where) from None
-    terms = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+    text = read_regular_text(path, where, max_bytes=MAX_PATTERN_FILE_BYTES, what="host list")
+    terms = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
     if not terms:
         raise InputError("host list names no hosts", where)
     return terms
-
-
-def _open_regular(path: str, flags: int) -> int:
-    """Open without blocking on a FIFO, then insist on a regular file."""
-    fd = os.open(path, flags | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(0, "not a regular file")
-    return fd
 
 
 def _is_ipv6(text: str) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 
 from tritonops.errors import InputError
+from tritonops.values.files import read_regular_text
 
 
 class LinedMap(dict):
@@ -19,8 +20,52 @@ class LinedMap(dict):
         return self.key_lines.get(key, self.line)
 
 
+MAX_EXPANDED_VALUES = 1_000_000  # values after aliases are expanded: far above any real inventory
+
+
 class _LineLoader(yaml.SafeLoader):
-    pass
+    def get_single_data(self):
+        node = self.get_single_node()
+        if node is None:
+            return None
+        _refuse_alias_bombs(node)
+        return self.construct_document(node)
+
+
+def _refuse_alias_bombs(root: yaml.Node) -> None:
+    """Count the values the document stands for with its aliases expanded ("billion laughs"), each
+    shared node counted once per use but walked once; a node that contains itself is refused too."""
+    sizes: dict[int, int] = {}
+    in_progress: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if children_done:
+            in_progress.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[key] > MAX_EXPANDED_VALUES:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the document expands to more than {MAX_EXPANDED_VALUES:,} values through "
+                    "its aliases (an alias bomb?)", node.start_mark)
+            continue
+        if key in sizes:
+            continue
+        if key in in_progress:
+            raise yaml.constructor.ConstructorError(None, None, "an alias refers to a value that contains it",
+                                                    node.start_mark)
+        in_progress.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    return []
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LinedMap:
@@ -48,9 +93,11 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 
 def load_yaml_file(path: str, shown_as: str) -> Any:
     """Parse one YAML file; syntax errors become InputError at 'shown_as:line'."""
+    text = read_regular_text(path, shown_as, what="YAML file")
     try:
-        with open(path, encoding="utf-8") as handle:
-            return yaml.load(handle, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise InputError("YAML nested too deeply", shown_as) from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else 1
@@ -62,8 +109,6 @@ def load_yaml_file(path: str, shown_as: str) -> Any:
         raise InputError(problem, f"{shown_as}:{line}") from None
     except yaml.YAMLError as err:
         raise InputError(f"invalid YAML: {err}", shown_as) from None
-    except UnicodeDecodeError:
-        raise InputError("not a UTF-8 text file", shown_as) from None
 
 
 def plain(value: Any) -> Any:

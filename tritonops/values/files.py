@@ -1,0 +1,51 @@
+"""Files a user names (inventories, variable files, host lists, model configs): read whole, bounded.
+
+A FIFO, a device or a directory given where a file is expected would block or never end: opened
+without blocking and refused unless it is a regular file. Anything larger than the cap is refused
+with the cap in the message instead of being read into memory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from tritonops.errors import InputError
+
+MiB = 1024 * 1024
+DEFAULT_MAX_BYTES = 16 * MiB
+
+
+def read_regular_file(path: str | os.PathLike, where: str | None = None, *,
+                      max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file") -> bytes:
+    shown = where or os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise InputError(f"cannot read {what}: {err.strerror or err}", shown) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{what} is not a regular file", shown)
+        if info.st_size > max_bytes:
+            raise InputError(f"{what} is larger than {_size(max_bytes)} ({_size(info.st_size)})", shown)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise InputError(f"{what} is larger than {_size(max_bytes)}", shown)
+    return data
+
+
+def read_regular_text(path: str | os.PathLike, where: str | None = None, *,
+                      max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file") -> str:
+    data = read_regular_file(path, where, max_bytes=max_bytes, what=what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} is not UTF-8 text", where or os.fspath(path)) from None
+
+
+def _size(count: int) -> str:
+    return f"{count / MiB:g} MiB" if count >= MiB else f"{count} bytes"
