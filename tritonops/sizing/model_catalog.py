@@ -107,5 +107,5 @@ def find_catalog_model(model_id: str) -> ModelSpec | None:
     for key, (config, params) in MODEL_CATALOG.items():
         if key.lower() == wanted or key.split("/", 1)[1].lower() == wanted:
             return model_spec_from_config(config, name=key, source="built-in catalog",
-                                          param_count=params)
+                                          param_count=params, where=f"built-in catalog {key}")
     return None

@@ -1,88 +1,116 @@
 """Where a `ModelSpec` comes from: a model directory, the catalog, or the Hugging Face Hub.
 
-The only module of sizing that reads files. Weight bytes are exact when the directory has
-safetensors files (their JSON headers give every tensor's byte range; no tensor data is
-read) or a `model.safetensors.index.json` (its `metadata.total_size`).
+The only module of sizing that reads model files (through `model_files`: regular files only,
+reads capped). Weight bytes are exact when the directory has safetensors files (their JSON
+headers give every tensor's byte range; no tensor data is read) or a
+`model.safetensors.index.json` (its `metadata.total_size`). Every number they hold is checked
+before it is summed.
 """
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
 
 from tritonops.errors import InputError
 from tritonops.sizing.model_catalog import find_catalog_model
-from tritonops.sizing.model_spec import ConfigError, ModelSpec, model_spec_from_config
+from tritonops.sizing.model_files import open_regular_file, parse_json, read_json_file
+from tritonops.sizing.model_spec import ModelSpec, model_spec_from_config
+from tritonops.values.numbers import whole_number
 
 _SAFETENSORS_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
                             "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
-_MAX_HEADER = 100 * 1024 * 1024
+_MAX_HEADER = 100 * 1024 * 1024   # the safetensors format's own limit
+_MAX_BYTES = 2**53                # no checkpoint is near 8 PiB; offsets past it are not sizes
 
 
 def read_safetensors_header(path: Path) -> dict:
     """The JSON header of one .safetensors file: 8-byte little-endian length, then JSON."""
-    try:
-        with path.open("rb") as handle:
+    return _read_header(path)[0]
+
+
+def _read_header(path: Path) -> tuple[dict, int]:
+    """(header, bytes of tensor data after it)."""
+    with open_regular_file(path) as (handle, size):
+        try:
             raw = handle.read(8)
             if len(raw) != 8:
                 raise InputError("not a safetensors file (shorter than its 8-byte header length)", str(path))
             (length,) = struct.unpack("<Q", raw)
-            if length <= 0 or length > _MAX_HEADER:
-                raise InputError(f"not a safetensors file (header length {length})", str(path))
-            header = json.loads(handle.read(length))
-    except (OSError, ValueError, UnicodeDecodeError) as err:
-        if isinstance(err, InputError):
-            raise
-        raise InputError(f"cannot read safetensors header: {err}", str(path)) from None
+            if length <= 0 or length > _MAX_HEADER or length > size - 8:
+                raise InputError(f"not a safetensors file (header length {length} in a file of {size} bytes)",
+                                 str(path))
+            text = handle.read(length)
+        except OSError as err:
+            raise InputError(f"cannot read safetensors header: {err.strerror or err}", str(path)) from None
+    header = parse_json(text, "safetensors header", str(path))
     if not isinstance(header, dict):
         raise InputError("safetensors header is not a JSON object", str(path))
-    return header
+    return header, size - 8 - length
 
 
-def safetensors_totals(headers: list[dict]) -> tuple[int, int]:
-    """(bytes, parameter count) over the tensors of these headers."""
+def safetensors_totals(header: dict, where: str = "safetensors header",
+                       data_bytes: int | None = None) -> tuple[int, int]:
+    """(bytes, parameter count) over one header's tensors. InputError naming the tensor when its
+    data_offsets, shape or dtype are not what a safetensors file holds, or point past
+    `data_bytes` (the file's data, when known)."""
     total_bytes = params = 0
-    for header in headers:
-        for name, tensor in header.items():
-            if name == "__metadata__" or not isinstance(tensor, dict):
-                continue
-            begin, end = tensor["data_offsets"]
-            total_bytes += end - begin
-            count = 1
-            for dim in tensor.get("shape", []):
-                count *= dim
-            params += count
+    limit = _MAX_BYTES if data_bytes is None else data_bytes
+    for name, tensor in header.items():
+        if name == "__metadata__":
+            continue
+        field = f"tensor {name[:60]!r}"
+        if not isinstance(tensor, dict):
+            raise InputError(f"{field} is not an object", where)
+        offsets, shape = tensor.get("data_offsets"), tensor.get("shape")
+        if not isinstance(offsets, list) or len(offsets) != 2:
+            raise InputError(f"{field}: data_offsets must be a list [begin, end]", where)
+        begin, end = (whole_number(o, f"{field} data_offsets", where, minimum=0, maximum=limit, strings=False)
+                      for o in offsets)
+        if end < begin:
+            raise InputError(f"{field}: data_offsets end {end} is before begin {begin}", where)
+        if not isinstance(shape, list):
+            raise InputError(f"{field}: shape must be a list of sizes", where)
+        count = 1
+        for dim in shape:
+            count *= whole_number(dim, f"{field} shape", where, minimum=0, maximum=_MAX_BYTES, strings=False)
+            if count > _MAX_BYTES:
+                raise InputError(f"{field}: shape {shape[:8]} has more elements than any checkpoint", where)
+        dtype = tensor.get("dtype")
+        width = _SAFETENSORS_DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
+        if width is not None and count * width != end - begin:
+            raise InputError(f"{field}: data_offsets span {end - begin} bytes but shape x {dtype} "
+                             f"is {count * width}", where)
+        total_bytes += end - begin
+        params += count
     return total_bytes, params
 
 
 def load_model_dir(directory: Path) -> ModelSpec:
     config_path = directory / "config.json"
-    if not config_path.is_file():
+    if not config_path.exists():
         raise InputError("no config.json in the model directory", str(config_path))
-    try:
-        config = json.loads(config_path.read_text())
-    except (OSError, ValueError) as err:
-        raise InputError(f"malformed config.json: {err}", str(config_path)) from None
+    config = read_json_file(config_path, "config.json")
 
     weight_bytes = params = 0
     files = sorted(directory.glob("*.safetensors"))
     index = directory / "model.safetensors.index.json"
-    if files:
-        weight_bytes, params = safetensors_totals([read_safetensors_header(f) for f in files])
-    elif index.is_file():
-        try:
-            weight_bytes = int(json.loads(index.read_text())["metadata"]["total_size"])
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise InputError(f"malformed safetensors index: {err}", str(index)) from None
+    for path in files:
+        header, data_bytes = _read_header(path)
+        file_bytes, file_params = safetensors_totals(header, str(path), data_bytes)
+        weight_bytes, params = weight_bytes + file_bytes, params + file_params
+    if not files and index.exists():
+        data = read_json_file(index, "safetensors index")
+        metadata = data.get("metadata") if isinstance(data, dict) else None
+        if not isinstance(metadata, dict) or metadata.get("total_size") is None:
+            raise InputError("malformed safetensors index: no metadata.total_size", str(index))
+        weight_bytes = whole_number(metadata["total_size"], "metadata.total_size", str(index),
+                                    maximum=_MAX_BYTES, strings=False)
     quantized = isinstance(config, dict) and isinstance(config.get("quantization_config"), dict)
-    try:
-        return model_spec_from_config(config, name=str(directory), source=str(directory),
-                                      weight_bytes=weight_bytes,
-                                      # packed quantized tensors do not count parameters
-                                      param_count=0 if quantized else params)
-    except ConfigError as err:
-        raise InputError(str(err), str(config_path)) from None
+    return model_spec_from_config(config, name=str(directory), source=str(directory),
+                                  weight_bytes=weight_bytes,
+                                  # packed quantized tensors do not count parameters
+                                  param_count=0 if quantized else params, where=str(config_path))
 
 
 def fetch_hub_config(model_id: str) -> dict:
@@ -95,11 +123,11 @@ def fetch_hub_config(model_id: str) -> dict:
                          "a directory holding config.json)", "--model") from None
     try:
         path = hf_hub_download(model_id, "config.json")
-        return json.loads(Path(path).read_text())
     except Exception as err:  # the hub raises many kinds; all mean "could not fetch"
         raise InputError(f"could not fetch config.json of '{model_id}' from the Hugging Face Hub "
                          f"({type(err).__name__}; offline?); pass a directory holding config.json or a "
                          "model from the built-in catalog (tritonops size --list-models)", "--model") from None
+    return read_json_file(Path(path), "config.json")
 
 
 def load_model_spec(ref: str) -> ModelSpec:
@@ -115,7 +143,5 @@ def load_model_spec(ref: str) -> ModelSpec:
     if "/" not in ref or ref.startswith((".", "/", "~")):
         raise InputError("no such model directory, and not a Hugging Face id (owner/name)", ref)
     config = fetch_hub_config(ref)
-    try:
-        return model_spec_from_config(config, name=ref, source="Hugging Face Hub config.json")
-    except ConfigError as err:
-        raise InputError(str(err), f"{ref}/config.json") from None
+    return model_spec_from_config(config, name=ref, source="Hugging Face Hub config.json",
+                                  where=f"{ref}/config.json")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tritonops.errors import InputError
+from tritonops.values.numbers import real_number, whole_number
+
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp8": 1, "float8_e4m3fn": 1}
 
 # model types vLLM refuses to run in float16 (_FLOAT16_NOT_SUPPORTED_MODELS, 0.10.2)
@@ -19,6 +22,10 @@ _NON_GATED_MLP = frozenset({"opt", "phi", "gpt2", "gpt_neox", "gptj", "bloom", "
                             "gpt_bigcode", "mpt"})
 
 # the keys vLLM's _get_and_verify_max_len looks at, in its order
+# the largest size read from config.json: far above any model's, small enough that the sizing
+# arithmetic stays exact and quick (a bigger number is a broken or hostile file)
+_MAX_SIZE = 2**40
+
 _MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
                  "model_max_length", "max_sequence_length", "max_seq_length", "seq_len")
 
@@ -91,27 +98,36 @@ class ModelSpec:
         return self.param_count or self.estimated_param_count()
 
 
-class ConfigError(ValueError):
-    """config.json lacks something sizing needs; the message names the key."""
+class ConfigError(InputError):
+    """config.json lacks something sizing needs or holds something that is no size; the
+    message names the key, `where` the file."""
 
 
-def _int(config: dict, *keys: str, default: int | None = None) -> int:
+def _int(config: dict, *keys: str, where: str, prefix: str = "", default: int | None = None,
+         minimum: int = 1, maximum: int = _MAX_SIZE) -> int:
+    """The first of `keys` present, as a whole number in [minimum, maximum] (JSON numbers only)."""
     for key in keys:
         value = config.get(key)
         if value is not None:
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ConfigError(f"'{key}' must be a number, got {value!r}")
-            return int(value)
+            return whole_number(value, prefix + key, where, minimum=minimum, maximum=maximum, strings=False)
     if default is None:
-        raise ConfigError(f"missing '{keys[0]}'")
+        raise ConfigError(f"missing '{prefix}{keys[0]}'", where)
     return default
 
 
-def derived_max_len(config: dict) -> tuple[int, int]:
+def _text(config: dict, key: str, where: str, prefix: str = "") -> str | None:
+    value = config.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{prefix}{key} must be a string, not {type(value).__name__}", where)
+    return value
+
+
+def derived_max_len(config: dict, where: str = "config.json", prefix: str = "") -> tuple[int, int]:
     """(vLLM's derived max model length, raw max_position_embeddings)."""
-    found = [int(config[k]) for k in _MAX_LEN_KEYS if isinstance(config.get(k), (int, float))]
+    found = [_int(config, key, where=where, prefix=prefix) for key in _MAX_LEN_KEYS
+             if config.get(key) is not None]
     if not found:
-        raise ConfigError("missing 'max_position_embeddings'")
+        raise ConfigError(f"missing '{prefix}max_position_embeddings'", where)
     base = min(found)
     length = base
     rope = config.get("rope_scaling") or {}
@@ -119,73 +135,90 @@ def derived_max_len(config: dict) -> tuple[int, int]:
         kind = rope.get("rope_type", rope.get("type", "default"))
         factor = rope.get("factor")
         # vLLM does not scale the limit for these types (their max_position_embeddings is final)
-        if factor and kind not in ("su", "longrope", "llama3", "default", "mrope", "dynamic"):
-            if "original_max_position_embeddings" in rope:
-                length = int(rope["original_max_position_embeddings"] * factor)
-            else:
-                length = int(base * factor)
+        if factor is not None and kind not in ("su", "longrope", "llama3", "default", "mrope", "dynamic"):
+            factor = real_number(factor, f"{prefix}rope_scaling.factor", where, strings=False)
+            original = _int(rope, "original_max_position_embeddings", where=where,
+                            prefix=f"{prefix}rope_scaling.", default=base)
+            length = whole_number(int(original * factor), f"max_model_len ({prefix}rope_scaling.factor "
+                                  f"{factor:g} x {original})", where, maximum=_MAX_SIZE)
     return length, base
 
 
-def _quantization(config: dict) -> Quantization | None:
+def _quantization(config: dict, where: str, prefix: str) -> Quantization | None:
     q = config.get("quantization_config")
     if not isinstance(q, dict):
         return None
-    method = str(q.get("quant_method", "")).lower()
+    prefix = f"{prefix}quantization_config."
+    method = (_text(q, "quant_method", where, prefix) or "").lower()
     if not method:
         return None
-    bits = q.get("bits", q.get("w_bit"))
+    bits = None if method == "fp8" else _int(q, "bits", "w_bit", where=where, prefix=prefix, default=0,
+                                             maximum=64) or None
     group = q.get("group_size", q.get("q_group_size"))
-    if method == "fp8":
-        bits = 8
-    return Quantization(method=method, bits=int(bits) if bits else None,
-                        group_size=int(group) if isinstance(group, int) else None)
+    if group == -1 and not isinstance(group, bool):   # GPTQ's "no groups" (one scale per channel)
+        group = None
+    if group is not None:
+        group = whole_number(group, f"{prefix}group_size", where, strings=False)
+    return Quantization(method=method, bits=8 if method == "fp8" else bits, group_size=group)
 
 
 def model_spec_from_config(config: dict, name: str, source: str = "", weight_bytes: int = 0,
-                           param_count: int = 0) -> ModelSpec:
-    """Parse a Hugging Face config.json dict. Multimodal configs keep the language model's
-    numbers under `text_config`/`llm_config`; those are used, and the plan says it is rough."""
+                           param_count: int = 0, where: str = "config.json") -> ModelSpec:
+    """Parse a Hugging Face config.json dict (`where` names it in errors). Multimodal configs keep
+    the language model's numbers under `text_config`/`llm_config`; those are used, and the plan
+    says it is rough. Every size must be a whole, positive JSON number: ConfigError/InputError
+    naming the key otherwise (4096.0 is taken as 4096)."""
     if not isinstance(config, dict):
-        raise ConfigError("config.json is not a JSON object")
+        raise ConfigError("config.json is not a JSON object", where)
     multimodal = False
-    text = config
+    text, prefix = config, ""
     for key in ("text_config", "llm_config", "language_config"):
         if isinstance(config.get(key), dict) and "hidden_size" in config[key]:
-            text = {**config[key]}
+            text, prefix = {**config[key]}, f"{key}."
             for inherit in ("torch_dtype", "quantization_config", "tie_word_embeddings"):
                 text.setdefault(inherit, config.get(inherit))
             multimodal = True
     multimodal = multimodal or "vision_config" in config
 
-    model_type = str(text.get("model_type") or config.get("model_type") or "unknown")
+    def size(*keys: str, **bounds) -> int:
+        return _int(text, *keys, where=where, prefix=prefix, **bounds)
+
+    model_type = _text(text, "model_type", where, prefix) or _text(config, "model_type", where) or "unknown"
     notes: list[str] = []
-    hidden = _int(text, "hidden_size", "n_embd", "d_model")
-    layers = _int(text, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _int(text, "num_attention_heads", "n_head", "num_heads")
+    hidden = size("hidden_size", "n_embd", "d_model")
+    layers = size("num_hidden_layers", "n_layer", "num_layers")
+    heads = size("num_attention_heads", "n_head", "num_heads")
     # vLLM's get_total_num_kv_heads order (reference 1.3)
-    kv_heads = _int(text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
-                    default=heads)
+    kv_heads = size("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", default=heads)
     if text.get("multi_query"):
         kv_heads = 1
-    if heads <= 0 or layers <= 0 or hidden <= 0 or kv_heads <= 0:
-        raise ConfigError("hidden_size, num_hidden_layers and the head counts must be positive")
-    head_dim = _int(text, "head_dim", default=hidden // heads)
-    inter = _int(text, "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size", default=4 * hidden)
-    vocab = _int(text, "vocab_size", "padded_vocab_size")
-    max_len, max_pos = derived_max_len(text)
+    if hidden < heads and text.get("head_dim") is None:
+        raise ConfigError(f"{prefix}hidden_size {hidden} is smaller than {prefix}num_attention_heads {heads} "
+                          "(head_dim would be 0)", where)
+    head_dim = size("head_dim", default=hidden // heads)
+    inter = size("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size", default=4 * hidden)
+    vocab = size("vocab_size", "padded_vocab_size")
+    max_len, max_pos = derived_max_len(text, where, prefix)
 
-    dtype = str(text.get("torch_dtype") or text.get("dtype") or "float16").replace("torch.", "")
+    dtype = (_text(text, "torch_dtype", where, prefix) or _text(text, "dtype", where, prefix)
+             or "float16").replace("torch.", "")
     if dtype not in DTYPE_BYTES:
-        notes.append(f"checkpoint dtype '{dtype}' unknown; treated as float16")
+        notes.append(f"checkpoint dtype {dtype[:40]!r} unknown; treated as float16")
         dtype = "float16"
 
-    use_mla = bool(text.get("kv_lora_rank"))
-    sliding = text.get("sliding_window")
+    kv_lora_rank = size("kv_lora_rank", default=0, minimum=0)
+    use_mla = kv_lora_rank > 0
     layer_types = text.get("layer_types") or []
-    hybrid = bool(layer_types and len(set(layer_types)) > 1) or model_type in (
+    if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
+        raise ConfigError(f"{prefix}layer_types must be a list of strings", where)
+    hybrid = len(set(layer_types)) > 1 or model_type in (
         "gemma2", "gemma3", "gemma3_text", "cohere2", "gpt_oss", "qwen3_next", "jamba", "falcon_h1")
-    if text.get("use_sliding_window") is False or not isinstance(sliding, int) or sliding >= max_len:
+    sliding = text.get("sliding_window")
+    # a number must be a size; anything else (a per-layer list, false) is not one window
+    if isinstance(sliding, (int, float)) and not isinstance(sliding, bool):
+        sliding = size("sliding_window")
+    if text.get("use_sliding_window") is False or not isinstance(sliding, int) or isinstance(sliding, bool) \
+            or sliding >= max_len:
         sliding = None
     if hybrid:
         notes.append("mixes sliding-window (or linear) and full attention: vLLM's hybrid allocator "
@@ -199,7 +232,7 @@ def model_spec_from_config(config: dict, name: str, source: str = "", weight_byt
     if multimodal:
         notes.append("multimodal: the vision encoder's profiling peak is not modelled; rough")
 
-    experts = _int(text, "num_experts", "num_local_experts", "n_routed_experts", default=0)
+    experts = size("num_experts", "num_local_experts", "n_routed_experts", default=0, minimum=0)
     return ModelSpec(
         name=name,
         model_type=model_type,
@@ -216,16 +249,16 @@ def model_spec_from_config(config: dict, name: str, source: str = "", weight_byt
         tie_word_embeddings=bool(text.get("tie_word_embeddings", False)),
         gated_mlp=model_type not in _NON_GATED_MLP,
         num_experts=experts,
-        num_experts_per_tok=_int(text, "num_experts_per_tok", "moe_topk", default=0) if experts else 0,
-        moe_intermediate_size=_int(text, "moe_intermediate_size", default=inter) if experts else 0,
-        shared_expert_intermediate_size=_int(text, "shared_expert_intermediate_size", default=0),
+        num_experts_per_tok=size("num_experts_per_tok", "moe_topk", default=0) if experts else 0,
+        moe_intermediate_size=size("moe_intermediate_size", default=inter) if experts else 0,
+        shared_expert_intermediate_size=size("shared_expert_intermediate_size", default=0, minimum=0),
         use_mla=use_mla,
-        kv_lora_rank=_int(text, "kv_lora_rank", default=0),
-        qk_rope_head_dim=_int(text, "qk_rope_head_dim", default=0),
+        kv_lora_rank=kv_lora_rank,
+        qk_rope_head_dim=size("qk_rope_head_dim", default=0, minimum=0),
         sliding_window=sliding,
         hybrid_attention=hybrid,
         multimodal=multimodal,
-        quantization=_quantization(text),
+        quantization=_quantization(text, where, prefix),
         param_count=param_count,
         weight_bytes=weight_bytes,
         source=source,
