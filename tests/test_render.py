@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from tritonops.errors import InputError
+
 from tritonops.render import render_config_pbtxt, render_model_json
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import SizingRequest
@@ -68,5 +70,10 @@ def test_config_pbtxt_without_metrics_has_no_parameters():
 
 
 def test_config_pbtxt_refuses_a_quote_in_the_name():
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="model name"):
         render_config_pbtxt('a"b')
+
+
+def test_config_pbtxt_refuses_a_name_that_climbs_out_of_the_repository():
+    with pytest.raises(InputError, match="model name '../../etc'"):
+        render_config_pbtxt("../../etc")

@@ -13,7 +13,8 @@ from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts, ProbeReport
 from tritonops.render import render_config_pbtxt, render_model_json
-from tritonops.sizing.fleet import HostPlan, model_ref_for, plan_for_hosts
+from tritonops.sizing.fleet import HOST_VARS, HostPlan, model_ref_for, plan_for_hosts
+from tritonops.values.names import safe_name
 
 
 def register(subparsers, common) -> None:
@@ -25,7 +26,9 @@ def register(subparsers, common) -> None:
                     "tritonops_gpu_memory_utilization, tritonops_max_model_len, "
                     "tritonops_tensor_parallel_size, tritonops_max_num_seqs.")
     parser.add_argument("--model", metavar="DIR|HF_ID", help="model for hosts without tritonops_model")
-    parser.add_argument("--model-name", default="vllm_model", help="Triton model name (default vllm_model)")
+    parser.add_argument("--model-name", default="vllm_model",
+                        help="Triton model name, a directory in the model repository (default vllm_model; "
+                             "letters, digits, '.', '_', '-')")
     parser.add_argument("--facts", type=Path, metavar="FILE",
                         help="a saved `tritonops probe --json` report instead of probing")
     parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
@@ -73,13 +76,15 @@ def load_models(refs: set[str]) -> tuple[dict, dict[str, str]]:
 def run(args, out) -> int:
     if not args.inventory:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
+    safe_name(args.model_name, "model name", "--model-name")
+    base = request_from_args(args, args.model or "")
     hosts = selected_hosts(args)
     host_vars = {h.name: dict(h.vars) for h in hosts}
+    var_where = {h.name: {var: h.setting(var).where for var in HOST_VARS if var in h.history} for h in hosts}
     refs = {model_ref_for(args.model, v) for v in host_vars.values()} - {None}
     models, model_errors = load_models(refs)
     facts, why = collect_facts(args, hosts)
-    plans = plan_for_hosts(facts, host_vars, models, request_from_args(args, args.model or ""), args.model,
-                           model_errors)
+    plans = plan_for_hosts(facts, host_vars, models, base, args.model, model_errors, var_where)
     plans = [replace(p, error=why[p.host]) if p.plan is None and facts.get(p.host) is None and p.model
              else p for p in plans]
     if args.json:

@@ -9,8 +9,9 @@ from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
 from tritonops.sizing.explain import headline, memory_line, plan_rows
 from tritonops.sizing.gpu_catalog import GPU_CATALOG
-from tritonops.sizing.gpu_spec import gpu_spec_from_catalog, gpu_spec_from_numbers
+from tritonops.sizing.gpu_spec import MAX_GPUS_PER_HOST, gpu_spec_from_catalog, gpu_spec_from_numbers
 from tritonops.sizing.model_catalog import catalog_ids
+from tritonops.sizing.request_numbers import flag, request_number
 from tritonops.sizing.versions import DEFAULT_VLLM_VERSION
 
 
@@ -19,29 +20,33 @@ def add_engine_options(parser) -> None:
     g = parser.add_argument_group("engine arguments (left out: chosen, or vLLM's default for the version)")
     g.add_argument("--vllm-version", default=None, metavar="V",
                    help=f"vLLM version to size for (default {DEFAULT_VLLM_VERSION}, the pinned image's)")
-    g.add_argument("--tensor-parallel-size", type=int, metavar="T")
-    g.add_argument("--gpu-memory-utilization", type=float, metavar="U")
-    g.add_argument("--max-model-len", type=int, metavar="L", help="check this length instead of choosing one")
-    g.add_argument("--max-context", type=int, metavar="L", help="cap for the chosen max_model_len")
-    g.add_argument("--max-num-seqs", type=int, metavar="N")
-    g.add_argument("--max-num-batched-tokens", type=int, metavar="B")
+    # numbers are read as text and checked by request_numbers (one message for every bad value)
+    g.add_argument("--tensor-parallel-size", metavar="T")
+    g.add_argument("--gpu-memory-utilization", metavar="U", help="in (0, 1]")
+    g.add_argument("--max-model-len", metavar="L", help="check this length instead of choosing one")
+    g.add_argument("--max-context", metavar="L", help="cap for the chosen max_model_len")
+    g.add_argument("--max-num-seqs", metavar="N")
+    g.add_argument("--max-num-batched-tokens", metavar="B")
     g.add_argument("--dtype", choices=("auto", "float16", "half", "bfloat16", "float32"))
     g.add_argument("--kv-cache-dtype", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2"))
     g.add_argument("--enforce-eager", action="store_true", default=None)
     g.add_argument("--prefer", choices=("fewest-gpus", "latency"), default="fewest-gpus",
                    help="fewest-gpus: the smallest TP that holds the target context (default); "
                         "latency: the largest TP that fits")
-    g.add_argument("--concurrency", type=int, default=1, metavar="N",
+    g.add_argument("--concurrency", default=1, metavar="N",
                    help="full-length requests the KV cache must hold at once (default 1)")
 
 
+_NUMBER_FLAGS = ("tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "max_context",
+                 "max_num_seqs", "max_num_batched_tokens", "concurrency")
+
+
 def request_from_args(args, model_ref: str) -> SizingRequest:
+    numbers = {field: request_number(field, getattr(args, field), flag(field))
+               for field in _NUMBER_FLAGS if getattr(args, field) is not None}
     return SizingRequest(
-        model_ref=model_ref, vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION,
-        tensor_parallel_size=args.tensor_parallel_size, gpu_memory_utilization=args.gpu_memory_utilization,
-        max_model_len=args.max_model_len, max_context=args.max_context, max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens, dtype=args.dtype, kv_cache_dtype=args.kv_cache_dtype,
-        enforce_eager=args.enforce_eager, prefer=args.prefer, concurrency=args.concurrency)
+        model_ref=model_ref, vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION, dtype=args.dtype,
+        kv_cache_dtype=args.kv_cache_dtype, enforce_eager=args.enforce_eager, prefer=args.prefer, **numbers)
 
 
 def register(subparsers, common) -> None:
@@ -52,9 +57,10 @@ def register(subparsers, common) -> None:
     parser.add_argument("--model", metavar="DIR|HF_ID", help="model directory (config.json, safetensors) or "
                         "Hugging Face id (built-in catalog offline)")
     parser.add_argument("--gpu", metavar="NAME[:COUNT]", help=f"catalog key ({', '.join(GPU_CATALOG)}) or NVML name")
-    parser.add_argument("--gpu-memory-gib", type=float, metavar="X", help="any other card: its CUDA total memory")
+    parser.add_argument("--gpu-memory-gib", metavar="X", help="any other card: its CUDA total memory")
     parser.add_argument("--compute-capability", metavar="M.N", help="with --gpu-memory-gib")
-    parser.add_argument("--gpus", type=int, default=1, metavar="N", help="with --gpu-memory-gib (default 1)")
+    parser.add_argument("--gpus", default=1, metavar="N",
+                        help=f"with --gpu-memory-gib (default 1, at most {MAX_GPUS_PER_HOST})")
     parser.add_argument("--list-models", action="store_true", help="list the built-in model catalog")
     parser.add_argument("--list-gpus", action="store_true", help="list the GPU catalog")
     add_engine_options(parser)

@@ -9,6 +9,8 @@ Triton's metrics port (model.json must not set disable_log_stats true).
 
 from __future__ import annotations
 
+from tritonops.values.names import safe_name
+
 
 def _parameter(key: str, value: str) -> str:
     return ("parameters: {\n"
@@ -20,10 +22,9 @@ def _parameter(key: str, value: str) -> str:
 def render_config_pbtxt(model_name: str | None = None, metrics: bool = True,
                         health_check: bool = False) -> str:
     lines = []
-    if model_name and any(c in model_name for c in '"\\\n'):
-        raise ValueError(f"model name {model_name!r} cannot be written into config.pbtxt")
-    if model_name:
-        lines.append(f"name: \"{model_name}\"\n")
+    if model_name is not None:
+        # the name is the model's directory on the host too: the safe alphabet, nothing to escape
+        lines.append(f"name: \"{safe_name(model_name, 'model name')}\"\n")
     lines.append("backend: \"vllm\"\n")
     lines.append("max_batch_size: 0\n")
     lines.append("model_transaction_policy {\n  decoupled: true\n}\n")

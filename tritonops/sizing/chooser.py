@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tritonops.errors import InputError
 from tritonops.sizing.dtype_rules import kv_cache_dtype_problem, quantization_problem, resolve_dtype
 from tritonops.sizing.engine_plan import EnginePlan, MemoryBreakdown, SizingRequest
 from tritonops.sizing.alternatives import alternatives_for
@@ -18,6 +17,7 @@ from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.memory_model import (CUDA_CONTEXT_BYTES, EngineSettings, MemoryEstimate,
                                            cudagraph_estimate, estimate_memory)
 from tritonops.sizing.model_spec import ModelSpec
+from tritonops.sizing.request_numbers import checked_request
 from tritonops.sizing.tp_rules import tp_problem, valid_tp_sizes
 from tritonops.sizing.units import GIB, gib, round_down
 from tritonops.sizing.versions import VllmProfile, profile_for
@@ -122,6 +122,7 @@ def _pick(fits: list[Fit], target: int, prefer: str) -> Fit:
 def size_engine(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> EnginePlan:
     """The plan, and when it does not fit (or falls short of the target context) the
     alternatives that would."""
+    request = checked_request(request)
     plan, short = _size(model, gpus, request)
     if not plan.fits or short:
         plan = replace(plan, alternatives=tuple(alternatives_for(model, gpus, request, plan,
@@ -151,8 +152,6 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
             problems.append(problem)
 
     util = request.gpu_memory_utilization
-    if util is not None and not 0 < util <= 1:
-        raise InputError(f"must be in (0, 1], got {util}", "--gpu-memory-utilization")
     util_reason = f"gpu_memory_utilization {util}: as requested"
     if util is None:
         util = profile.default_gpu_memory_utilization
@@ -191,16 +190,12 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
 
     model_max = model.max_model_len
     if request.max_model_len is not None:
-        if request.max_model_len < 1:
-            raise InputError(f"must be positive, got {request.max_model_len}", "--max-model-len")
         target = request.max_model_len
         if target > model_max:
             problems.append(f"max_model_len {target} is above the model's limit {model_max} "
                             "(vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
     else:
         target = min(model_max, request.max_context or model_max)
-    if request.concurrency < 1:
-        raise InputError("must be at least 1", "--concurrency")
 
     fits: list[Fit] = []
     eager_reason = ""

@@ -8,20 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tritonops.errors import TritonopsError
+from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
 from tritonops.sizing.gpu_spec import gpu_spec_from_facts
 from tritonops.sizing.model_spec import ModelSpec
+from tritonops.sizing.request_numbers import CHECKS, request_number
 
-# inventory variable -> (SizingRequest field, type)
+# inventory variable -> SizingRequest field (numbers checked by request_numbers)
 HOST_VARS = {
-    "tritonops_vllm_version": ("vllm_version", str),
-    "tritonops_gpu_memory_utilization": ("gpu_memory_utilization", float),
-    "tritonops_max_model_len": ("max_model_len", int),
-    "tritonops_tensor_parallel_size": ("tensor_parallel_size", int),
-    "tritonops_max_num_seqs": ("max_num_seqs", int),
+    "tritonops_vllm_version": "vllm_version",
+    "tritonops_gpu_memory_utilization": "gpu_memory_utilization",
+    "tritonops_max_model_len": "max_model_len",
+    "tritonops_tensor_parallel_size": "tensor_parallel_size",
+    "tritonops_max_num_seqs": "max_num_seqs",
 }
 MODEL_VAR = "tritonops_model"
 
@@ -38,19 +39,20 @@ class HostPlan:
         return self.plan is not None and self.plan.fits
 
 
-def host_request(base: SizingRequest, host_vars: dict) -> SizingRequest:
-    """The base request with this host's overrides; raises ValueError naming the variable."""
+def host_request(base: SizingRequest, host_vars: dict, where: dict[str, str] | None = None) -> SizingRequest:
+    """The base request with this host's overrides; InputError naming the variable and where it
+    was set (`where`: variable -> 'file:line')."""
     changes = {}
-    for var, (field, kind) in HOST_VARS.items():
+    for var, field in HOST_VARS.items():
         if var not in host_vars or host_vars[var] is None:
             continue
-        value = host_vars[var]
-        if isinstance(value, bool) or (kind is not str and isinstance(value, str) and not value.strip()):
-            raise ValueError(f"{var} must be a {kind.__name__}, got {value!r}")
-        try:
-            changes[field] = kind(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{var} must be a {kind.__name__}, got {value!r}") from None
+        value, at = host_vars[var], (where or {}).get(var)
+        if field not in CHECKS:
+            if not isinstance(value, str):
+                raise InputError(f"{var} must be a string, not {value!r} (quote it: '0.10.2')", at)
+            changes[field] = value
+        else:
+            changes[field] = request_number(field, value, at, name=var)
     if MODEL_VAR in host_vars and host_vars[MODEL_VAR]:
         changes["model_ref"] = str(host_vars[MODEL_VAR])
     return replace(base, **changes)
@@ -62,9 +64,11 @@ def model_ref_for(default_ref: str | None, host_vars: dict) -> str | None:
 
 def plan_for_hosts(facts_by_host: dict[str, HostFacts | None], host_vars: dict[str, dict],
                    models: dict[str, ModelSpec], base: SizingRequest,
-                   default_model: str | None, model_errors: dict[str, str] | None = None) -> list[HostPlan]:
+                   default_model: str | None, model_errors: dict[str, str] | None = None,
+                   var_where: dict[str, dict[str, str]] | None = None) -> list[HostPlan]:
     """`models` maps every model reference the hosts use to its spec (`model_errors` says why
-    one could not be read); `facts_by_host` None means the host could not be probed."""
+    one could not be read); `facts_by_host` None means the host could not be probed;
+    `var_where` says where each host's variables were set ('file:line'), for errors."""
     plans = []
     for host, facts in facts_by_host.items():
         variables = host_vars.get(host, {})
@@ -78,15 +82,14 @@ def plan_for_hosts(facts_by_host: dict[str, HostFacts | None], host_vars: dict[s
         if ref not in models:
             plans.append(HostPlan(host, ref, error=(model_errors or {}).get(ref, f"model {ref} not loaded")))
             continue
-        gpus = gpu_spec_from_facts(facts)
-        if gpus is None:
-            why = facts.nvidia.error or "no NVIDIA GPU found"
-            plans.append(HostPlan(host, ref, error=why))
-            continue
         try:
-            request = host_request(replace(base, model_ref=ref), variables)
+            gpus = gpu_spec_from_facts(facts, f"probe facts of {host}")
+            if gpus is None:
+                plans.append(HostPlan(host, ref, error=facts.nvidia.error or "no NVIDIA GPU found"))
+                continue
+            request = host_request(replace(base, model_ref=ref), variables, (var_where or {}).get(host))
             request = replace(request, host_ram_bytes=facts.system.ram_total_bytes)
             plans.append(HostPlan(host, ref, plan=size_engine(models[ref], gpus, request)))
-        except (ValueError, TritonopsError) as err:
+        except TritonopsError as err:
             plans.append(HostPlan(host, ref, error=str(err)))
     return plans

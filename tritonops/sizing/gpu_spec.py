@@ -9,6 +9,12 @@ from tritonops.errors import InputError
 from tritonops.facts.model import HostFacts
 from tritonops.sizing.gpu_catalog import GPU_CATALOG, find_gpu
 from tritonops.sizing.units import GIB
+from tritonops.values.numbers import real_number, whole_number
+
+# the most GPUs one host (one vLLM engine's tensor-parallel group) is taken to have: the
+# largest single nodes have 8-16; a bigger count is a typo, and sizing loops over the counts
+MAX_GPUS_PER_HOST = 64
+MAX_GPU_MEMORY_GIB = 4096.0
 
 
 @dataclass(frozen=True)
@@ -37,14 +43,17 @@ class GpuSpec:
                        self.compute_capability, self.free_bytes, self.other_process_bytes, self.source)
 
 
+def gpu_count(value, where: str | None = None) -> int:
+    """A number of GPUs on one host: 1 to MAX_GPUS_PER_HOST."""
+    return whole_number(value, "GPU count", where, maximum=MAX_GPUS_PER_HOST)
+
+
 def gpu_spec_from_catalog(spec: str) -> GpuSpec:
     """`NAME[:COUNT]`, NAME a catalog key or a full NVML name."""
-    name, count = spec, 1
-    match = re.match(r"^(.*):(\d+)$", spec.strip())
-    if match:
-        name, count = match.group(1), int(match.group(2))
-    if count < 1:
-        raise InputError(f"GPU count must be at least 1 in '{spec}'", "--gpu")
+    name, colon, count_text = spec.strip().rpartition(":")
+    if not colon:
+        name, count_text = count_text, "1"
+    count = gpu_count(count_text, "--gpu")
     gpu = find_gpu(name)
     if gpu is None:
         raise InputError(f"unknown GPU '{name}'; known: {', '.join(GPU_CATALOG)} (or a full NVML name, "
@@ -59,19 +68,30 @@ def gpu_spec_from_numbers(memory_gib: float, compute_capability: str, count: int
     match = re.match(r"^(\d+)\.(\d+)$", str(compute_capability).strip())
     if not match:
         raise InputError(f"'{compute_capability}' is not a compute capability like 8.6", "--compute-capability")
-    if memory_gib <= 0 or count < 1:
-        raise InputError("GPU memory and count must be positive", "--gpu-memory-gib")
+    memory_gib = real_number(memory_gib, "GPU memory (GiB)", "--gpu-memory-gib", maximum=MAX_GPU_MEMORY_GIB)
+    count = gpu_count(count, "--gpus")
     total = int(memory_gib * GIB)
     return GpuSpec(name=f"custom {memory_gib:g} GiB", count=count, memory_total_bytes=total,
                    cuda_total_bytes=total, compute_capability=(int(match.group(1)), int(match.group(2))),
                    source="manual")
 
 
-def gpu_spec_from_facts(facts: HostFacts) -> GpuSpec | None:
-    """The host's GPUs as one spec; None when the host has none."""
+def gpu_spec_from_facts(facts: HostFacts, where: str = "probe facts") -> GpuSpec | None:
+    """The host's GPUs as one spec; None when the host has none. A saved report is a file like
+    any other: its counts and byte totals are checked (InputError at `where`)."""
     gpus = facts.nvidia.gpus
     if not gpus:
         return None
+    gpu_count(len(gpus), where)
+    most = int(MAX_GPU_MEMORY_GIB * GIB)
+    for g in gpus:
+        whole_number(g.cuda_total_bytes, f"GPU {g.index} cuda_total_bytes", where, maximum=most)
+        whole_number(g.memory_total_bytes, f"GPU {g.index} memory_total_bytes", where, maximum=most)
+        whole_number(g.memory_free_bytes, f"GPU {g.index} memory_free_bytes", where, minimum=0, maximum=most)
+        for p in g.processes:
+            if p.used_memory_bytes is not None:
+                whole_number(p.used_memory_bytes, f"GPU {g.index} process used_memory_bytes", where,
+                             minimum=0, maximum=most)
     weakest = min(gpus, key=lambda g: (g.cuda_total_bytes, g.compute_capability))
     cc = min(g.compute_capability for g in gpus)
     others = max((sum(p.used_memory_bytes or 0 for p in g.processes) for g in gpus), default=0)
