@@ -21,3 +21,14 @@ def printable(text: object, *, keep_newlines: bool = False) -> str:
     return "".join(char for char in cleaned
                    if (keep_newlines and char == "\n")
                    or not (unicodedata.category(char) == "Cc" or char in _BIDI))
+
+
+_NOT_SGR = re.compile(r"\x1b(?!\[[0-9;]*m)(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])?"
+                      r"|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROL_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def terminal_safe(rendered: str) -> str:
+    """Rendered console output with only colour (SGR) sequences, newlines and tabs left: the last
+    wall, for text that reached a renderer without passing `printable`."""
+    return _CONTROL_BUT_LAYOUT.sub("", _NOT_SGR.sub("", rendered))

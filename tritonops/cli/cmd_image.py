@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
 
-STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta", "skipped": "cyan"}
 
 
 def register(subparsers, common) -> None:
@@ -88,8 +88,8 @@ def _row(result) -> dict:
             **(result.data or {})}
 
 
-def _status(status: str) -> str:
-    return f"[{STATUS_STYLE.get(status, '')}]{status}[/]"
+def _status(status: str):
+    return status_text(status)
 
 
 def _short(image_id) -> str:

@@ -7,13 +7,11 @@ import json
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
+from tritonops.cli.output import styled
 from tritonops.cli.selection import inventory_paths
 from tritonops.inventory import Host, Inventory, load_inventory
-from tritonops.inventory.connection import SECRET_VARS
-
-HIDDEN = "(hidden)"
+from tritonops.redact import HIDDEN, is_secret_name, redact_text, redact_value
 
 
 def register(subparsers, common) -> None:
@@ -43,7 +41,7 @@ def run(args, out) -> int:
         out.json(_list_json(inventory, hosts))
     elif args.graph:
         for line in graph_lines(inventory, hosts):
-            out.print(Text(line))
+            out.print(styled(line))
     else:
         out.print(_host_table(inventory, hosts))
     return 0
@@ -80,13 +78,13 @@ def _group_filter(inventory: Inventory, hosts: tuple[Host, ...]):
 
 
 def _host_table(inventory: Inventory, hosts: tuple[Host, ...]) -> Table:
-    table = Table(title=Text(f"{len(hosts)} of {len(inventory.hosts)} hosts ({', '.join(inventory.sources)})"),
+    table = Table(title=styled(f"{len(hosts)} of {len(inventory.hosts)} hosts ({', '.join(inventory.sources)})"),
                   title_justify="left")
     for column in ("host", "groups", "address", "port", "user", "key", "proxy", "known_hosts"):
         table.add_column(column)
     for host in hosts:
         spec = host.connection
-        table.add_row(*map(Text, (
+        table.add_row(*map(styled, (
             host.name,
             ", ".join(group for group in host.groups if group != "all"),
             "local" if spec.local else spec.host,
@@ -100,24 +98,23 @@ def _host_table(inventory: Inventory, hosts: tuple[Host, ...]) -> Table:
 
 
 def _print_host(host: Host, out) -> None:
-    table = Table(title=Text(f"{host.name}  (groups: {', '.join(host.groups)})"), title_justify="left")
+    table = Table(title=styled(f"{host.name}  (groups: {', '.join(host.groups)})"), title_justify="left")
     for column in ("variable", "value", "source"):
         table.add_column(column)
     for name in sorted(host.vars):
         history = host.history[name]
-        table.add_row(Text(name), Text(_shown_value(name, host.vars[name])), Text(history[-1].source))
+        table.add_row(styled(name), styled(_shown_value(name, host.vars[name])), styled(history[-1].source))
         if out.verbosity:
             for overridden in reversed(history[:-1]):
-                table.add_row("", Text(f"overrides {_shown_value(name, overridden.value)}", style="dim"),
-                              Text(overridden.source, style="dim"))
+                table.add_row("", styled(f"overrides {_shown_value(name, overridden.value)}", "dim"),
+                              styled(overridden.source, "dim"))
     out.print(table)
-    out.print(Text(f"connection: {_connection_summary(host)}"))
+    out.print(styled(f"connection: {_connection_summary(host)}"))
 
 
 def _shown_value(name: str, value: Any) -> str:
-    if name in SECRET_VARS:
-        return HIDDEN
-    return value if isinstance(value, str) else json.dumps(_jsonable(value))
+    shown = redact_value(name, value)
+    return shown if isinstance(shown, str) else json.dumps(_jsonable(shown))
 
 
 def _connection_summary(host: Host) -> str:
@@ -140,7 +137,7 @@ def _proxy(host: Host) -> str:
     if spec.proxy_jump:
         return f"ProxyJump {spec.proxy_jump}"
     if spec.proxy_command:
-        return f"ProxyCommand {spec.proxy_command}"
+        return f"ProxyCommand {redact_text(spec.proxy_command)}"
     return "-"
 
 
@@ -156,7 +153,8 @@ def _connection_json(host: Host) -> dict[str, Any]:
 
 
 def _public_vars(host: Host) -> dict[str, Any]:
-    return {name: _jsonable(value) for name, value in host.vars.items() if name not in SECRET_VARS}
+    return {name: _jsonable(redact_value(name, value)) for name, value in host.vars.items()
+            if not is_secret_name(name)}
 
 
 def _host_json(host: Host) -> dict[str, Any]:
@@ -164,7 +162,7 @@ def _host_json(host: Host) -> dict[str, Any]:
         "host": host.name,
         "groups": list(host.groups),
         "vars": _public_vars(host),
-        "sources": {name: host.var_source(name) for name in host.vars if name not in SECRET_VARS},
+        "sources": {name: host.var_source(name) for name in host.vars if not is_secret_name(name)},
         "_connection": _connection_json(host),
     }
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from tritonops.cli.output import status_text, styled
 from tritonops.lab.plan import PORT_BASE
 from tritonops.lab.state import DEFAULT_PREFIX, LabState
 
-STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
 
 
 def register(subparsers, common) -> None:
@@ -79,8 +79,7 @@ def _render(state: LabState, out, results: bool) -> None:
         for col in ("host", "status", "msg", "time"):
             table.add_column(col)
         for r in state.results:
-            style = STATUS_STYLE.get(r.status, "")
-            table.add_row(r.host, f"[{style}]{r.status}[/]", r.msg, f"{r.elapsed_s:.1f}s")
+            table.add_row(r.host, status_text(r.status), r.msg, f"{r.elapsed_s:.1f}s")
         out.print(table)
         counts = {s: sum(1 for r in state.results if r.status == s) for s in ("ok", "changed", "failed")}
         summary = "no change" if not state.changed and not counts["failed"] else \
@@ -91,7 +90,8 @@ def _render(state: LabState, out, results: bool) -> None:
         for col in ("host", "kind", "profile", "address", "container", "state"):
             table.add_column(col)
         for h in state.hosts:
-            health = "[green]healthy[/]" if h.healthy else ("[red]sshd not answering[/]" if h.running else "[red]stopped[/]")
+            health = styled("healthy", "green") if h.healthy else \
+                styled("sshd not answering" if h.running else "stopped", "red")
             table.add_row(h.name, h.kind, h.profile, f"{h.address}:{h.port}", h.container, health)
         out.print(table)
         if results:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
 from tritonops.facts.model import ProbeReport
@@ -52,17 +53,13 @@ def run(args, out) -> int:
     return 0 if all(host.status == "ok" for host in report.hosts) else 1
 
 
-STATUS_STYLE = {"ok": "green", "failed": "red", "unreachable": "magenta"}
-
-
 def probe_table(report: ProbeReport) -> Table:
     table = Table(title=None, show_lines=False)
     for column in ("host", "status", "GPUs", "CC", "free VRAM", "driver / CUDA", "RAM", "disk free",
                    "docker", "toolkit", "note"):
         table.add_column(column, overflow="fold")
     for host in report.hosts:
-        style = STATUS_STYLE.get(host.status, "")
-        status = f"[{style}]{host.status}[/]"
+        status = status_text(host.status)
         facts = host.facts
         if facts is None:
             table.add_row(host.host, status, "", "", "", "", "", "", "", "", host.msg)

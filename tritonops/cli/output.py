@@ -1,4 +1,11 @@
-"""Where the CLI writes: rich tables for people, JSON for scripts, one-line errors."""
+"""Where the CLI writes: rich tables for people, JSON for scripts, one-line errors.
+
+Everything printed is text, never markup: host names, messages and values from inventories may hold
+`[...]`, `:smile:` or escape sequences, so the consoles have markup, emoji and highlighting off,
+strings are stripped of control characters and escape sequences (`text.printable`) when rendered,
+and styling is given as `styled(text, style)`. Every byte written passes `redact.redact_text`, so
+no output path (tables, JSON, errors, notes) can carry a password or token.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,58 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
+
+from tritonops.redact import redact_text
+from tritonops.text import printable, terminal_safe
+
+STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta",
+                "skipped": "cyan"}
+
+
+def styled(text: Any, style: str = "") -> Text:
+    """`text` shown literally (no markup), without control characters, in `style`."""
+    return Text(printable(text, keep_newlines=True), style=style)
+
+
+def status_text(status: str) -> Text:
+    return styled(status, STATUS_STYLE.get(status, ""))
+
+
+def line(*parts: Any) -> Text:
+    """One line from plain strings and `styled(...)` parts."""
+    return Text.assemble(*(part if isinstance(part, Text) else styled(part) for part in parts))
+
+
+class _RedactingWriter:
+    """The stream a console writes to: secrets masked and stray escape sequences dropped in every write."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(terminal_safe(redact_text(text)))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self):
+        return getattr(self._stream, "encoding", "utf-8")
+
+
+class _TextConsole(Console):
+    """A console that renders strings as plain text without control characters."""
+
+    def render_str(self, text: str, **kwargs) -> Text:
+        kwargs.update(markup=False, emoji=False, highlight=False)
+        return super().render_str(printable(text, keep_newlines=True), **kwargs)
 
 
 class Output:
@@ -16,19 +75,27 @@ class Output:
         stream = file or sys.stdout
         # Piped output (CI logs, `| less`) gets a wide table rather than rich's 80 columns.
         width = None if stream.isatty() else 200
-        self.console = Console(file=stream, soft_wrap=False, width=width)
-        self.err_console = Console(file=err_file or sys.stderr, stderr=err_file is None, soft_wrap=True)
+        plain = dict(markup=False, emoji=False, highlight=False)
+        self.console = _TextConsole(file=_RedactingWriter(stream), soft_wrap=False, width=width, **plain)
+        self.err_console = _TextConsole(file=_RedactingWriter(err_file or sys.stderr), stderr=err_file is None,
+                                        soft_wrap=True, **plain)
 
     def print(self, *renderables: Any) -> None:
-        self.console.print(*renderables)
+        self.console.print(*(_plain_text(item) for item in renderables))
 
     def json(self, data: Any) -> None:
         self.console.file.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
         self.console.file.flush()
 
-    def info(self, text: str) -> None:
+    def info(self, text: Any) -> None:
         """Progress and notes: stderr, so --json output stays clean."""
-        self.err_console.print(text, highlight=False)
+        self.err_console.print(_plain_text(text))
 
     def error(self, text: str) -> None:
-        self.err_console.print(f"[bold red]error:[/] {text}", highlight=False, markup=True)
+        self.err_console.print(line(styled("error:", "bold red"), " ", printable(text)))
+
+
+def _plain_text(item: Any) -> Any:
+    if isinstance(item, Text) and item.plain != printable(item.plain, keep_newlines=True):
+        return Text(printable(item.plain, keep_newlines=True), style=item.style)  # spans would no longer fit
+    return item
