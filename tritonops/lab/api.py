@@ -104,7 +104,7 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
     ports = assign_ports([h.name for h in request.hosts], recorded, ct.ports_of_other_labs(client, name_prefix),
                          port_base)
     write_ports(sd, {**recorded, **ports})
-    image_of = {"full": images.host_full, "light": images.host_light}
+    image_of = {"full": images.host_full, "light": images.host_light, "bastion": images.host_light}
     hashes = {h.name: spec_hash(h, image_of[h.kind].image_id) for h in request.hosts}
     actions = plan_hosts(request, ct.existing_hosts(client, name_prefix), hashes, ports)
 
@@ -144,9 +144,14 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
 
     hosts = tuple(h for h in _lab_hosts(client, name_prefix) if h.name in ports)
     state = LabState(name_prefix, sd, inv, hosts)
-    known = render_known_hosts([(h.address, h.port, c.labels[ct.LABEL_HOSTKEY])
-                                for h in hosts for c in [client.containers.get(h.container)]])
-    files_changed = [str(p) for p, text in ((state.known_hosts_file, known), (inv, render_inventory(state)))
+    # Each host by its loopback port, and by its container name on the lab network (port 22) as the
+    # bastion reaches it.
+    host_keys = [(h, client.containers.get(h.container).labels[ct.LABEL_HOSTKEY]) for h in hosts]
+    known = render_known_hosts([(h.address, h.port, key) for h, key in host_keys] +
+                               [(h.container, 22, key) for h, key in host_keys])
+    bastion = next((h for h in hosts if h.name == request.bastion), None) if request.behind_bastion else None
+    inventory = render_inventory(state, bastion)
+    files_changed = [str(p) for p, text in ((state.known_hosts_file, known), (inv, inventory))
                      if _write_if_changed(p, text)]
     if files_changed:
         notes.append("wrote " + ", ".join(files_changed))

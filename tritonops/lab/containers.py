@@ -21,6 +21,10 @@ LABEL_SPEC = "tritonops.lab.spec"
 LABEL_HOSTKEY = "tritonops.lab.hostkey"
 
 PROFILE_PATH = "/etc/tritonops-lab/gpu-profile"
+# sshd reads its drop-ins in name order and keeps the first value: this one wins over the image's.
+BASTION_SSHD_CONFIG = ("/etc/ssh/sshd_config.d/00-bastion.conf",
+                       b"# tritonops lab bastion: forwards SSH (ProxyJump, ssh -W) to the lab's hosts.\n"
+                       b"AllowTcpForwarding yes\n")
 PRELOAD_DIR = "/opt/tritonops-lab/preload"
 
 # Docker-in-Docker without --privileged (design.md section 4).
@@ -115,6 +119,8 @@ def create_host(client, prefix: str, spec: HostSpec, image_id: str, port: int, n
              ("/etc/ssh/ssh_host_ed25519_key.pub", (host_key[1] + "\n").encode(), 0o644)]
     if profile_text is not None:
         files.append((PROFILE_PATH, profile_text.encode(), 0o644))
+    if spec.kind == "bastion":
+        files.append((*BASTION_SSHD_CONFIG, 0o644))
     container.put_archive("/", _tar(files))
     container.start()
     return container

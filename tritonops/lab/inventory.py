@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from tritonops.lab.state import LabState
+from tritonops.lab.state import LabHost, LabState
+from tritonops.transport.host_keys import known_hosts_name
 
 
 WHEELHOUSE_PORT = 18431
@@ -32,24 +33,31 @@ def image_vars(builder: str) -> dict:
     }
 
 
-def render_inventory(state: LabState) -> str:
+def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str = "jump") -> str:
+    """The lab's GPU hosts (a bastion is not one of them). With `bastion`, each host is named by its
+    container name on the lab network, which only the bastion can reach: `proxy` "jump" routes
+    through it with ProxyJump, "command" with a ProxyCommand running `ssh -W`."""
     groups: dict[str, dict] = {"lab_full": {"hosts": {}}, "lab_light": {"hosts": {}}}
     builder = build_host(state)
     if builder:
         groups["lab_full"]["vars"] = image_vars(builder)
     for host in state.hosts:
+        if host.kind == "bastion":
+            continue
         groups[f"lab_{host.kind}"]["hosts"][host.name] = {
-            "ansible_host": host.address,
-            "ansible_port": host.port,
+            "ansible_host": host.container if bastion else host.address,
+            "ansible_port": 22 if bastion else host.port,
             "lab_gpu_profile": host.profile,
             "lab_kind": host.kind,
         }
+    ssh_args = f"-o UserKnownHostsFile={state.known_hosts_file} -o StrictHostKeyChecking=yes"
+    if bastion:
+        ssh_args += " " + bastion_ssh_option(state, bastion, proxy)
     doc = {"all": {
         "vars": {
             "ansible_user": "root",
             "ansible_ssh_private_key_file": str(state.key_file),
-            "ansible_ssh_common_args":
-                f"-o UserKnownHostsFile={state.known_hosts_file} -o StrictHostKeyChecking=yes",
+            "ansible_ssh_common_args": ssh_args,
         },
         "children": {"lab": {"children": {name: g for name, g in groups.items() if g["hosts"]}}},
     }}
@@ -57,6 +65,17 @@ def render_inventory(state: LabState) -> str:
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
 
 
+def bastion_ssh_option(state: LabState, bastion: LabHost, proxy: str = "jump") -> str:
+    """The ssh option that reaches a lab host through the bastion (for ansible_ssh_common_args)."""
+    if proxy == "jump":
+        return f"-o ProxyJump=root@{bastion.address}:{bastion.port}"
+    if proxy == "command":
+        # OpenSSH's own client does the hop; %h and %p are the inner host's container name and 22.
+        return (f'-o ProxyCommand="ssh -F /dev/null -i {state.key_file} -o UserKnownHostsFile={state.known_hosts_file} '
+                f'-o StrictHostKeyChecking=yes -o BatchMode=yes -p {bastion.port} -W %h:%p root@{bastion.address}"')
+    raise ValueError(f"proxy must be 'jump' or 'command', not {proxy!r}")
+
+
 def render_known_hosts(entries: list[tuple[str, int, str]]) -> str:
-    """(address, port, 'ssh-ed25519 AAAA...') → known_hosts lines."""
-    return "".join(f"[{addr}]:{port} {key.strip()}\n" for addr, port, key in entries)
+    """(address, port, 'ssh-ed25519 AAAA...') → known_hosts lines ('name' on port 22, else '[name]:port')."""
+    return "".join(f"{known_hosts_name(addr, port)} {key.strip()}\n" for addr, port, key in entries)

@@ -9,7 +9,7 @@ from tritonops.errors import InputError
 from tritonops.lab.profile_file import GpuFaults
 from tritonops.lab.profiles import PROFILES, get_profile
 
-KINDS = ("full", "light")
+KINDS = ("full", "light", "bastion")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
 
 
@@ -17,7 +17,8 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
 class HostSpec:
     name: str
     profile: str
-    kind: str = "full"  # full: sshd + its own Docker engine; light: sshd + GPUs + python3
+    kind: str = "full"  # full: sshd + its own Docker engine; light: sshd + GPUs + python3;
+    # bastion: a light host that forwards SSH to the others (ProxyJump), not a GPU host itself
     faults: GpuFaults = field(default_factory=GpuFaults)
 
     def __post_init__(self):
@@ -31,16 +32,28 @@ class HostSpec:
 @dataclass(frozen=True)
 class LabRequest:
     hosts: tuple[HostSpec, ...]
+    behind_bastion: bool = False  # the inventory reaches the hosts through the bastion host only
 
     def __post_init__(self):
         names = [h.name for h in self.hosts]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise InputError(f"lab host named twice: {', '.join(dupes)}", "--hosts")
+        bastions = [h.name for h in self.hosts if h.kind == "bastion"]
+        if len(bastions) > 1:
+            raise InputError(f"a lab has at most one bastion, not {', '.join(bastions)}", "--hosts")
+        if self.behind_bastion and not bastions:
+            raise InputError("hosts behind a bastion need a host of kind bastion", "--bastion")
 
     @property
     def needs_full_hosts(self) -> bool:
         return any(h.kind == "full" for h in self.hosts)
+
+    @property
+    def bastion(self) -> str | None:
+        """The bastion host's name, if one is requested (at most one)."""
+        names = [h.name for h in self.hosts if h.kind == "bastion"]
+        return names[0] if names else None
 
 
 DEFAULT_HOSTS = (
@@ -51,13 +64,13 @@ DEFAULT_HOSTS = (
 
 
 def parse_hosts(text: str) -> tuple[HostSpec, ...]:
-    """`NAME=PROFILE[:full|light],...` as given to `lab up --hosts`."""
+    """`NAME=PROFILE[:full|light|bastion],...` as given to `lab up --hosts`."""
     hosts = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, sep, rest = item.partition("=")
         if not sep or not rest:
-            raise InputError(f"'{item}' is not NAME=PROFILE[:full|light]; profiles: {', '.join(sorted(PROFILES))}",
-                             "--hosts")
+            raise InputError(f"'{item}' is not NAME=PROFILE[:full|light|bastion]; "
+                             f"profiles: {', '.join(sorted(PROFILES))}", "--hosts")
         profile, _, kind = rest.partition(":")
         hosts.append(HostSpec(name.strip(), profile.strip(), kind.strip() or "full"))
     return tuple(hosts)
@@ -70,6 +83,14 @@ def light_hosts(count: int, profile: str = "h200x8") -> tuple[HostSpec, ...]:
     return tuple(HostSpec(f"light-{i:0{width}d}", profile, "light") for i in range(1, count + 1))
 
 
-def build_request(hosts: str | None = None, light: int = 0, light_profile: str = "h200x8") -> LabRequest:
+DEFAULT_BASTION = HostSpec("bastion", "nogpu", "bastion")
+
+
+def build_request(hosts: str | None = None, light: int = 0, light_profile: str = "h200x8",
+                  bastion: bool = False) -> LabRequest:
+    """With `bastion`, a host `bastion` is added (unless one is named) and the others sit behind it."""
     chosen = parse_hosts(hosts) if hosts else (DEFAULT_HOSTS if not light else ())
-    return LabRequest(chosen + light_hosts(light, light_profile))
+    chosen += light_hosts(light, light_profile)
+    if bastion and not any(h.kind == "bastion" for h in chosen):
+        chosen += (DEFAULT_BASTION,)
+    return LabRequest(chosen, behind_bastion=bastion)

@@ -16,7 +16,7 @@ DEFAULT_PREFIX = "tritonops-lab"
 class LabHost:
     name: str
     profile: str
-    kind: str  # full | light
+    kind: str  # full | light | bastion
     port: int
     container: str
     address: str = "127.0.0.1"
@@ -56,6 +56,12 @@ class LabState:
         h = self.host(name)
         return ConnectionSpec(name=h.name, host=h.address, port=h.port, user="root",
                               key_files=(str(self.key_file),), known_hosts_file=str(self.known_hosts_file))
+
+    def connection_behind(self, name: str, bastion: str) -> ConnectionSpec:
+        """How to reach a lab host through the bastion only: by its container name on the lab network."""
+        h, b = self.host(name), self.host(bastion)
+        return ConnectionSpec(name=h.name, host=h.container, port=22, user="root", key_files=(str(self.key_file),),
+                              known_hosts_file=str(self.known_hosts_file), proxy_jump=f"root@{b.address}:{b.port}")
 
     def ssh_argv(self, name: str, *command: str) -> list[str]:
         """`ssh` arguments that reach a lab host, ignoring the user's ~/.ssh/config."""

@@ -2,8 +2,10 @@
 
     from tritonops.lab.testing import lab, lab_ssh  # noqa: F401
 
-`lab` (session): a LabState with one full host (2080ti), one light h200x2 host and one light
-host without a driver, under its own state dir, name prefix and ports, torn down at the end
+`lab` (session): a LabState with one full host (2080ti), one light h200x2 host, one light
+host without a driver and a bastion (the inventory still reaches the hosts directly; tests go
+through the bastion with `lab.connection_behind(host, BASTION)`), under its own state dir,
+name prefix and ports, torn down at the end
 (set TRITONOPS_LAB_KEEP=1 to keep it for the next run: a second `up` takes seconds).
 `lab_ssh(host, command)` runs a shell command on a lab host over real SSH.
 """
@@ -25,10 +27,12 @@ TEST_PORT_BASE = 22300
 FULL_2080TI = "t-full-2080ti"
 LIGHT_H200X2 = "t-light-h200x2"
 LIGHT_NOGPU = "t-light-nogpu"
+BASTION = "t-bastion"
 TEST_REQUEST = LabRequest((
     HostSpec(FULL_2080TI, "2080ti", "full"),
     HostSpec(LIGHT_H200X2, "h200x2", "light"),
     HostSpec(LIGHT_NOGPU, "nogpu", "light"),
+    HostSpec(BASTION, "nogpu", "bastion"),  # the others are reachable through it too (tests/lab/test_bastion_lab.py)
 ))
 
 
