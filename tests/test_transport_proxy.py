@@ -13,7 +13,7 @@ from tritonops.transport.base import Unreachable
 from tritonops.transport.pool import run_on_hosts
 from tritonops.transport.proxy import ProxyValues, expand_proxy_command, parse_jump_hops, proxy_command_line
 from tritonops.transport.spec import ConnectionSpec
-from tritonops.transport.ssh import SshTransport, _connection
+from tritonops.transport.ssh import ProxyProcess, SshTransport, _connection
 from tritonops.values.ssh_target import Target
 
 GPU1 = ProxyValues(host="gpu1.example", port=2222, user="ops", name="gpu1")
@@ -181,3 +181,14 @@ def test_an_unreachable_bastion_is_one_line_naming_it():
     message = str(err.value)
     assert message.startswith(f"cannot connect to bastion admin@127.0.0.1:{port}: ")
     assert "\n" not in message
+
+
+def test_a_proxy_command_that_talks_a_lot_on_stderr_does_not_stall():
+    line = proxy_command_line("sh -c 'head -c 300000 /dev/zero >&2; printf hello; sleep 5'", GPU1)
+    proxy = ProxyProcess(line)
+    try:
+        proxy.settimeout(5)
+        assert proxy.recv(5) == b"hello"  # a pipe nobody read would have filled at 64 KiB
+    finally:
+        proxy.close()
+    assert proxy.ended() is None  # we stopped it: its exit says nothing about a failure

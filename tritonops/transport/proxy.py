@@ -71,6 +71,11 @@ def expand_proxy_command(template: str, values: ProxyValues, where: str | None =
     return "".join(out)
 
 
+def check_proxy_command(template: str, where: str | None = None) -> None:
+    """Refuse a ProxyCommand whose tokens cannot be expanded (for checking an inventory as it is read)."""
+    expand_proxy_command(template, ProxyValues(host="host", port=22, user="user", name="name"), where)
+
+
 def proxy_command_line(template: str, values: ProxyValues, where: str | None = None) -> str:
     """The command line to hand paramiko's ProxyCommand: it splits to [/bin/sh, -c, 'exec ...']."""
     return shlex.join([PROXY_SHELL, "-c", "exec " + expand_proxy_command(template, values, where)])

@@ -44,10 +44,26 @@ class ProxyProcess(paramiko.ProxyCommand):
     paramiko (5.1) reads a finished command's stdout as an endless stream of nothing, so a
     ProxyCommand that failed (a missing program, a refused bastion) spins until the banner timeout.
     An empty read here means the command ended: paramiko hears a closed connection at once.
+    Its stderr is read all along (a chatty `ssh -v -W` would otherwise fill the pipe and stall),
+    keeping the end of it to say why it ended.
     """
 
     _ended: str | None = None  # how it ended, once known
     _killed = False  # we stopped it: how it ended says nothing about why the connection failed
+    STDERR_KEPT = 4096
+
+    def __init__(self, command_line: str):
+        super().__init__(command_line)
+        self._stderr_tail = b""
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True, name="proxy-stderr")
+        self._stderr_reader.start()
+
+    def _read_stderr(self) -> None:
+        try:
+            for chunk in iter(lambda: os.read(self.process.stderr.fileno(), 65536), b""):
+                self._stderr_tail = (self._stderr_tail + chunk)[-self.STDERR_KEPT:]
+        except (OSError, ValueError):
+            pass  # closed under us by close()
 
     def recv(self, size: int) -> bytes:
         buffer = b""
@@ -75,13 +91,8 @@ class ProxyProcess(paramiko.ProxyCommand):
                 code = self.process.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
                 return None
-            said = b""
-            while not self.process.stderr.closed and select.select([self.process.stderr], [], [], 0.1)[0]:
-                chunk = os.read(self.process.stderr.fileno(), 65536)
-                if not chunk:
-                    break
-                said += chunk
-            lines = said.decode(errors="replace").strip().splitlines()
+            self._stderr_reader.join(timeout=0.5)  # the rest of what it said
+            lines = self._stderr_tail.decode(errors="replace").strip().splitlines()
             self._ended = f"exit {code}" + (f": {' '.join(lines[-1].split())}" if lines else "")
         return self._ended
 
@@ -98,6 +109,7 @@ class ProxyProcess(paramiko.ProxyCommand):
                 self.process.wait()
         else:
             self.ended()  # what it said, kept before its pipes close (paramiko closes it on failure)
+        self._stderr_reader.join(timeout=0.5)
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
