@@ -14,3 +14,12 @@ def _no_user_ssh_config(monkeypatch, tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("TRITONOPS_SSH_CONFIG", os.devnull)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from fuzzcount import tried
+
+    if tried:
+        total = sum(tried.values())
+        terminalreporter.write_line(f"fuzz examples tried: {total:,} ("
+                                    + ", ".join(f"{name} {count:,}" for name, count in sorted(tried.items())) + ")")

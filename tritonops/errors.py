@@ -6,6 +6,15 @@ Every error a user can cause is a TritonopsError: one line that says where
 
 from __future__ import annotations
 
+import unicodedata
+
+
+def one_line(text: str) -> str:
+    """`text` with newlines and other control characters written as escapes (\\n, \\x1b): an error
+    quoting a hostile value stays one line and cannot drive a terminal, yet still shows the value."""
+    return "".join(char.encode("unicode_escape").decode("ascii") if unicodedata.category(char) == "Cc" else char
+                   for char in text)
+
 
 class TritonopsError(Exception):
     """An error the user can act on. `exit_code` is what the CLI returns."""
@@ -17,9 +26,9 @@ class InputError(TritonopsError):
     """Bad input in a file or an argument; `where` is 'file:line' or an option name."""
 
     def __init__(self, what: str, where: str | None = None):
-        self.what = what
-        self.where = where
-        super().__init__(f"{where}: {what}" if where else what)
+        self.what = one_line(str(what))
+        self.where = one_line(str(where)) if where is not None else None
+        super().__init__(f"{self.where}: {self.what}" if self.where else self.what)
 
 
 class NotYetAvailable(TritonopsError):
