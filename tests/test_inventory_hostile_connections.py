@@ -162,3 +162,11 @@ def test_an_ssh_config_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
     inventory = write(tmp_path, "hosts.ini", "h1\n")
     with pytest.raises(InputError, match="not a regular file"):
         load_inventory([str(inventory)], ssh_config_file=str(fifo))
+
+
+@pytest.mark.parametrize("command, problem", [("ssh -W %h:%q bastion", "%q"), ("ssh -W %h:%p bastion 100%", "%")])
+def test_a_proxy_command_the_transport_cannot_expand_is_refused_at_its_line(tmp_path, command, problem):
+    with pytest.raises(InputError) as caught:
+        yaml_host(tmp_path, {"ansible_ssh_common_args": f"-o ProxyCommand='{command}'"})
+    assert problem in caught.value.what
+    assert caught.value.where == f"{tmp_path / 'inv' / 'hosts.yml'}:4"

@@ -9,7 +9,6 @@ from tritonops.lab.plan import PORT_BASE
 from tritonops.lab.state import DEFAULT_PREFIX, LabState
 
 
-
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser("lab", parents=[common], help="the local lab of simulated GPU hosts",
                                    description="Real SSH hosts (containers) with simulated GPUs on this machine.")
@@ -27,6 +26,8 @@ def register(subparsers, common) -> None:
                     help="hosts to run (default: ws-2080ti=2080ti, node-a100x4=a100x4, node-h200x8=h200x8, all full)")
     up.add_argument("--light", type=int, default=0, metavar="N", help="add N light hosts light-01..N")
     up.add_argument("--light-profile", default="h200x8", metavar="PROFILE", help="GPU profile of --light hosts")
+    up.add_argument("--bastion", action="store_true",
+                    help="add a bastion host and write the inventory so the others are reached only through it")
     up.add_argument("--port-base", type=int, default=PORT_BASE, help=f"first sshd port on 127.0.0.1 ({PORT_BASE})")
     up.set_defaults(run=run_up)
 
@@ -42,7 +43,7 @@ def run_up(args, out) -> int:
     from tritonops.lab import api
     from tritonops.lab.request import build_request
 
-    request = build_request(args.hosts, args.light, args.light_profile)
+    request = build_request(args.hosts, args.light, args.light_profile, bastion=args.bastion)
     if not args.json:
         out.info(f"lab up: {len(request.hosts)} host(s); the first run builds images (a few minutes)")
     state = api.up(request, state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,

@@ -16,6 +16,7 @@ from tritonops.errors import InputError
 from tritonops.inventory.model import Setting
 from tritonops.inventory.ssh_config import load_ssh_config, lookup
 from tritonops.inventory.ssh_options import SshOptions, parse_ssh_args, parse_timeout
+from tritonops.transport.proxy import check_proxy_command
 from tritonops.transport.spec import ConnectionSpec
 from tritonops.values.ssh_target import host_address, parse_target, ssh_port, ssh_user
 
@@ -138,7 +139,7 @@ def _apply_ssh_options(reach: _Reach, options: SshOptions) -> None:
     reach.user = reach.user if reach.user is not None else options.user
     reach.key_files.extend(options.key_files)
     if reach.proxy_command is None and reach.proxy_jump is None:
-        reach.proxy_command = _unless_none(options.proxy_command)
+        reach.proxy_command = _checked_proxy_command(options.proxy_command, options.where)
         jump = _unless_none(options.proxy_jump)
         reach.proxy_jump = proxy_jump_hops(jump, options.where) if jump else None
     reach.known_hosts_file = reach.known_hosts_file or options.known_hosts_file
@@ -159,7 +160,7 @@ def _fill_from_ssh_config(reach: _Reach, found: dict[str, Any], path: str | None
     if not reach.key_files and found.get("identityfile"):
         reach.key_files = [os.path.expanduser(path) for path in found["identityfile"]]
     if reach.proxy_command is None and reach.proxy_jump is None:
-        reach.proxy_command = _unless_none(found.get("proxycommand"))
+        reach.proxy_command = _checked_proxy_command(found.get("proxycommand"), where)
         jump = None if reach.proxy_command else _unless_none(found.get("proxyjump"))
         reach.proxy_jump = proxy_jump_hops(jump, where) if jump else None
     if reach.known_hosts_file is None and found.get("userknownhostsfile"):
@@ -169,3 +170,11 @@ def _fill_from_ssh_config(reach: _Reach, found: dict[str, Any], path: str | None
 def _unless_none(value: str | None) -> str | None:
     """OpenSSH's 'none' turns ProxyCommand / ProxyJump off."""
     return None if value is None or value.strip().lower() == "none" else value
+
+
+def _checked_proxy_command(value: str | None, where: str | None) -> str | None:
+    """A ProxyCommand whose %-tokens the transport can expand (an unknown token is an error here, at its line)."""
+    command = _unless_none(value)
+    if command is not None:
+        check_proxy_command(command, where)
+    return command
