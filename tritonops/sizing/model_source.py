@@ -49,13 +49,21 @@ def _read_header(path: Path) -> tuple[dict, int]:
     return header, size - 8 - length
 
 
+def safetensors_file_totals(path: Path) -> tuple[int, int]:
+    """(bytes, parameter count) of one .safetensors file, from its header alone."""
+    header, data_bytes = _read_header(path)
+    return safetensors_totals(header, str(path), data_bytes)
+
+
 def safetensors_totals(header: dict, where: str = "safetensors header",
                        data_bytes: int | None = None) -> tuple[int, int]:
     """(bytes, parameter count) over one header's tensors. InputError naming the tensor when its
-    data_offsets, shape or dtype are not what a safetensors file holds, or point past
-    `data_bytes` (the file's data, when known)."""
-    total_bytes = params = 0
+    data_offsets, shape or dtype are not what a safetensors file holds; as the format requires,
+    the tensors' byte ranges follow one another from 0 without gaps or overlaps, and end at
+    `data_bytes` (the file's data after the header, when known)."""
+    params = 0
     limit = _MAX_BYTES if data_bytes is None else data_bytes
+    ranges: list[tuple[int, int, str]] = []
     for name, tensor in header.items():
         if name == "__metadata__":
             continue
@@ -75,14 +83,24 @@ def safetensors_totals(header: dict, where: str = "safetensors header",
         for dim in shape:
             count *= whole_number(dim, f"{field} shape", where, minimum=0, maximum=_MAX_BYTES, strings=False)
             if count > _MAX_BYTES:
-                raise InputError(f"{field}: shape {shape[:8]} has more elements than any checkpoint", where)
+                raise InputError(f"{field}: shape has more than {_MAX_BYTES} elements (no checkpoint has)", where)
         dtype = tensor.get("dtype")
         width = _SAFETENSORS_DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
         if width is not None and count * width != end - begin:
             raise InputError(f"{field}: data_offsets span {end - begin} bytes but shape x {dtype} "
                              f"is {count * width}", where)
-        total_bytes += end - begin
+        ranges.append((begin, end, field))
         params += count
+    position = 0
+    for begin, end, field in sorted(ranges):
+        if begin != position:
+            raise InputError(f"{field}: data_offsets begin at {begin}, not at {position} where the previous "
+                             "tensor ends (a gap or an overlap)", where)
+        position = end
+    if data_bytes is not None and position != data_bytes:
+        raise InputError(f"the tensors' data_offsets end at {position}, but the file holds {data_bytes} bytes "
+                         "after the header", where)
+    total_bytes = position
     return total_bytes, params
 
 
@@ -96,8 +114,7 @@ def load_model_dir(directory: Path) -> ModelSpec:
     files = sorted(directory.glob("*.safetensors"))
     index = directory / "model.safetensors.index.json"
     for path in files:
-        header, data_bytes = _read_header(path)
-        file_bytes, file_params = safetensors_totals(header, str(path), data_bytes)
+        file_bytes, file_params = safetensors_file_totals(path)
         weight_bytes, params = weight_bytes + file_bytes, params + file_params
     if not files and index.exists():
         data = read_json_file(index, "safetensors index")
