@@ -6,9 +6,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from rich.text import Text
-
 from tritonops.cli.cmd_size import add_engine_options, print_plan, request_from_args
+from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts, ProbeReport
@@ -108,11 +107,11 @@ def _host_json(hp: HostPlan, args) -> dict:
 
 
 def _print_host(out, hp: HostPlan, args) -> None:
-    out.print(f"\n[bold]== {hp.host}[/]")
+    out.print(styled(f"\n== {hp.host}", "bold"))
     if hp.plan is None:
-        out.print(f"[red]error:[/] {hp.error}")
+        out.print(line(styled("error:", "red"), " ", hp.error))
         return
     print_plan(out, hp.plan)
     for name, text in _files(hp, args).items():
-        out.print(f"[dim]--- {args.model_name}/{name}[/]")
-        out.print(Text(text.rstrip("\n")))
+        out.print(styled(f"--- {args.model_name}/{name}", "dim"))
+        out.print(styled(text.rstrip("\n")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from tritonops.cli.output import line, styled
 from tritonops.errors import InputError
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
@@ -97,7 +98,7 @@ def run(args, out) -> int:
 
 
 def print_plan(out, plan: EnginePlan, title: str | None = None) -> None:
-    out.print(f"[bold]{title or headline(plan)}[/]" if plan.fits else f"[bold red]{title or headline(plan)}[/]")
+    out.print(styled(title or headline(plan), "bold" if plan.fits else "bold red"))
     table = Table(show_header=True, header_style="bold")
     table.add_column("engine argument")
     table.add_column("value", justify="right")
@@ -107,11 +108,12 @@ def print_plan(out, plan: EnginePlan, title: str | None = None) -> None:
     out.print(table)
     out.print(memory_line(plan))
     for problem in plan.problems:
-        out.print(f"[red]problem:[/] {problem}")
+        out.print(line(styled("problem:", "red"), " ", problem))
     for alt in plan.alternatives:
-        out.print(f"[cyan]would fit:[/] {alt.summary}" if alt.available else f"[dim]later:[/] {alt.summary}")
+        out.print(line(styled("would fit:", "cyan"), " ", alt.summary) if alt.available else
+                  line(styled("later:", "dim"), " ", alt.summary))
     for note in plan.notes:
-        out.print(f"[yellow]note:[/] {note}")
+        out.print(line(styled("note:", "yellow"), " ", note))
 
 
 def _list(args, out) -> int:
