@@ -13,7 +13,10 @@ from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts, ProbeReport
 from tritonops.render import render_config_pbtxt, render_model_json
 from tritonops.sizing.fleet import HOST_VARS, HostPlan, model_ref_for, plan_for_hosts
+from tritonops.values.files import read_regular_text
 from tritonops.values.names import safe_name
+
+REPORT_MAX_BYTES = 64 * 2**20   # a probe report is some kilobytes per host
 
 
 def register(subparsers, common) -> None:
@@ -37,9 +40,10 @@ def register(subparsers, common) -> None:
 
 
 def _read_report(path: Path) -> ProbeReport:
+    text = read_regular_text(path, max_bytes=REPORT_MAX_BYTES, what="probe report")   # never a FIFO's wait
     try:
-        return ProbeReport.model_validate(json.loads(path.read_text()))
-    except (OSError, ValueError) as err:
+        return ProbeReport.model_validate(json.loads(text))
+    except (ValueError, RecursionError) as err:
         raise InputError(f"not a probe report: {str(err).splitlines()[0]}", str(path)) from None
 
 

@@ -1,8 +1,10 @@
 """Reading a model directory's files without trusting them.
 
 Only regular files are read: a FIFO or a device named config.json would block or never end.
-The check is made on the opened descriptor (opened non-blocking, so a FIFO cannot hold the
-open itself), not on the name, so nothing can be swapped in between. Reads are capped.
+Whole files (config.json, the index) are read through `values.files`; a safetensors file is
+opened here, the same way, because only its header is read. The check is made on the opened
+descriptor (opened non-blocking, so a FIFO cannot hold the open itself), not on the name, so
+nothing can be swapped in between. Reads are capped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import BinaryIO, Iterator
 
 from tritonops.errors import InputError
 from tritonops.sizing.units import MIB
+from tritonops.values.files import read_regular_file
 
 JSON_FILE_MAX_BYTES = 16 * MIB   # config.json and index files are kilobytes
 
@@ -42,14 +45,7 @@ def open_regular_file(path: Path) -> Iterator[tuple[BinaryIO, int]]:
 
 def read_json_file(path: Path, what: str, limit: int = JSON_FILE_MAX_BYTES):
     """The parsed JSON of a regular file of at most `limit` bytes; InputError naming `what`."""
-    with open_regular_file(path) as (handle, _size):
-        try:
-            raw = handle.read(limit + 1)
-        except OSError as err:
-            raise InputError(f"cannot read {what}: {err.strerror or err}", str(path)) from None
-    if len(raw) > limit:
-        raise InputError(f"{what} is larger than {limit // MIB} MiB; refusing to read it", str(path))
-    return parse_json(raw, what, str(path))
+    return parse_json(read_regular_file(path, max_bytes=limit, what=what), what, str(path))
 
 
 def parse_json(raw: bytes, what: str, where: str):
