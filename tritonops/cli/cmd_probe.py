@@ -11,6 +11,9 @@ from tritonops.facts.model import ProbeReport
 from tritonops.facts.probe import DEFAULT_ROOT, probe_hosts
 from tritonops.facts.summary import compute_capabilities, free_vram_summary, gib, gpu_summary
 from tritonops.transport.spec import ConnectionSpec
+from tritonops.values.numbers import real_number
+
+MAX_WAIT_S = 3600.0
 
 
 def register(subparsers, common) -> None:
@@ -45,7 +48,8 @@ def target_specs(args) -> list[ConnectionSpec]:
 
 def run(args, out) -> int:
     report = probe_hosts(target_specs(args), args.forks, accept_new_host_keys=args.accept_new_host_keys,
-                         disk_path=args.root, timeout=args.timeout)
+                         disk_path=args.root,
+                         timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S))
     if args.json:
         out.json(report.model_dump(mode="json"))
     else:
