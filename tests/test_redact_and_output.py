@@ -31,7 +31,7 @@ def test_secrets_in_text_are_masked(text, secret):
 @pytest.mark.parametrize("text", [
     '"max_num_batched_tokens": 8192,', "--max-num-batched-tokens 8192", '"kv_bytes_per_token": 12',
     '"password_set": false', "tritonops_hf_token_file: /root/.hf", "passwords are hashed",
-    "https://pypi.corp/simple", "user@host:22",
+    "https://pypi.corp/simple", "user@host:22", "the 32768-token target; vLLM",
 ])
 def test_ordinary_text_is_left_alone(text):
     assert redact_text(text) == text

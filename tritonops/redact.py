@@ -30,7 +30,7 @@ _PATTERNS = (
     # user:password@ in URLs (pip index URLs, HF_ENDPOINT mirrors, proxies)
     (re.compile(r"(?P<keep>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@'\"\\]+:)[^\s/@'\"\\]+(?=@)"), MASK),
     # --token=X, --password X, --hf-token X
-    (re.compile(r"(?P<keep>--?(?:[\w-]*[_-])?" + _KEYWORD + r"(?:=|\s+))(?!-)[^\s'\"\\]+", re.IGNORECASE), MASK),
+    (re.compile(r"(?P<keep>(?<![\w-])--?(?:[\w-]*[_-])?" + _KEYWORD + r"(?:=|\s+))(?!-)[^\s'\"\\]+", re.IGNORECASE), MASK),
     # "api_key": "X" (JSON: string values only, so "kv_bytes_per_token": 12 stays)
     (re.compile(r'(?P<keep>"(?:[^"\s]*[_.-])?' + _KEYWORD + r'"\s*:\s*")(?:[^"\\]|\\.)+(?=")', re.IGNORECASE), MASK),
     # password=X, token: X, HF_TOKEN='X' (YAML, env, key=value)
