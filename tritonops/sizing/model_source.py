@@ -14,7 +14,8 @@ from pathlib import Path
 
 from tritonops.errors import InputError
 from tritonops.sizing.model_catalog import find_catalog_model
-from tritonops.sizing.model_files import open_regular_file, parse_json, read_json_file
+from tritonops.sizing.model_files import parse_json, read_json_file
+from tritonops.values.files import open_regular_file
 from tritonops.sizing.model_spec import ModelSpec, model_spec_from_config
 from tritonops.values.numbers import whole_number
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
+from contextlib import contextmanager
+from typing import BinaryIO, Iterator
 
 from tritonops.errors import InputError
 
@@ -16,23 +18,36 @@ MiB = 1024 * 1024
 DEFAULT_MAX_BYTES = 16 * MiB
 
 
-def read_regular_file(path: str | os.PathLike, where: str | None = None, *,
-                      max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file") -> bytes:
+@contextmanager
+def open_regular_file(path: str | os.PathLike, where: str | None = None, *,
+                      what: str = "file") -> Iterator[tuple[BinaryIO, int]]:
+    """(binary file, its size); InputError unless `path` is a readable regular file. The check is made
+    on the descriptor, opened non-blocking (a FIFO cannot hold the open), so nothing is swapped in between."""
     shown = where or os.fspath(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise InputError(f"cannot read {what}: {err.strerror or err}", shown) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{what} is not a regular file", shown)
-        if info.st_size > max_bytes:
-            raise InputError(f"{what} is larger than {_size(max_bytes)} ({_size(info.st_size)})", shown)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(max_bytes + 1)
-    finally:
+            raise InputError(f"{what} is not a regular file ({_kind(info.st_mode)})", shown)
+        os.set_blocking(fd, True)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+    with handle:
+        yield handle, info.st_size
+
+
+def read_regular_file(path: str | os.PathLike, where: str | None = None, *,
+                      max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file") -> bytes:
+    shown = where or os.fspath(path)
+    with open_regular_file(path, where, what=what) as (handle, size):
+        if size > max_bytes:
+            raise InputError(f"{what} is larger than {_size(max_bytes)} ({_size(size)})", shown)
+        data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise InputError(f"{what} is larger than {_size(max_bytes)}", shown)
     return data
@@ -49,3 +64,11 @@ def read_regular_text(path: str | os.PathLike, where: str | None = None, *,
 
 def _size(count: int) -> str:
     return f"{count / MiB:g} MiB" if count >= MiB else f"{count} bytes"
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
