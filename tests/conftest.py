@@ -23,3 +23,16 @@ def pytest_terminal_summary(terminalreporter):
         total = sum(tried.values())
         terminalreporter.write_line(f"fuzz examples tried: {total:,} ("
                                     + ", ".join(f"{name} {count:,}" for name, count in sorted(tried.items())) + ")")
+
+
+def _hypothesis_profiles():
+    """CI runs the fuzzers derandomized (the same examples every run, so a red CI is reproducible);
+    a developer's run explores new examples each time."""
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True, print_blob=True)
+    if os.environ.get("CI"):
+        settings.load_profile("ci")
+
+
+_hypothesis_profiles()

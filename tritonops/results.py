@@ -1,26 +1,32 @@
 """Results as data: what happened on each host, for the CLI to render.
 
-Modelled on Ansible's per-task result (ok/changed/failed/unreachable, msg, diff)
-and fabric's GroupResult (every host maps to a result, a failure never hides
-the others).
+One vocabulary for every command (probe, image, lab, deploy), modelled on Ansible's per-task result
+(ok / changed / failed / unreachable / skipped, msg, diff) and its PLAY RECAP (`Recap`), and on
+fabric's GroupResult (every host maps to a result; a failure never hides the others). A result's
+`payload` is typed by the command that made it (probe: HostFacts; image: ImageOutcome; deploy: the
+task's own data), never a bag of Any.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal
+from typing import Generic, Iterable, Literal, TypeVar
 
 Status = Literal["ok", "changed", "failed", "unreachable", "skipped"]
+STATUSES: tuple[Status, ...] = ("ok", "changed", "unreachable", "failed", "skipped")
+P = TypeVar("P")
 
 
 @dataclass(frozen=True)
-class HostResult:
+class HostResult(Generic[P]):
     host: str
     status: Status
     msg: str = ""
-    data: Any = None
+    payload: P | None = None
     diff: str | None = None
     elapsed_s: float = 0.0
+    task: str = ""  # which task or phase this is the result of ("" for a one-phase command)
 
     @property
     def ok(self) -> bool:
@@ -36,13 +42,13 @@ class HostResult:
 
 
 @dataclass(frozen=True)
-class GroupResult:
+class GroupResult(Generic[P]):
     """One result per host, in the order the hosts were given."""
 
-    results: tuple[HostResult, ...] = field(default_factory=tuple)
+    results: tuple[HostResult[P], ...] = field(default_factory=tuple)
 
     @classmethod
-    def of(cls, results: Iterable[HostResult]) -> "GroupResult":
+    def of(cls, results: Iterable[HostResult[P]]) -> "GroupResult[P]":
         return cls(tuple(results))
 
     def __iter__(self):
@@ -51,20 +57,51 @@ class GroupResult:
     def __len__(self) -> int:
         return len(self.results)
 
-    def __getitem__(self, host: str) -> HostResult:
+    def __getitem__(self, host: str) -> HostResult[P]:
         for result in self.results:
             if result.host == host:
                 return result
         raise KeyError(host)
 
     @property
-    def succeeded(self) -> tuple[HostResult, ...]:
+    def succeeded(self) -> tuple[HostResult[P], ...]:
         return tuple(r for r in self.results if not r.failed)
 
     @property
-    def failed(self) -> tuple[HostResult, ...]:
+    def failed(self) -> tuple[HostResult[P], ...]:
         return tuple(r for r in self.results if r.failed)
 
     @property
     def all_ok(self) -> bool:
         return not self.failed
+
+
+@dataclass
+class Recap:
+    """Per host, how many results ended in each status (Ansible's PLAY RECAP), in first-seen order."""
+
+    counts: dict[str, Counter] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, results: Iterable[HostResult]) -> "Recap":
+        recap = cls()
+        for result in results:
+            recap.add(result)
+        return recap
+
+    def add(self, result: HostResult) -> None:
+        self.counts.setdefault(result.host, Counter())[result.status] += 1
+
+    def host_failed(self, host: str) -> bool:
+        counts = self.counts.get(host, Counter())
+        return bool(counts["failed"] or counts["unreachable"])
+
+    @property
+    def all_ok(self) -> bool:
+        return not any(self.host_failed(host) for host in self.counts)
+
+    def rows(self) -> list[tuple[str, dict[str, int]]]:
+        return [(host, {status: counts[status] for status in STATUSES}) for host, counts in self.counts.items()]
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        return dict(self.rows())

@@ -48,7 +48,7 @@ def run_build(args, out) -> int:
         for column in ("host", "status", "action", "image ID", "bytes received", "message"):
             table.add_column(column, overflow="fold")
         for r in report.results:
-            data = r.data or {}
+            data = r.payload or {}
             table.add_row(r.host, _status(r.status), data.get("action", ""), _short(data.get("image_id")),
                           str(data.get("bytes_received", "")), r.msg)
         out.print(table)
@@ -75,7 +75,7 @@ def run_status(args, out) -> int:
         for column in ("host", "status", "mode", "image", "image ID", "vLLM", "base digest", "note"):
             table.add_column(column, overflow="fold")
         for r in group:
-            data = r.data or {}
+            data = r.payload or {}
             table.add_row(r.host, _status(r.status), data.get("mode", ""), data.get("image", ""),
                           _short(data.get("image_id")), data.get("vllm_version") or "",
                           _short(data.get("base_digest")), r.msg)
@@ -85,7 +85,7 @@ def run_status(args, out) -> int:
 
 def _row(result) -> dict:
     return {"host": result.host, "status": result.status, "msg": result.msg, "elapsed_s": result.elapsed_s,
-            **(result.data or {})}
+            **(result.payload or {})}
 
 
 def _status(status: str):

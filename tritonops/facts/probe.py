@@ -45,7 +45,7 @@ def probe_task(disk_path: str, timeout: float):
         except ProbeOutputError as exc:
             return HostResult(spec.name, "failed", str(exc))
         issues = problems(facts)
-        return HostResult(spec.name, "failed" if issues else "ok", "; ".join(issues), data=facts)
+        return HostResult(spec.name, "failed" if issues else "ok", "; ".join(issues), payload=facts)
 
     return task
 
@@ -55,6 +55,6 @@ def probe_hosts(specs: Sequence[ConnectionSpec], forks: int = 10, *, accept_new_
     group = run_on_hosts(specs, probe_task(disk_path, timeout), forks=forks,
                          accept_new_host_keys=accept_new_host_keys)
     return ProbeReport(hosts=tuple(
-        HostProbe(host=r.host, status=r.status, msg=r.msg, elapsed_s=round(r.elapsed_s, 3), facts=r.data)
+        HostProbe(host=r.host, status=r.status, msg=r.msg, elapsed_s=round(r.elapsed_s, 3), facts=r.payload)
         for r in group
     ))

@@ -11,6 +11,7 @@ import docker
 from docker.errors import APIError, NotFound
 
 from tritonops.lab.plan import ExistingHost
+from tritonops.waiting import wait_until
 from tritonops.lab.request import HostSpec
 
 LABEL_LAB = "tritonops.lab"  # value: the lab's name prefix
@@ -141,13 +142,11 @@ def remove_host(client, prefix: str, host: str) -> None:
 
 def wait_inner_engine(container, timeout_s: float = 90.0) -> str | None:
     """The inner engine's version once it answers, else None."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def version() -> str | None:
         code, out = container.exec_run(["docker", "version", "--format", "{{.Server.Version}}"])
-        if code == 0:
-            return out.decode().strip()
-        time.sleep(0.5)
-    return None
+        return out.decode().strip() if code == 0 else None
+
+    return wait_until(version, timeout_s=timeout_s, interval_s=0.5)
 
 
 def inner_has_image(container, image_id: str) -> bool:

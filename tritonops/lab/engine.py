@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import docker
 from docker.errors import DockerException
 
 from tritonops.errors import TritonopsError
+from tritonops.waiting import GaveUp, wait_until
 
 # Programs the lab runs here, and the Debian package that brings each.
 REQUIRED_PROGRAMS = {"dockerd": "docker.io", "debootstrap": "debootstrap", "ssh-keygen": "openssh-client",
@@ -53,15 +53,16 @@ def start_dockerd(log_file: Path, timeout_s: float = 60.0) -> docker.DockerClien
     with log_file.open("ab") as log:
         proc = subprocess.Popen(["dockerd"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        client = _client()
-        if client is not None:
-            return client
-        if proc.poll() is not None:
-            raise EngineError(f"dockerd exited with code {proc.returncode}; see {log_file}")
-        time.sleep(0.5)
-    raise EngineError(f"dockerd did not answer within {timeout_s:.0f} s; see {log_file}")
+    def exited() -> str | None:
+        return f"dockerd exited with code {proc.returncode}; see {log_file}" if proc.poll() is not None else None
+
+    try:
+        client = wait_until(_client, timeout_s=timeout_s, interval_s=0.5, stop=exited)
+    except GaveUp as err:
+        raise EngineError(str(err)) from None
+    if client is None:
+        raise EngineError(f"dockerd did not answer within {timeout_s:.0f} s; see {log_file}")
+    return client
 
 
 def ensure_engine(state_dir: Path) -> tuple[docker.DockerClient, list[str]]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import socket
-import time
+
+from tritonops.waiting import wait_until
 
 
 def sshd_answers(address: str, port: int, timeout_s: float = 2.0) -> bool:
@@ -16,9 +17,5 @@ def sshd_answers(address: str, port: int, timeout_s: float = 2.0) -> bool:
 
 
 def wait_for_sshd(address: str, port: int, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if sshd_answers(address, port):
-            return True
-        time.sleep(0.3)
-    return False
+    return bool(wait_until(lambda: sshd_answers(address, port), timeout_s=timeout_s, interval_s=0.3,
+                           max_interval_s=1.0))

@@ -28,6 +28,8 @@ def open_regular_file(path: str | os.PathLike, where: str | None = None, *,
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise InputError(f"cannot read {what}: {err.strerror or err}", shown) from None
+    except ValueError:  # a NUL byte in the name
+        raise InputError(f"cannot read {what}: its name holds a NUL byte", shown) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -1,0 +1,160 @@
+"""Sessions that last across the phases of one run: each host's SSH session is opened once, on first
+use, and handed to every phase (probe, image, deploy tasks); a host that could not be reached is
+`unreachable` in every later phase without being dialled again.
+
+    with SessionPool(specs, forks=10) as pool:
+        facts = pool.run(read_facts_phase)            # GroupResult, one result per host
+        built = pool.run(build_phase, hosts=["a"])    # the same sessions
+Whatever a phase raises is that host's one-line result (see pool.py); the others go on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Sequence
+
+from tritonops.errors import TritonopsError
+from tritonops.results import GroupResult, HostResult
+from tritonops.text import printable
+from tritonops.transport.base import CommandTimeout, Transport, Unreachable
+from tritonops.transport.spec import ConnectionSpec
+
+
+@dataclass
+class HostSession:
+    """One host's open connection for the length of a run, and what phases keep about it."""
+
+    spec: ConnectionSpec
+    transport: Transport
+    extras: dict[str, Any] = field(default_factory=dict)  # e.g. the docker client riding this session
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def close(self) -> None:
+        for extra in self.extras.values():
+            close = getattr(extra, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # closing what rides a half-dead session must not raise
+                    pass
+        try:
+            self.transport.close()
+        except Exception:
+            pass
+
+
+Phase = Callable[[HostSession], HostResult]
+
+
+def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) -> Transport:
+    if spec.local:
+        from tritonops.transport.local import LocalTransport
+
+        return LocalTransport(spec.name)
+    from tritonops.transport.ssh import SshTransport  # paramiko is only needed for remote hosts
+
+    return SshTransport.open(spec, accept_new_host_keys=accept_new_host_keys)
+
+
+class SessionPool:
+    def __init__(self, specs: Sequence[ConnectionSpec], *, forks: int = 10, accept_new_host_keys: bool = False):
+        if forks < 1:
+            raise TritonopsError(f"--forks must be at least 1 (got {forks})")
+        names = [spec.name for spec in specs]
+        if len(set(names)) != len(names):
+            raise TritonopsError("a host is named twice: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+        self.specs = {spec.name: spec for spec in specs}
+        self.forks = forks
+        self.accept_new_host_keys = accept_new_host_keys
+        self._sessions: dict[str, HostSession] = {}
+        self._unreachable: dict[str, str] = {}
+        self._locks = {name: threading.Lock() for name in self.specs}
+
+    def __enter__(self) -> "SessionPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def unreachable(self) -> dict[str, str]:
+        """Hosts that could not be reached, and why (one line each)."""
+        return dict(self._unreachable)
+
+    def session(self, name: str) -> HostSession:
+        """The host's open session, opened now if this is its first use; Unreachable if it cannot be."""
+        with self._locks[name]:
+            if name in self._unreachable:
+                raise Unreachable(self._unreachable[name])
+            if name not in self._sessions:
+                spec = self.specs[name]
+                try:
+                    transport = open_transport(spec, accept_new_host_keys=self.accept_new_host_keys)
+                except Unreachable as exc:
+                    self._unreachable[name] = one_line(str(exc))
+                    raise Unreachable(self._unreachable[name]) from None
+                except Exception as exc:  # a missing proxy program, a bad key file, a library's surprise
+                    self._unreachable[name] = one_line(f"cannot connect to {spec.label}: {described(exc)}")
+                    raise Unreachable(self._unreachable[name]) from None
+                self._sessions[name] = HostSession(spec, transport)
+            return self._sessions[name]
+
+    def lost(self, name: str, why: str) -> None:
+        """The host's session broke mid-run: later phases report it unreachable."""
+        with self._locks[name]:
+            self._unreachable[name] = one_line(why)
+            session = self._sessions.pop(name, None)
+        if session is not None:
+            session.close()
+
+    def run(self, phase: Phase, hosts: Iterable[str] | None = None, *, task: str = "") -> GroupResult:
+        """`phase` on each host (all, or `hosts` in the given order), at most `forks` at once."""
+        names = list(self.specs) if hosts is None else list(hosts)
+        if not names:
+            return GroupResult()
+        with ThreadPoolExecutor(max_workers=min(self.forks, len(names)), thread_name_prefix="host") as pool:
+            futures = [pool.submit(self._run_one, name, phase, task) for name in names]
+            return GroupResult.of(future.result() for future in futures)
+
+    def _run_one(self, name: str, phase: Phase, task: str) -> HostResult:
+        started = time.monotonic()
+
+        def result(status: str, msg: str) -> HostResult:
+            return HostResult(name, status, one_line(msg), elapsed_s=time.monotonic() - started, task=task)
+
+        try:
+            session = self.session(name)
+        except Unreachable as exc:
+            return result("unreachable", str(exc))
+        try:
+            outcome = phase(session)
+        except Unreachable as exc:
+            self.lost(name, str(exc))
+            return result("unreachable", str(exc))
+        except (CommandTimeout, TritonopsError) as exc:
+            return result("failed", str(exc))
+        except Exception as exc:  # a bug or an unexpected host: report it on that host only
+            return result("failed", described(exc))
+        return replace(outcome, elapsed_s=time.monotonic() - started, task=outcome.task or task)
+
+    def close(self) -> None:
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.close()
+
+
+def one_line(text: str) -> str:
+    """A message as one line: later lines joined with ' | ', control characters dropped."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return printable(" | ".join(lines))
+
+
+def described(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
