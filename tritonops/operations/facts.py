@@ -1,0 +1,112 @@
+"""Facts an operation asks for about a host's files: queries (data) and their answers (data).
+
+All of one task's queries are answered by one run of `host_program.py` on the host (a stdlib program
+fed on stdin, like the probe); `parse_answers` is the pure parser of its output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tritonops.errors import TritonopsError
+
+TEXT_LIMIT = 1024 * 1024  # file contents up to this size come back (for --diff and JSON facts)
+
+
+@dataclass(frozen=True)
+class FileQuery:
+    """What is at `path`: kind, size, mode, sha256, link target; the text when `content` and small."""
+
+    path: str
+    content: bool = False
+
+
+@dataclass(frozen=True)
+class DirQuery:
+    """The names in the folder at `path` (empty when there is none)."""
+
+    path: str
+
+
+Query = FileQuery | DirQuery
+
+
+@dataclass(frozen=True)
+class FileFact:
+    path: str
+    kind: str  # "missing" | "file" | "dir" | "link" | "other"
+    size: int = 0
+    mode: int = 0
+    sha256: str | None = None
+    link_target: str | None = None
+    text: str | None = None  # for FileQuery(content=True): the UTF-8 text, if small enough
+
+    @property
+    def exists(self) -> bool:
+        return self.kind != "missing"
+
+
+@dataclass(frozen=True)
+class DirFact:
+    path: str
+    exists: bool
+    names: tuple[str, ...] = ()
+
+
+Fact = FileFact | DirFact
+
+
+class Facts:
+    """The answers to one task's queries, looked up by path."""
+
+    def __init__(self, answers: dict[Query, Fact] | None = None):
+        self._answers = dict(answers or {})
+
+    def file(self, path: str) -> FileFact:
+        for query, fact in self._answers.items():
+            if isinstance(query, FileQuery) and query.path == path:
+                return fact
+        raise KeyError(f"no file fact was asked for {path}")
+
+    def dir(self, path: str) -> DirFact:
+        for query, fact in self._answers.items():
+            if isinstance(query, DirQuery) and query.path == path:
+                return fact
+        raise KeyError(f"no folder fact was asked for {path}")
+
+    @classmethod
+    def of(cls, *facts: Fact) -> "Facts":
+        """For tests: facts given directly, keyed by the query that would have produced them."""
+        answers: dict[Query, Fact] = {}
+        for fact in facts:
+            query = FileQuery(fact.path, fact.text is not None) if isinstance(fact, FileFact) else DirQuery(fact.path)
+            answers[query] = fact
+        return cls(answers)
+
+
+def queries_json(queries: list[Query]) -> bytes:
+    return json.dumps([{"kind": "file" if isinstance(q, FileQuery) else "dir", "path": q.path,
+                        "content": getattr(q, "content", False), "text_limit": TEXT_LIMIT} for q in queries]).encode()
+
+
+def parse_answers(queries: list[Query], output: str) -> Facts:
+    """The host program's JSON answers (one per query, in order) -> Facts."""
+    try:
+        answers = json.loads(output)
+    except ValueError:
+        raise TritonopsError(f"the host's fact program answered something that is not JSON: {output[:120]!r}") from None
+    if not isinstance(answers, list) or len(answers) != len(queries):
+        raise TritonopsError("the host's fact program answered the wrong number of facts")
+    return Facts({query: _fact(query, answer) for query, answer in zip(queries, answers)})
+
+
+def _fact(query: Query, answer: Any) -> Fact:
+    if not isinstance(answer, dict):
+        raise TritonopsError(f"a fact about {query.path} is not an object")
+    if isinstance(query, DirQuery):
+        return DirFact(query.path, bool(answer.get("exists")), tuple(sorted(answer.get("names") or ())))
+    return FileFact(query.path, str(answer.get("kind", "missing")), int(answer.get("size") or 0),
+                    int(answer.get("mode") or 0), answer.get("sha256"), answer.get("link_target"),
+                    answer.get("text"))

@@ -1,0 +1,103 @@
+"""The program tritonops runs on a host (python3 -c, stdlib only, nothing installed) to read file
+facts and to carry out file steps atomically. Its source is sent as the -c argument; the action and
+its values are separate arguments, quoted by shlex.join, never pasted into the source.
+
+    python3 -c SRC facts                 stdin: JSON queries   stdout: JSON answers
+    python3 -c SRC put PATH MODE         stdin: the bytes      (temp file in the same folder, fsync, rename)
+    python3 -c SRC mkdir PATH MODE
+    python3 -c SRC symlink PATH TARGET   (temp link, rename: atomic replace)
+    python3 -c SRC remove PATH RECURSIVE
+"""
+
+SOURCE = r'''
+import hashlib, json, os, shutil, stat, sys, tempfile
+
+def file_fact(q):
+    path = q["path"]
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {"kind": "missing"}
+    except NotADirectoryError:
+        return {"kind": "missing"}
+    if stat.S_ISLNK(st.st_mode):
+        return {"kind": "link", "link_target": os.readlink(path)}
+    if stat.S_ISDIR(st.st_mode):
+        return {"kind": "dir", "mode": stat.S_IMODE(st.st_mode)}
+    if not stat.S_ISREG(st.st_mode):
+        return {"kind": "other"}
+    digest = hashlib.sha256()
+    text = None
+    with open(path, "rb") as handle:
+        head = b""
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+            if q.get("content") and len(head) <= q["text_limit"]:
+                head += chunk
+    if q.get("content") and len(head) <= q["text_limit"]:
+        try:
+            text = head.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+    return {"kind": "file", "size": st.st_size, "mode": stat.S_IMODE(st.st_mode), "sha256": digest.hexdigest(),
+            "text": text}
+
+def dir_fact(q):
+    try:
+        return {"exists": True, "names": sorted(os.listdir(q["path"]))}
+    except (FileNotFoundError, NotADirectoryError):
+        return {"exists": False, "names": []}
+
+def put(path, mode):
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tritonops-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, int(mode, 8))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+def symlink(path, target):
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, ".tritonops-link-%d" % os.getpid())
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
+
+def remove(path, recursive):
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        if recursive == "1":
+            shutil.rmtree(path)
+        else:
+            os.rmdir(path)
+
+action, args = sys.argv[1], sys.argv[2:]
+if action == "facts":
+    queries = json.load(sys.stdin)
+    json.dump([file_fact(q) if q["kind"] == "file" else dir_fact(q) for q in queries], sys.stdout)
+elif action == "put":
+    put(args[0], args[1])
+elif action == "mkdir":
+    os.makedirs(args[0], mode=int(args[1], 8), exist_ok=True)
+elif action == "symlink":
+    symlink(args[0], args[1])
+elif action == "remove":
+    remove(args[0], args[1])
+else:
+    sys.exit("unknown action " + action)
+'''
+
+
+def argv(action: str, *values: str, python: str = "python3") -> tuple[str, ...]:
+    return (python, "-c", SOURCE, action, *values)

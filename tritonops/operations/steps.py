@@ -1,0 +1,64 @@
+"""Steps: what an operation asks to be done on a host. Data only; `execute.py` carries them out."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class PutFile:
+    """Write `content` to `path` atomically (a temporary name in the same folder, then rename)."""
+
+    path: str
+    content: bytes = field(repr=False)
+    mode: int = 0o644
+
+    def describe(self) -> str:
+        return f"put {self.path} ({len(self.content):,} bytes, mode {self.mode:o})"
+
+
+@dataclass(frozen=True)
+class MakeDir:
+    path: str
+    mode: int = 0o755
+
+    def describe(self) -> str:
+        return f"mkdir {self.path}"
+
+
+@dataclass(frozen=True)
+class Symlink:
+    """Point `path` at `target`, replacing an existing link atomically."""
+
+    path: str
+    target: str
+
+    def describe(self) -> str:
+        return f"link {self.path} -> {self.target}"
+
+
+@dataclass(frozen=True)
+class Remove:
+    """Remove a file, a link or (recursive=True) a directory tree under `path`."""
+
+    path: str
+    recursive: bool = False
+
+    def describe(self) -> str:
+        return f"remove {self.path}"
+
+
+@dataclass(frozen=True)
+class Run:
+    """Run an argument list on the host (quoted by `shlex.join` for the remote shell, never pasted)."""
+
+    argv: tuple[str, ...]
+    stdin: bytes | None = field(default=None, repr=False)
+    timeout_s: float = 600.0
+
+    def describe(self) -> str:
+        return shlex.join(self.argv)
+
+
+Step = PutFile | MakeDir | Symlink | Remove | Run
