@@ -109,10 +109,15 @@ def _var_sources(draft: InventoryDraft, tree: GroupTree, var_dirs: list[str], de
 
 
 def _given(values: Mapping[str, Any], source: str, base_dir: str) -> dict[str, Setting]:
+    """Values given by the caller; a value that is already a Setting keeps its own provenance
+    (role defaults read from roles/<r>/defaults/main.yml carry their file:line)."""
     where = "-e" if source.startswith("extra") else source
-    for name in values:
-        check_var_name(name, where)
-    return {name: Setting(value, source, where, base_dir) for name, value in values.items()}
+    settings = {}
+    for name, value in values.items():
+        given = value if isinstance(value, Setting) else Setting(value, source, where, base_dir)
+        check_var_name(name, given.where)
+        settings[name] = given
+    return settings
 
 
 def _every_setting(sources: VarSources) -> Iterator[tuple[str, Setting]]:
