@@ -8,7 +8,7 @@ from typing import Sequence
 from tritonops.errors import HostError
 from tritonops.operations import host_program
 from tritonops.operations.facts import Facts, Query, parse_answers, queries_json
-from tritonops.operations.steps import MakeDir, PutFile, Remove, Run, Step, Symlink
+from tritonops.operations.steps import MakeDir, PutFile, Remove, Rename, Run, Step, Symlink
 from tritonops.transport.base import CommandResult, Transport
 
 FACT_TIMEOUT_S = 120.0
@@ -31,6 +31,8 @@ def run_step(transport: Transport, step: Step) -> CommandResult:
         return _run(transport, host_program.argv("symlink", step.path, step.target))
     if isinstance(step, Remove):
         return _run(transport, host_program.argv("remove", step.path, "1" if step.recursive else "0"))
+    if isinstance(step, Rename):
+        return _run(transport, host_program.argv("rename", step.path, step.target))
     if isinstance(step, Run):
         return _run(transport, step.argv, stdin=step.stdin, timeout=step.timeout_s)
     if hasattr(step, "run_on"):  # a step type of its own (e.g. the weights transfer) carries its executor

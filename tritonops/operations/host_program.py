@@ -7,6 +7,9 @@ its values are separate arguments, quoted by shlex.join, never pasted into the s
     python3 -c SRC mkdir PATH MODE
     python3 -c SRC symlink PATH TARGET   (temp link, rename: atomic replace)
     python3 -c SRC remove PATH RECURSIVE
+    python3 -c SRC rename PATH TARGET     (refused when TARGET exists)
+    python3 -c SRC lock PATH STALE_S BREAK  stdin: owner JSON; stdout: acquired, or who holds it
+    python3 -c SRC unlock PATH TOKEN     (only the holder's token removes it)
 """
 
 SOURCE = r'''
@@ -82,6 +85,43 @@ def remove(path, recursive):
         else:
             os.rmdir(path)
 
+def lock(path, stale_s, break_lock):
+    import time
+    owner = sys.stdin.read()
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        try:
+            with open(path) as handle:
+                held = handle.read()
+            age = time.time() - os.stat(path).st_mtime
+        except FileNotFoundError:  # released between our two looks: try once more
+            return lock(path, stale_s, break_lock)
+        if break_lock != "1" and age <= float(stale_s):
+            json.dump({"acquired": False, "owner": held, "age_s": age}, sys.stdout)
+            return
+        fd_tmp, tmp = tempfile.mkstemp(dir=folder, prefix=".tritonops-lock-")
+        with os.fdopen(fd_tmp, "w") as out:
+            out.write(owner)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+        json.dump({"acquired": True, "broke": held, "age_s": age}, sys.stdout)
+        return
+    with os.fdopen(fd, "w") as out:
+        out.write(owner)
+    json.dump({"acquired": True}, sys.stdout)
+
+def unlock(path, token):
+    try:
+        with open(path) as handle:
+            held = json.load(handle)
+    except (FileNotFoundError, ValueError):
+        return
+    if held.get("token") == token:
+        os.unlink(path)
+
 action, args = sys.argv[1], sys.argv[2:]
 if action == "facts":
     queries = json.load(sys.stdin)
@@ -94,6 +134,14 @@ elif action == "symlink":
     symlink(args[0], args[1])
 elif action == "remove":
     remove(args[0], args[1])
+elif action == "lock":
+    lock(args[0], args[1], args[2])
+elif action == "unlock":
+    unlock(args[0], args[1])
+elif action == "rename":
+    if os.path.lexists(args[1]):
+        sys.exit("rename: %s already exists" % args[1])
+    os.rename(args[0], args[1])
 else:
     sys.exit("unknown action " + action)
 '''

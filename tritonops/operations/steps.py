@@ -50,6 +50,17 @@ class Remove:
 
 
 @dataclass(frozen=True)
+class Rename:
+    """Move `path` to `target` in one rename (same file system): how a finished folder appears at once."""
+
+    path: str
+    target: str
+
+    def describe(self) -> str:
+        return f"rename {self.path} -> {self.target}"
+
+
+@dataclass(frozen=True)
 class Run:
     """Run an argument list on the host (quoted by `shlex.join` for the remote shell, never pasted)."""
 
@@ -61,4 +72,4 @@ class Run:
         return shlex.join(self.argv)
 
 
-Step = PutFile | MakeDir | Symlink | Remove | Run
+Step = PutFile | MakeDir | Symlink | Remove | Rename | Run

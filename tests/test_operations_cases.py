@@ -1,0 +1,39 @@
+"""Operations tested as data, the way pyinfra tests its operations: each file under
+tests/operations/<operation>/<case>.json holds the arguments, the facts the host would answer,
+and the exact steps expected. No host is involved: operations are pure."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonops.operations.facts import DirFact, Facts, FileFact
+from tritonops.operations.registry import operation_named
+
+CASES = sorted((Path(__file__).parent / "operations").glob("*/*.json"))
+
+
+def facts_of(data: dict) -> Facts:
+    facts = [FileFact(path, **fact) for path, fact in data.get("files", {}).items()]
+    for path, names in data.get("dirs", {}).items():
+        facts.append(DirFact(path, False) if isinstance(names, dict) else DirFact(path, True, tuple(names)))
+    return Facts.of(*facts)
+
+
+def step_data(step) -> dict:
+    data = {"type": type(step).__name__, **vars(step)}
+    if isinstance(data.get("content"), bytes):
+        data["content"] = data["content"].decode()
+    return data
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_operation_case(case):
+    data = json.loads(case.read_text())
+    operation = operation_named(case.parent.name)
+    args = operation.Args.model_validate(data["args"])
+    assert [step_data(step) for step in operation.steps(args, facts_of(data["facts"]))] == data["steps"]
+
+
+def test_there_are_cases_for_every_builtin_file_operation():
+    assert {path.parent.name for path in CASES} >= {"put_file", "directory", "symlink", "release"}

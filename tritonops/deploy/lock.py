@@ -1,0 +1,85 @@
+"""The host lock: one run that writes at a time on a deployment (`<root>/lock`, owner inside).
+
+A second run is refused naming the owner (who, from where, which command, since when). A lock older
+than `stale_after_s` is taken over (the holder is gone: a killed run), and `--break-lock` takes it
+over at any age. Only the holder's token removes it. Taken with O_EXCL on the host, so two
+controllers racing for the same host cannot both win.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import posixpath
+import shlex
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+from tritonops.errors import HostError
+from tritonops.operations import host_program
+from tritonops.transport.base import Transport
+
+LOCK_FILE = "lock"
+DEFAULT_STALE_AFTER_S = 6 * 3600.0
+
+
+@dataclass(frozen=True)
+class LockOwner:
+    token: str
+    user: str
+    controller: str
+    pid: int
+    command: str
+    since: str  # UTC, ISO 8601
+
+    @classmethod
+    def here(cls, command: str, clock=time.time) -> "LockOwner":
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+        return cls(uuid.uuid4().hex, getpass.getuser(), socket.gethostname(), os.getpid(), command, since)
+
+    def to_json(self) -> str:
+        return json.dumps(vars(self))
+
+
+@dataclass(frozen=True)
+class LockOutcome:
+    acquired: bool
+    held_by: str = ""    # the other owner, described (refused, or broken)
+    age_s: float = 0.0
+
+
+def describe_owner(text: str) -> str:
+    """'alice@ctl (pid 42, deploy since 2026-12-01T08:00:00Z)' from a lock file's text, whatever it holds."""
+    try:
+        owner = json.loads(text)
+        return (f"{owner['user']}@{owner['controller']} (pid {owner['pid']}, {owner['command']} "
+                f"since {owner['since']})")
+    except (ValueError, KeyError, TypeError):
+        return repr(text[:80])
+
+
+def acquire(transport: Transport, root: str, owner: LockOwner, *, stale_after_s: float = DEFAULT_STALE_AFTER_S,
+            break_lock: bool = False) -> LockOutcome:
+    path = posixpath.join(root, LOCK_FILE)
+    argv = host_program.argv("lock", path, f"{stale_after_s:g}", "1" if break_lock else "0")
+    result = transport.run(shlex.join(argv), stdin=owner.to_json().encode(), timeout=60)
+    if not result.ok:
+        raise HostError(transport.name, f"cannot take the lock {path}: {result.tail(2)}")
+    answer = json.loads(result.stdout)
+    held = describe_owner(answer["owner"] if "owner" in answer else answer.get("broke", ""))
+    return LockOutcome(bool(answer["acquired"]), held if ("owner" in answer or "broke" in answer) else "",
+                       float(answer.get("age_s", 0.0)))
+
+
+def release(transport: Transport, root: str, owner: LockOwner) -> None:
+    argv = host_program.argv("unlock", posixpath.join(root, LOCK_FILE), owner.token)
+    transport.run(shlex.join(argv), timeout=60)
+
+
+def refusal(host: str, outcome: LockOutcome) -> str:
+    minutes = outcome.age_s / 60
+    return (f"locked by {outcome.held_by}, {minutes:.0f} min ago: another run is deploying to {host}; "
+            f"wait for it, or pass --break-lock if it is gone")

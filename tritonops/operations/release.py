@@ -1,0 +1,114 @@
+"""release: a release folder on the host holding the rendered model repository and release.json.
+
+A release is named `<created>-<digest8>`: sortable by time, and matched by the digest of what it
+contains (the rendered files, the image ID, the weights manifests' digest) — so a run whose content
+already has a release on the host creates nothing. The folder is written under a hidden temporary
+name and renamed into place, so `releases/` never shows a half-written release. This operation never
+switches `current`: the health gate does, after the new release has answered (deploy, part 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from typing import Any, ClassVar, Iterable
+
+from pydantic import field_validator
+
+from tritonops.errors import InputError
+from tritonops.operations.base import Args
+from tritonops.operations.facts import DirQuery, Facts, Query
+from tritonops.operations.registry import register
+from tritonops.operations.steps import MakeDir, PutFile, Rename, Step
+from tritonops.values.names import safe_name
+
+REPOSITORY_DIR = "model_repository"
+RELEASE_FILE = "release.json"
+
+
+class ReleaseArgs(Args):
+    root: str                     # /opt/tritonops/<deployment>
+    files: dict[str, str]         # model repository path -> text (e.g. chat/config.pbtxt, chat/1/model.json)
+    image_id: str
+    weights_digest: str = ""
+    created: str                  # UTC, compact: 20261201T082000Z (one value for the whole run)
+    metadata: dict[str, Any] = {}  # engine plan and reasons, inventory digest, tritonops version, who
+
+    @field_validator("root")
+    @classmethod
+    def _absolute(cls, root: str) -> str:
+        if not posixpath.isabs(root) or ".." in root.split("/"):
+            raise ValueError(f"must be an absolute path without '..', not {root!r}")
+        return posixpath.normpath(root)
+
+    @field_validator("files")
+    @classmethod
+    def _relative_paths(cls, files: dict[str, str]) -> dict[str, str]:
+        for path in files:
+            for part in path.split("/"):
+                _checked(safe_name, part, "a model repository path part")
+        return files
+
+    @field_validator("created")
+    @classmethod
+    def _compact_time(cls, created: str) -> str:
+        return _checked(safe_name, created, "release time")
+
+
+def _checked(check, value, what):
+    """A values.* check inside a pydantic validator: its InputError becomes the ValueError pydantic reports."""
+    try:
+        return check(value, what)
+    except InputError as err:
+        raise ValueError(err.what) from None
+
+
+def content_digest(args: ReleaseArgs) -> str:
+    """What makes two releases the same: files, image, weights (not who or when)."""
+    digest = hashlib.sha256()
+    for part in (json.dumps(args.files, sort_keys=True), args.image_id, args.weights_digest):
+        encoded = part.encode()
+        digest.update(len(encoded).to_bytes(8, "big") + encoded)
+    return digest.hexdigest()
+
+
+def release_id(args: ReleaseArgs) -> str:
+    return f"{args.created}-{content_digest(args)[:8]}"
+
+
+def release_json(args: ReleaseArgs) -> str:
+    body = {"id": release_id(args), "created": args.created, "content_digest": content_digest(args),
+            "image_id": args.image_id, "weights_digest": args.weights_digest,
+            "files": {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(args.files.items())},
+            **args.metadata}
+    return json.dumps(body, indent=2, sort_keys=False) + "\n"
+
+
+def existing_release(names: Iterable[str], digest: str) -> str | None:
+    """The release already holding this content, if any (the newest one)."""
+    matching = sorted(name for name in names if name.endswith("-" + digest[:8]) and not name.startswith("."))
+    return matching[-1] if matching else None
+
+
+class ReleaseOperation:
+    name: ClassVar[str] = "release"
+    Args: ClassVar[type[Args]] = ReleaseArgs
+
+    def facts(self, args: ReleaseArgs) -> Iterable[Query]:
+        return [DirQuery(posixpath.join(args.root, "releases"))]
+
+    def steps(self, args: ReleaseArgs, facts: Facts) -> Iterable[Step]:
+        releases = posixpath.join(args.root, "releases")
+        if existing_release(facts.dir(releases).names, content_digest(args)):
+            return
+        final = posixpath.join(releases, release_id(args))
+        partial = posixpath.join(releases, "." + release_id(args) + ".partial")
+        yield MakeDir(partial)
+        for path, text in sorted(args.files.items()):
+            yield PutFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode())
+        yield PutFile(posixpath.join(partial, RELEASE_FILE), release_json(args).encode())
+        yield Rename(partial, final)
+
+
+release = register(ReleaseOperation())
