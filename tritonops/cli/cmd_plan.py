@@ -1,18 +1,19 @@
-"""`tritonops plan`: the engine plan per inventory host, and the files it would write."""
+"""`tritonops plan`: the engine plan per inventory host, and the files it would write.
+
+Parsing and printing only: the flow (facts -> model entries -> sizing -> model repository) is
+`tritonops.planning`, which `deploy` runs too."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
-from tritonops.cli.cmd_size import add_engine_options, print_plan, request_from_args
+from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option, selected_hosts
-from tritonops.errors import InputError, TritonopsError
+from tritonops.errors import InputError
 from tritonops.facts.model import HostFacts, ProbeReport
-from tritonops.render import render_config_pbtxt, render_model_json
-from tritonops.sizing.fleet import HOST_VARS, HostPlan, model_ref_for, plan_for_hosts
+from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
 from tritonops.values.files import read_regular_text
 from tritonops.values.names import safe_name
 
@@ -64,58 +65,52 @@ def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, s
     return facts, why
 
 
-def load_models(refs: set[str]) -> tuple[dict, dict[str, str]]:
-    from tritonops.sizing.model_source import load_model_spec
-
-    models, errors = {}, {}
-    for ref in sorted(refs):
-        try:
-            models[ref] = load_model_spec(ref)
-        except TritonopsError as err:
-            errors[ref] = str(err)
-    return models, errors
-
-
 def run(args, out) -> int:
     if not args.inventory:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
     safe_name(args.model_name, "model name", "--model-name")
     base = request_from_args(args, args.model or "")
     hosts = selected_hosts(args)
-    host_vars = {h.name: dict(h.vars) for h in hosts}
-    var_where = {h.name: {var: h.setting(var).where for var in HOST_VARS if var in h.history} for h in hosts}
-    refs = {model_ref_for(args.model, v) for v in host_vars.values()} - {None}
-    models, model_errors = load_models(refs)
+    models, model_errors = load_models_for(hosts, args.model, args.model_name)
     facts, why = collect_facts(args, hosts)
-    plans = plan_for_hosts(facts, host_vars, models, base, args.model, model_errors, var_where)
-    plans = [replace(p, error=why[p.host]) if p.plan is None and facts.get(p.host) is None and p.model
-             else p for p in plans]
+    plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why,
+                       default_model=args.model, default_name=args.model_name, metrics=not args.no_metrics)
     if args.json:
-        out.json([_host_json(p, args) for p in plans])
+        out.json([_host_json(p) for p in plans])
     else:
         for hp in plans:
-            _print_host(out, hp, args)
+            _print_host(out, hp)
     return 0 if all(p.ok for p in plans) else 1
 
 
-def _files(hp: HostPlan, args) -> dict[str, str]:
-    if hp.plan is None or not hp.plan.fits:
-        return {}
-    return {"config.pbtxt": render_config_pbtxt(args.model_name, metrics=not args.no_metrics),
-            "1/model.json": render_model_json(hp.plan)}
+def _host_json(hp: HostDeployPlan) -> dict:
+    """The host, and (the single-model form, kept for scripts) its first model's reference, plan
+    and files relative to that model's folder; `models` and `repository` hold every model."""
+    first = hp.models[0] if hp.models else None
+    prefix = f"{first.name}/" if first else ""
+    own = {path[len(prefix):]: text for path, text in hp.files.items() if first and path.startswith(prefix)}
+    errors = hp.errors
+    return {"host": hp.host, "model": first.model if first else "", "ok": hp.ok,
+            "error": "; ".join(errors) if errors else None,
+            "plan": first.plan.to_dict() if first and first.plan else None, "files": own,
+            "models": [{"name": m.name, "version": m.version, "model": m.model, "ok": m.ok, "error": m.error,
+                        "plan": m.plan.to_dict() if m.plan else None} for m in hp.models],
+            "repository": dict(hp.files), "notes": list(hp.notes)}
 
 
-def _host_json(hp: HostPlan, args) -> dict:
-    return {"host": hp.host, "model": hp.model, "ok": hp.ok, "error": hp.error,
-            "plan": hp.plan.to_dict() if hp.plan else None, "files": _files(hp, args)}
-
-
-def _print_host(out, hp: HostPlan, args) -> None:
+def _print_host(out, hp: HostDeployPlan) -> None:
     out.print(styled(f"\n== {hp.host}", "bold"))
-    if hp.plan is None:
+    if hp.error:
         out.print(line(styled("error:", "red"), " ", hp.error))
-        return
-    print_plan(out, hp.plan)
-    for name, text in _files(hp, args).items():
-        out.print(styled(f"--- {args.model_name}/{name}", "dim"))
+    several = len(hp.models) > 1
+    for m in hp.models:
+        if m.plan is not None:
+            print_plan(out, m.plan)
+        if m.error:
+            out.print(line(styled("error:", "red"), " ", f"{m.name} version {m.version}: " if several else "",
+                           m.error))
+    for note in hp.notes:
+        out.print(line(styled("note:", "yellow"), " ", note))
+    for path, text in hp.files.items():
+        out.print(styled(f"--- {path}", "dim"))
         out.print(styled(text.rstrip("\n")))

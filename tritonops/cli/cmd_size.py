@@ -4,50 +4,12 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tritonops.cli.output import line, styled
+from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.errors import InputError
 from tritonops.sizing.chooser import size_engine
-from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
-from tritonops.sizing.explain import headline, memory_line, plan_rows
 from tritonops.sizing.gpu_catalog import GPU_CATALOG
 from tritonops.sizing.gpu_spec import MAX_GPUS_PER_HOST, gpu_spec_from_catalog, gpu_spec_from_numbers
 from tritonops.sizing.model_catalog import catalog_ids
-from tritonops.sizing.request_numbers import flag, request_number
-from tritonops.sizing.versions import DEFAULT_VLLM_VERSION
-
-
-def add_engine_options(parser) -> None:
-    """The engine arguments `size` and `plan` share. Given ones are checked, not chosen."""
-    g = parser.add_argument_group("engine arguments (left out: chosen, or vLLM's default for the version)")
-    g.add_argument("--vllm-version", default=None, metavar="V",
-                   help=f"vLLM version to size for (default {DEFAULT_VLLM_VERSION}, the pinned image's)")
-    # numbers are read as text and checked by request_numbers (one message for every bad value)
-    g.add_argument("--tensor-parallel-size", metavar="T")
-    g.add_argument("--gpu-memory-utilization", metavar="U", help="in (0, 1]")
-    g.add_argument("--max-model-len", metavar="L", help="check this length instead of choosing one")
-    g.add_argument("--max-context", metavar="L", help="cap for the chosen max_model_len")
-    g.add_argument("--max-num-seqs", metavar="N")
-    g.add_argument("--max-num-batched-tokens", metavar="B")
-    g.add_argument("--dtype", choices=("auto", "float16", "half", "bfloat16", "float32"))
-    g.add_argument("--kv-cache-dtype", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2"))
-    g.add_argument("--enforce-eager", action="store_true", default=None)
-    g.add_argument("--prefer", choices=("fewest-gpus", "latency"), default="fewest-gpus",
-                   help="fewest-gpus: the smallest TP that holds the target context (default); "
-                        "latency: the largest TP that fits")
-    g.add_argument("--concurrency", default=1, metavar="N",
-                   help="full-length requests the KV cache must hold at once (default 1)")
-
-
-_NUMBER_FLAGS = ("tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "max_context",
-                 "max_num_seqs", "max_num_batched_tokens", "concurrency")
-
-
-def request_from_args(args, model_ref: str) -> SizingRequest:
-    numbers = {field: request_number(field, getattr(args, field), flag(field))
-               for field in _NUMBER_FLAGS if getattr(args, field) is not None}
-    return SizingRequest(
-        model_ref=model_ref, vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION, dtype=args.dtype,
-        kv_cache_dtype=args.kv_cache_dtype, enforce_eager=args.enforce_eager, prefer=args.prefer, **numbers)
 
 
 def register(subparsers, common) -> None:
@@ -95,25 +57,6 @@ def run(args, out) -> int:
     else:
         print_plan(out, plan)
     return 0 if plan.fits else 1
-
-
-def print_plan(out, plan: EnginePlan, title: str | None = None) -> None:
-    out.print(styled(title or headline(plan), "bold" if plan.fits else "bold red"))
-    table = Table(show_header=True, header_style="bold")
-    table.add_column("engine argument")
-    table.add_column("value", justify="right")
-    table.add_column("why")
-    for name, value, reason in plan_rows(plan):
-        table.add_row(name, value, reason)
-    out.print(table)
-    out.print(memory_line(plan))
-    for problem in plan.problems:
-        out.print(line(styled("problem:", "red"), " ", problem))
-    for alt in plan.alternatives:
-        out.print(line(styled("would fit:", "cyan"), " ", alt.summary) if alt.available else
-                  line(styled("later:", "dim"), " ", alt.summary))
-    for note in plan.notes:
-        out.print(line(styled("note:", "yellow"), " ", note))
 
 
 def _list(args, out) -> int:

@@ -20,13 +20,18 @@ def _parameter(key: str, value: str) -> str:
 
 
 def render_config_pbtxt(model_name: str | None = None, metrics: bool = True,
-                        health_check: bool = False) -> str:
+                        health_check: bool = False, versions: tuple[int, ...] | None = None) -> str:
+    """`versions`: load exactly these (a `specific` version policy); None: Triton's default, the
+    latest version only."""
     lines = []
     if model_name is not None:
         # the name is the model's directory on the host too: the safe alphabet, nothing to escape
         lines.append(f"name: \"{safe_name(model_name, 'model name')}\"\n")
     lines.append("backend: \"vllm\"\n")
     lines.append("max_batch_size: 0\n")
+    if versions:
+        listed = ", ".join(str(int(v)) for v in versions)
+        lines.append(f"version_policy: {{ specific: {{ versions: [ {listed} ] }} }}\n")
     lines.append("model_transaction_policy {\n  decoupled: true\n}\n")
     lines.append("instance_group [\n  {\n    count: 1\n    kind: KIND_MODEL\n  }\n]\n")
     if metrics:

@@ -1,7 +1,7 @@
 """Sizing: choose vLLM engine arguments from a model and the GPUs it gets (pure code).
 
-Entry points: `size_engine(model_spec, gpu_spec, request) -> EnginePlan`,
-`plan_for_hosts(...)` for a fleet; `model_source.load_model_spec` is the only I/O.
+Entry point: `size_engine(model_spec, gpu_spec, request) -> EnginePlan`; a fleet of hosts is
+`tritonops.planning`. `model_source.load_model_spec` is the only I/O.
 """
 
 from tritonops.sizing.chooser import size_engine

@@ -1,0 +1,123 @@
+"""`plan_hosts`: every host's models sized for its probed GPUs, checked, and rendered as the
+model repository it would get. Pure given the loaded models; a bad value or a model that does
+not fit is that host's error, never the whole run's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from tritonops.errors import TritonopsError
+from tritonops.facts.model import HostFacts
+from tritonops.planning.entries import ModelEntry, host_where, model_entries
+from tritonops.render.model_repository import RepositoryModel, render_model_repository
+from tritonops.sizing.chooser import size_engine
+from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
+from tritonops.sizing.fleet import HOST_VARS, host_request
+from tritonops.sizing.gpu_spec import gpu_spec_from_facts
+from tritonops.sizing.model_spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class ModelInstancePlan:
+    """One version of one Triton model: one vLLM engine, its plan and the model.json it gets."""
+
+    name: str
+    version: int
+    model: str                       # the model reference (Hugging Face id or directory)
+    plan: EnginePlan | None = None
+    model_json: dict = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.plan is not None and self.plan.fits
+
+
+@dataclass(frozen=True)
+class HostDeployPlan:
+    """What one host should run. `files` is the model repository (path relative to
+    `model_repository/` -> text), filled only when the whole host is ok: a host with any error
+    is not to be touched."""
+
+    host: str
+    models: tuple[ModelInstancePlan, ...] = ()
+    files: dict = field(default_factory=dict)
+    error: str | None = None         # host-level: no facts, no GPU, bad variables, shared GPUs, RAM
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.models) and all(m.ok for m in self.models)
+
+    @property
+    def errors(self) -> list[str]:
+        """Every error, the host's first, each model's named when there are several."""
+        found = [self.error] if self.error else []
+        several = len(self.models) > 1
+        for m in self.models:
+            if m.error:
+                found.append(f"{m.name} version {m.version}: {m.error}" if several else m.error)
+        return found
+
+
+def plan_hosts(hosts: Iterable, facts_by_host: Mapping[str, HostFacts | None], request: SizingRequest,
+               models: Mapping[str, ModelSpec], model_errors: Mapping[str, str] | None = None,
+               why_no_facts: Mapping[str, str] | None = None, default_model: str | None = None,
+               default_name: str = "vllm_model", metrics: bool = True) -> list[HostDeployPlan]:
+    """One `HostDeployPlan` per host, in the hosts' order.
+
+    `hosts`: inventory hosts (name, vars, where each var was set); `facts_by_host`: probe facts by
+    host name, None (or absent) when the host has none, `why_no_facts` saying why; `request`: the
+    base request (flags), which each host's variables and model entries override; `models`: every
+    model reference in use, loaded (`model_errors`: why one could not be)."""
+    return [plan_host(host, facts_by_host.get(host.name), request, models, model_errors or {},
+                      (why_no_facts or {}).get(host.name), default_model, default_name, metrics)
+            for host in hosts]
+
+
+def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Mapping[str, ModelSpec],
+              model_errors: Mapping[str, str], why_no_facts: str | None, default_model: str | None,
+              default_name: str = "vllm_model", metrics: bool = True) -> HostDeployPlan:
+    name = host.name
+    try:
+        entries = model_entries(host, default_model, default_name)
+    except TritonopsError as err:
+        return HostDeployPlan(name, error=str(err))
+    if not entries:
+        return HostDeployPlan(name, error="no model: pass --model or set tritonops_model")
+    unplanned = tuple(ModelInstancePlan(e.name, v, e.model_ref) for e in entries for v in e.versions)
+    if facts is None:
+        return HostDeployPlan(name, unplanned, error=why_no_facts or "no facts (host not probed)")
+    try:
+        gpus = gpu_spec_from_facts(facts, f"probe facts of {name}")
+        if gpus is None:
+            return HostDeployPlan(name, unplanned, error=facts.nvidia.error or "no NVIDIA GPU found")
+        where = {var: host_where(host, var) for var in HOST_VARS}
+        base = host_request(request, host.vars, {k: v for k, v in where.items() if v})
+        base = replace(base, host_ram_bytes=facts.system.ram_total_bytes)
+    except TritonopsError as err:
+        return HostDeployPlan(name, unplanned, error=str(err))
+    instances = tuple(inst for entry in entries
+                      for inst in _plan_entry(entry, base, gpus, models, model_errors))
+    if not all(i.ok for i in instances):
+        return HostDeployPlan(name, instances)
+    files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
+                                    metrics=metrics)
+    return HostDeployPlan(name, instances, files=files)
+
+
+def _plan_entry(entry: ModelEntry, base: SizingRequest, gpus, models: Mapping[str, ModelSpec],
+                model_errors: Mapping[str, str]) -> list[ModelInstancePlan]:
+    ref = entry.model_ref
+    if ref not in models:
+        error = model_errors.get(ref, f"model {ref} not loaded")
+        return [ModelInstancePlan(entry.name, v, ref, error=error) for v in entry.versions]
+    try:
+        request = replace(base, model_ref=ref, **entry.overrides)
+        plan = size_engine(models[ref], gpus, request)
+    except TritonopsError as err:
+        return [ModelInstancePlan(entry.name, v, ref, error=str(err)) for v in entry.versions]
+    # a plan that does not fit says why in its problems; `ok` is False through plan.fits
+    return [ModelInstancePlan(entry.name, v, ref, plan=plan, model_json=dict(plan.model_json))
+            for v in entry.versions]

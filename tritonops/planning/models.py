@@ -1,0 +1,41 @@
+"""Loading the model specs the hosts use: the only I/O of planning (config.json, safetensors
+headers, catalog or Hub). A model that cannot be read is an error for the hosts using it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tritonops.errors import TritonopsError
+from tritonops.planning.entries import model_entries
+from tritonops.sizing.model_spec import ModelSpec
+
+
+def model_refs(hosts: Iterable, default_model: str | None, default_name: str = "vllm_model") -> set[str]:
+    """Every model reference the hosts' entries name (hosts whose variables are wrong are left
+    out here; `plan_hosts` reports them)."""
+    refs: set[str] = set()
+    for host in hosts:
+        try:
+            refs.update(e.model_ref for e in model_entries(host, default_model, default_name))
+        except TritonopsError:
+            continue
+    return refs
+
+
+def load_models(refs: Iterable[str]) -> tuple[dict[str, ModelSpec], dict[str, str]]:
+    """(spec by reference, why a reference could not be read)."""
+    from tritonops.sizing.model_source import load_model_spec
+
+    models, errors = {}, {}
+    for ref in sorted(set(refs)):
+        try:
+            models[ref] = load_model_spec(ref)
+        except TritonopsError as err:
+            errors[ref] = str(err)
+    return models, errors
+
+
+def load_models_for(hosts: Iterable, default_model: str | None,
+                    default_name: str = "vllm_model") -> tuple[dict[str, ModelSpec], dict[str, str]]:
+    hosts = list(hosts)
+    return load_models(model_refs(hosts, default_model, default_name))
