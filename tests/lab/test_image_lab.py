@@ -150,17 +150,17 @@ def test_build_once_distribute_then_nothing_to_do(image_lab, inventory):
     hosts = inventory().select(None)
     first = build_images(hosts)
     by = {r.host: r for r in first.results}
-    assert by[BUILDER].status == "changed" and by[BUILDER].data["action"] == "build", by[BUILDER].msg
+    assert by[BUILDER].status == "changed" and by[BUILDER].payload["action"] == "build", by[BUILDER].msg
     for target in (T1, T2):
-        assert by[target].status == "changed" and by[target].data["action"] == "receive", by[target].msg
-        assert by[target].data["bytes_received"] > 0
-    ids = {r.data["image_id"] for r in first.results}
+        assert by[target].status == "changed" and by[target].payload["action"] == "receive", by[target].msg
+        assert by[target].payload["bytes_received"] > 0
+    ids = {r.payload["image_id"] for r in first.results}
     assert len(ids) == 1
     (image_id,) = ids
     for name in (BUILDER, T1, T2):  # the same ID under both tags, on every engine
         tags = vllm_env_tags(state, name)
         assert set(tags.values()) == {image_id} and "tritonserver:vllm_env" in tags and len(tags) == 2
-    assert first.bytes_out == sum(by[t].data["bytes_received"] for t in (T1, T2))
+    assert first.bytes_out == sum(by[t].payload["bytes_received"] for t in (T1, T2))
     size = first.images[0]["size_bytes"]
     assert all(first.bytes_by_host[t] >= size * 0.5 for t in (T1, T2))
 
@@ -170,7 +170,7 @@ def test_build_once_distribute_then_nothing_to_do(image_lab, inventory):
 
     status = {r.host: r for r in image_status(hosts)}
     for name in (BUILDER, T1, T2):
-        data = status[name].data
+        data = status[name].payload
         assert data["image_id"] == image_id and data["vllm_version"] == LAB_VLLM_VERSION
         assert data["base_digest"].startswith("sha256:")
     # What the build put in the image: the pinned stand-in and the backend code, the base's CMD kept.
