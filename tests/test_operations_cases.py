@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonops.operations.facts import DirFact, Facts, FileFact
+from tritonops.errors import TritonopsError
+from tritonops.operations.facts import CommandFact, DirFact, Facts, FileFact
 from tritonops.operations.registry import operation_named
 
 CASES = sorted((Path(__file__).parent / "operations").glob("*/*.json"))
@@ -17,6 +18,7 @@ def facts_of(data: dict) -> Facts:
     facts = [FileFact(path, **fact) for path, fact in data.get("files", {}).items()]
     for path, names in data.get("dirs", {}).items():
         facts.append(DirFact(path, False) if isinstance(names, dict) else DirFact(path, True, tuple(names)))
+    facts += [CommandFact(tuple(fact.pop("argv")), **fact) for fact in data.get("commands", [])]
     return Facts.of(*facts)
 
 
@@ -32,6 +34,11 @@ def test_operation_case(case):
     data = json.loads(case.read_text())
     operation = operation_named(case.parent.name)
     args = operation.Args.model_validate(data["args"])
+    if "error" in data:  # the host cannot be brought there: the operation says why
+        with pytest.raises(TritonopsError) as caught:
+            list(operation.steps(args, facts_of(data["facts"])))
+        assert str(caught.value) == data["error"]
+        return
     assert [step_data(step) for step in operation.steps(args, facts_of(data["facts"]))] == data["steps"]
 
 

@@ -26,7 +26,7 @@ from tritonops.image.settings import image_config
 from tritonops.image.spec import LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig
 from tritonops.results import GroupResult, HostResult
 from tritonops.transport.base import Transport, Unreachable
-from tritonops.transport.pool import open_transport
+from tritonops.transport.sessions import SessionPool
 
 
 @dataclass
@@ -79,28 +79,36 @@ class _Run:
                 raise
 
 
-def _open_session(host, config: ImageConfig, accept_new_host_keys: bool) -> Session:
-    transport = open_transport(host.connection, accept_new_host_keys=accept_new_host_keys)
-    try:
-        engine = HostEngine(host.name, transport)
-        engine_facts = engine.facts()
-        facts, facts_error = None, None
+def _open_session(host, config: ImageConfig, pool: SessionPool) -> Session:
+    """The image work's view of a host: its pooled SSH session, the docker client riding it (kept in
+    the pooled session, so later phases of the same run reuse it) and the probe's facts."""
+    pooled = pool.session(host.name)
+    engine = pooled.extras.get("docker")
+    if engine is None:
+        engine = pooled.extras["docker"] = HostEngine(host.name, pooled.transport)
+    engine_facts = engine.facts()
+    facts, facts_error = pooled.extras.get("host_facts"), None
+    if facts is None:
         try:
-            facts = read_facts(transport)
+            facts = pooled.extras["host_facts"] = read_facts(pooled.transport)
         except TritonopsError as exc:
             facts_error = str(exc)
         except Exception as exc:  # the probe is advisory here; its absence is reported as a note
             facts_error = f"{type(exc).__name__}: {exc}"
-        return Session(host, config, transport, engine, engine_facts, facts, facts_error)
-    except BaseException:
-        transport.close()
-        raise
+    return Session(host, config, pooled.transport, engine, engine_facts, facts, facts_error)
 
 
 def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = None, parallel_build: bool = False,
                  accept_new_host_keys: bool = False, stream_filter: StreamFilter | None = None,
-                 cancel: threading.Event | None = None) -> BuildReport:
+                 cancel: threading.Event | None = None, pool: SessionPool | None = None) -> BuildReport:
+    """Build (or pull) the image once per distinct configuration and bring it to every host. With
+    `pool`, the run's sessions are used (and left open for later phases); else a pool of its own."""
     configs = {host.name: image_config(host) for host in hosts}  # bad input fails before any connection
+    if pool is None:
+        with SessionPool([host.connection for host in hosts], forks=forks,
+                         accept_new_host_keys=accept_new_host_keys) as own:
+            return build_images(hosts, forks=forks, build_host=build_host, parallel_build=parallel_build,
+                                stream_filter=stream_filter, cancel=cancel, pool=own)
     run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter)
     sessions: dict[str, Session] = {}
     lock = threading.Lock()
@@ -110,7 +118,7 @@ def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = N
 
     def connect(host) -> None:
         try:
-            session = _open_session(host, configs[host.name], accept_new_host_keys)
+            session = _open_session(host, configs[host.name], pool)
         except Unreachable as exc:
             run.done(host.name, "unreachable", str(exc))
             return
@@ -121,30 +129,25 @@ def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = N
             sessions[host.name] = session
 
     report_images: list[dict] = []
-    try:
-        run.parallel(list(hosts), connect)
-        groups: list[list[Session]] = []
-        for host in hosts:
-            session = sessions.get(host.name)
-            if session is None:
-                continue
-            for group in groups:
-                if group[0].config.same_build(session.config):
-                    group.append(session)
-                    break
-            else:
-                groups.append([session])
+    run.parallel(list(hosts), connect)
+    groups: list[list[Session]] = []
+    for host in hosts:
+        session = sessions.get(host.name)
+        if session is None:
+            continue
         for group in groups:
-            if group[0].config.mode == "official":
-                _official(run, group)
-            else:
-                summary = _committed(run, group, build_host, parallel_build)
-                if summary:
-                    report_images.append(summary)
-    finally:
-        for session in sessions.values():
-            session.engine.close()
-            session.transport.close()
+            if group[0].config.same_build(session.config):
+                group.append(session)
+                break
+        else:
+            groups.append([session])
+    for group in groups:
+        if group[0].config.mode == "official":
+            _official(run, group)
+        else:
+            summary = _committed(run, group, build_host, parallel_build)
+            if summary:
+                report_images.append(summary)
     results = GroupResult.of(run.results[host.name] for host in hosts)
     by_host = dict(run.counter.by_target)
     return BuildReport(results, report_images, sum(by_host.values()), by_host)

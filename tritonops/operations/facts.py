@@ -30,7 +30,19 @@ class DirQuery:
     path: str
 
 
-Query = FileQuery | DirQuery
+@dataclass(frozen=True)
+class CommandQuery:
+    """The exit code and output of an argument list run on the host (no shell), e.g. `docker image inspect`."""
+
+    argv: tuple[str, ...]
+    timeout_s: float = 60.0
+
+    @property
+    def path(self) -> str:  # how Facts finds it
+        return " ".join(self.argv)
+
+
+Query = FileQuery | DirQuery | CommandQuery
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,19 @@ class DirFact:
     names: tuple[str, ...] = ()
 
 
-Fact = FileFact | DirFact
+@dataclass(frozen=True)
+class CommandFact:
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+Fact = FileFact | DirFact | CommandFact
 
 
 class Facts:
@@ -76,19 +100,36 @@ class Facts:
                 return fact
         raise KeyError(f"no folder fact was asked for {path}")
 
+    def command(self, argv: tuple[str, ...]) -> CommandFact:
+        for query, fact in self._answers.items():
+            if isinstance(query, CommandQuery) and query.argv == tuple(argv):
+                return fact
+        raise KeyError(f"no command fact was asked for {' '.join(argv)}")
+
     @classmethod
     def of(cls, *facts: Fact) -> "Facts":
         """For tests: facts given directly, keyed by the query that would have produced them."""
         answers: dict[Query, Fact] = {}
         for fact in facts:
-            query = FileQuery(fact.path, fact.text is not None) if isinstance(fact, FileFact) else DirQuery(fact.path)
+            if isinstance(fact, CommandFact):
+                query = CommandQuery(fact.argv)
+            elif isinstance(fact, FileFact):
+                query = FileQuery(fact.path, fact.text is not None)
+            else:
+                query = DirQuery(fact.path)
             answers[query] = fact
         return cls(answers)
 
 
 def queries_json(queries: list[Query]) -> bytes:
-    return json.dumps([{"kind": "file" if isinstance(q, FileQuery) else "dir", "path": q.path,
-                        "content": getattr(q, "content", False), "text_limit": TEXT_LIMIT} for q in queries]).encode()
+    return json.dumps([_query_json(query) for query in queries]).encode()
+
+
+def _query_json(query: Query) -> dict:
+    if isinstance(query, CommandQuery):
+        return {"kind": "command", "argv": list(query.argv), "timeout_s": query.timeout_s}
+    return {"kind": "file" if isinstance(query, FileQuery) else "dir", "path": query.path,
+            "content": getattr(query, "content", False), "text_limit": TEXT_LIMIT}
 
 
 def parse_answers(queries: list[Query], output: str) -> Facts:
@@ -105,6 +146,9 @@ def parse_answers(queries: list[Query], output: str) -> Facts:
 def _fact(query: Query, answer: Any) -> Fact:
     if not isinstance(answer, dict):
         raise TritonopsError(f"a fact about {query.path} is not an object")
+    if isinstance(query, CommandQuery):
+        return CommandFact(query.argv, int(answer.get("exit_code", 127)), str(answer.get("stdout", "")),
+                           str(answer.get("stderr", "")))
     if isinstance(query, DirQuery):
         return DirFact(query.path, bool(answer.get("exists")), tuple(sorted(answer.get("names") or ())))
     return FileFact(query.path, str(answer.get("kind", "missing")), int(answer.get("size") or 0),

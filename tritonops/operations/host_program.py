@@ -51,6 +51,17 @@ def dir_fact(q):
     except (FileNotFoundError, NotADirectoryError):
         return {"exists": False, "names": []}
 
+def command_fact(q):
+    import subprocess
+    try:
+        done = subprocess.run(q["argv"], stdin=subprocess.DEVNULL, capture_output=True, timeout=q["timeout_s"])
+    except FileNotFoundError:
+        return {"exit_code": 127, "stderr": "%s: not found" % q["argv"][0]}
+    except subprocess.TimeoutExpired:
+        return {"exit_code": 124, "stderr": "timed out"}
+    return {"exit_code": done.returncode, "stdout": done.stdout.decode("utf-8", "replace")[-65536:],
+            "stderr": done.stderr.decode("utf-8", "replace")[-4096:]}
+
 def put(path, mode):
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
@@ -125,7 +136,8 @@ def unlock(path, token):
 action, args = sys.argv[1], sys.argv[2:]
 if action == "facts":
     queries = json.load(sys.stdin)
-    json.dump([file_fact(q) if q["kind"] == "file" else dir_fact(q) for q in queries], sys.stdout)
+    answer = {"file": file_fact, "dir": dir_fact, "command": command_fact}
+    json.dump([answer[q["kind"]](q) for q in queries], sys.stdout)
 elif action == "put":
     put(args[0], args[1])
 elif action == "mkdir":

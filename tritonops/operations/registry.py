@@ -25,4 +25,4 @@ def operation_named(name: str, where: str | None = None) -> Operation:
 
 
 def _load_builtin() -> None:
-    from tritonops.operations import files, release  # noqa: F401 - each module registers its operations
+    from tritonops.operations import files, release, image  # noqa: F401 - each module registers its operations
