@@ -1,0 +1,158 @@
+"""compile_playbook: everything checked and rendered for every host before any host is touched.
+
+For each play: its hosts (its pattern, within --limit), each host's variables (variables.py), the
+tasks --tags/--skip-tags keep, and for each task and host either "skipped" (its `when` is false) or
+its arguments rendered and validated by the operation's Args, one set per loop item. Handlers are
+compiled the same way, for every host, since any of them may be notified. Any mistake is a
+PlaybookError at its file:line naming the host; the run then never starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from tritonops.errors import InputError
+from tritonops.inventory import load_inventory
+from tritonops.inventory.model import Inventory
+from tritonops.operations.base import Args, Operation
+from tritonops.operations.registry import operation_named
+from tritonops.playbook.keys import did_you_mean
+from tritonops.playbook.lookups import Lookup
+from tritonops.playbook.model import Play, Playbook, PlaybookError, Task
+from tritonops.playbook.tags import should_run
+from tritonops.playbook.templating import Scope, evaluate, render
+from tritonops.playbook.variables import host_scope
+from tritonops.transport.spec import ConnectionSpec
+
+
+@dataclass(frozen=True)
+class HostTask:
+    """What one task does on one host: skipped (its `when` is false) or these arguments, per loop item."""
+
+    skipped: bool = False
+    args: tuple[Args, ...] = ()
+    why: str = ""  # for a skipped task: the condition that was false
+
+
+@dataclass(frozen=True)
+class CompiledTask:
+    task: Task
+    operation: Operation
+    hosts: dict[str, HostTask]
+
+
+@dataclass(frozen=True)
+class CompiledPlay:
+    play: Play
+    hosts: tuple[str, ...]  # inventory order
+    tasks: tuple[CompiledTask, ...]
+    handlers: dict[str, CompiledTask]  # by name, in the order they run
+
+
+@dataclass(frozen=True)
+class CompiledPlaybook:
+    playbook: Playbook
+    plays: tuple[CompiledPlay, ...]
+    connections: tuple[ConnectionSpec, ...]  # every host some play works on, once: for the SessionPool
+    warnings: tuple[str, ...] = field(default=())
+
+
+def compile_playbook(playbook: Playbook, inventory_paths: Sequence[str], *, limit: str | None = None,
+                     extra_vars: Mapping[str, Any] | None = None,
+                     host_facts: Mapping[str, Mapping[str, Any]] | None = None,
+                     tags: Collection[str] = ("all",), skip_tags: Collection[str] = (),
+                     ssh_config_file: str | None = None) -> CompiledPlaybook:
+    """`host_facts`: per host, variables tritonops found or planned (probe facts, sizing), visible to
+    templates like Ansible facts (above inventory vars, below play vars)."""
+    extra_vars = dict(extra_vars or {})
+    host_facts = host_facts or {}
+    base = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars)
+    limited = {host.name for host in base.select(limit)} if limit else {host.name for host in base.hosts}
+    plays = []
+    for play in playbook.plays:
+        inventory = base if not play.defaults else load_inventory(
+            list(inventory_paths), ssh_config_file=ssh_config_file, defaults=play.defaults, extra_vars=extra_vars)
+        hosts = [host for host in _select(inventory, play) if host.name in limited]
+        scopes = {host.name: host_scope(host, play, inventory, facts=host_facts.get(host.name, {}),
+                                         extra_vars=extra_vars, playbook_path=playbook.path) for host in hosts}
+        tasks = tuple(_compile_task(task, scopes) for task in play.tasks if should_run(task.tags, tags, skip_tags))
+        handlers = {handler.name: _compile_task(handler, scopes) for handler in play.handlers}
+        plays.append(CompiledPlay(play, tuple(scopes), tasks, handlers))
+    used = {name for compiled in plays for name in compiled.hosts}
+    connections = tuple(host.connection for host in base.hosts if host.name in used)
+    return CompiledPlaybook(playbook, tuple(plays), connections, _tag_warnings(playbook, tags, skip_tags))
+
+
+def _select(inventory: Inventory, play: Play):
+    try:
+        return inventory.select(play.hosts)
+    except PlaybookError:
+        raise
+    except InputError as err:
+        raise PlaybookError(f"hosts: {err.what}", play.hosts_where) from None
+
+
+def _compile_task(task: Task, scopes: Mapping[str, Scope]) -> CompiledTask:
+    operation = operation_named(task.operation, task.where)
+    compiled = {}
+    for host, scope in scopes.items():
+        try:
+            compiled[host] = _host_task(task, operation, scope)
+        except PlaybookError as err:
+            raise PlaybookError(f"{err.what} (task '{task.name}', host {host})", err.where) from None
+    return CompiledTask(task, operation, compiled)
+
+
+def _host_task(task: Task, operation: Operation, scope: Scope) -> HostTask:
+    for condition in task.when:
+        if not evaluate(condition, scope, task.line_of("when")):
+            return HostTask(skipped=True, why=f"when: {condition}")
+    items = [None] if task.loop is None else _loop_items(task, scope)
+    args = []
+    for item in items:
+        lookup = Lookup(task, task.where)
+        item_scope = scope.child({"lookup": lookup} | ({} if task.loop is None else {"item": item}), task.where)
+        lookup.scope = item_scope
+        rendered = {name: render(value, item_scope, task.arg_lines.get(name, task.where))
+                    for name, value in task.args.items()}
+        args.append(_validated(task, operation, rendered))
+    return HostTask(args=tuple(args))
+
+
+def _loop_items(task: Task, scope: Scope) -> list:
+    where = task.line_of("loop")
+    items = render(task.loop, scope, where)
+    if not isinstance(items, list):
+        raise PlaybookError(f"'loop' must give a list, it gave {type(items).__name__} {items!r:.60}", where)
+    return items
+
+
+def _validated(task: Task, operation: Operation, rendered: dict[str, Any]) -> Args:
+    try:
+        return operation.Args.model_validate(rendered)
+    except ValidationError as err:
+        problem = err.errors()[0]
+        name = str(problem["loc"][0]) if problem["loc"] else ""
+        where = task.arg_lines.get(name, task.line_of(task.operation))
+        known = list(operation.Args.model_fields)
+        if problem["type"] == "missing":
+            raise PlaybookError(f"'{task.operation}' needs the argument '{name}'", where) from None
+        if problem["type"] == "extra_forbidden":
+            raise PlaybookError(f"'{task.operation}' has no argument '{name}'{did_you_mean(name, known)}",
+                                where) from None
+        path = ".".join(str(part) for part in problem["loc"])
+        shown = repr(problem.get("input"))
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise PlaybookError(f"'{task.operation}' argument '{path}': {problem['msg']} (got {shown})", where) from None
+
+
+def _tag_warnings(playbook: Playbook, tags: Collection[str], skip_tags: Collection[str]) -> tuple[str, ...]:
+    special = {"all", "always", "never", "tagged", "untagged"}
+    known = {tag for play in playbook.plays for task in play.tasks for tag in task.tags}
+    return tuple(f"--{option} {tag}: no task has that tag{did_you_mean(tag, known) if known else ''}"
+                 for option, given in (("tags", tags), ("skip-tags", skip_tags))
+                 for tag in given if tag not in special and tag not in known)
