@@ -9,7 +9,8 @@ import pytest
 from tritonops.errors import HostError
 from tritonops.operations.execute import read_facts, run_step
 from tritonops.operations.registry import operation_named
-from tritonops.operations.release import content_digest
+from tritonops.operations.facts import Facts
+from tritonops.operations.release import content_digest, weights_digest
 from tritonops.transport.local import LocalTransport
 
 HOST = LocalTransport("local")
@@ -26,7 +27,7 @@ def converge(name: str, **arguments) -> list:
 
 def release_args(root, **overrides):
     args = {"root": str(root), "files": {"chat/config.pbtxt": 'backend: "vllm"\n', "chat/1/model.json": "{}\n"},
-            "image_id": "sha256:abc", "weights_digest": "w", "created": "20261201T080000Z",
+            "image_id": "sha256:abc", "created": "20261201T080000Z",
             "metadata": {"who": "me"}}
     return {**args, **overrides}
 
@@ -58,7 +59,7 @@ def test_an_interrupted_release_never_shows_under_its_final_name(tmp_path):
     assert [name for name in os.listdir(tmp_path / "releases") if not name.startswith(".")] == []
     converge("release", **release_args(tmp_path))  # the next run finishes it
     assert [name for name in os.listdir(tmp_path / "releases") if not name.startswith(".")] == \
-        [f"20261201T080000Z-{content_digest(args)[:8]}"]
+        [f"20261201T080000Z-{content_digest(args, weights_digest(args, Facts()))[:8]}"]
 
 
 @pytest.mark.parametrize("files", [{"../etc/passwd": "x"}, {"chat/../../x": "x"}, {"-rf/config.pbtxt": "x"}])

@@ -18,7 +18,7 @@ from pydantic import field_validator
 
 from tritonops.errors import InputError
 from tritonops.operations.base import Args
-from tritonops.operations.facts import DirQuery, Facts, Query
+from tritonops.operations.facts import DirQuery, Facts, FileQuery, Query
 from tritonops.operations.registry import register
 from tritonops.operations.steps import MakeDir, PutFile, Rename, Step
 from tritonops.values.names import safe_name
@@ -31,7 +31,7 @@ class ReleaseArgs(Args):
     root: str                     # /opt/tritonops/<deployment>
     files: dict[str, str]         # model repository path -> text (e.g. chat/config.pbtxt, chat/1/model.json)
     image_id: str
-    weights_digest: str = ""
+    weights_manifests: list[str] = []  # the verified weights' manifest files on the host (models/<id>/...)
     created: str                  # UTC, compact: 20261201T082000Z (one value for the whole run)
     metadata: dict[str, Any] = {}  # engine plan and reasons, inventory digest, tritonops version, who
 
@@ -64,22 +64,32 @@ def _checked(check, value, what):
         raise ValueError(err.what) from None
 
 
-def content_digest(args: ReleaseArgs) -> str:
+def weights_digest(args: ReleaseArgs, facts: Facts) -> str:
+    """The weights as they are on the host: the digest of their manifests (each verified by the weights task)."""
+    digest = hashlib.sha256()
+    for path in sorted(args.weights_manifests):
+        fact = facts.file(path)
+        digest.update(f"{path}={fact.sha256 if fact.kind == 'file' else 'missing'}\n".encode())
+    return digest.hexdigest()
+
+
+def content_digest(args: ReleaseArgs, weights: str) -> str:
     """What makes two releases the same: files, image, weights (not who or when)."""
     digest = hashlib.sha256()
-    for part in (json.dumps(args.files, sort_keys=True), args.image_id, args.weights_digest):
+    for part in (json.dumps(args.files, sort_keys=True), args.image_id, weights):
         encoded = part.encode()
         digest.update(len(encoded).to_bytes(8, "big") + encoded)
     return digest.hexdigest()
 
 
-def release_id(args: ReleaseArgs) -> str:
-    return f"{args.created}-{content_digest(args)[:8]}"
+def release_id(args: ReleaseArgs, weights: str) -> str:
+    return f"{args.created}-{content_digest(args, weights)[:8]}"
 
 
-def release_json(args: ReleaseArgs) -> str:
-    body = {"id": release_id(args), "created": args.created, "content_digest": content_digest(args),
-            "image_id": args.image_id, "weights_digest": args.weights_digest,
+def release_json(args: ReleaseArgs, weights: str) -> str:
+    body = {"id": release_id(args, weights), "created": args.created,
+            "content_digest": content_digest(args, weights), "image_id": args.image_id,
+            "weights_manifests": sorted(args.weights_manifests), "weights_digest": weights,
             "files": {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(args.files.items())},
             **args.metadata}
     return json.dumps(body, indent=2, sort_keys=False) + "\n"
@@ -96,18 +106,19 @@ class ReleaseOperation:
     Args: ClassVar[type[Args]] = ReleaseArgs
 
     def facts(self, args: ReleaseArgs) -> Iterable[Query]:
-        return [DirQuery(posixpath.join(args.root, "releases"))]
+        return [DirQuery(posixpath.join(args.root, "releases")), *map(FileQuery, sorted(args.weights_manifests))]
 
     def steps(self, args: ReleaseArgs, facts: Facts) -> Iterable[Step]:
         releases = posixpath.join(args.root, "releases")
-        if existing_release(facts.dir(releases).names, content_digest(args)):
+        weights = weights_digest(args, facts)
+        if existing_release(facts.dir(releases).names, content_digest(args, weights)):
             return
-        final = posixpath.join(releases, release_id(args))
-        partial = posixpath.join(releases, "." + release_id(args) + ".partial")
+        final = posixpath.join(releases, release_id(args, weights))
+        partial = posixpath.join(releases, "." + release_id(args, weights) + ".partial")
         yield MakeDir(partial)
         for path, text in sorted(args.files.items()):
             yield PutFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode())
-        yield PutFile(posixpath.join(partial, RELEASE_FILE), release_json(args).encode())
+        yield PutFile(posixpath.join(partial, RELEASE_FILE), release_json(args, weights).encode())
         yield Rename(partial, final)
 
 
