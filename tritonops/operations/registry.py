@@ -26,3 +26,4 @@ def operation_named(name: str, where: str | None = None) -> Operation:
 
 def _load_builtin() -> None:
     from tritonops.operations import files, release, image  # noqa: F401 - each module registers its operations
+    from tritonops.weights import operation as _weights  # noqa: F401 - registers model_weights
