@@ -18,6 +18,7 @@ from tritonops.sizing.memory_model import (CUDA_CONTEXT_BYTES, EngineSettings, M
                                            cudagraph_estimate, estimate_memory)
 from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.request_numbers import checked_request
+from tritonops.sizing.swap import cpu_kv_cache
 from tritonops.sizing.tp_rules import tp_problem, valid_tp_sizes
 from tritonops.sizing.units import GIB, gib, round_down
 from tritonops.sizing.versions import VllmProfile, profile_for
@@ -287,19 +288,12 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     else:
         reasons.append(f"max_num_batched_tokens {settings.max_num_batched_tokens}: as requested")
 
-    swap = None
-    if profile.accepts_swap_space:
-        if request.host_ram_bytes:
-            limit = 0.4 * request.host_ram_bytes / tp / GIB   # vLLM warns above 0.4 x RAM
-            if 4 > limit:
-                swap = int(limit)
-                reasons.append(f"swap_space {swap}: 4 GiB per GPU x TP {tp} would exceed 40 % of the host's "
-                               f"{gib(request.host_ram_bytes)} RAM")
-            else:
-                reasons.append("swap_space: vLLM's default 4 GiB per GPU fits the host's RAM")
-        else:
-            assumed.append("swap_space")
-            reasons.append("swap_space: vLLM's default 4 GiB per GPU (host RAM unknown)")
+    cpu = cpu_kv_cache(profile, tp, request.swap_space_gib, request.host_ram_bytes, model.use_mla)
+    reasons.extend(cpu.reasons)
+    assumed.extend(cpu.assumed)
+    problems.extend(cpu.problems)
+    notes.extend(cpu.notes)
+    fits_flag = fits_flag and not cpu.problems
     reasons.append(f"kv_cache_tokens {memory.kv_cache_tokens}: predicted \"{profile.kv_tokens_log_line}\" "
                    f"({memory.num_blocks} blocks of {profile.block_size}; {gib(memory.kv_cache)} per GPU after a "
                    f"{gib(memory.safety_margin)} safety margin)")
@@ -322,7 +316,7 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
         enforce_eager=settings.enforce_eager,
         max_num_seqs=settings.max_num_seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
-        swap_space=swap,
+        swap_space=cpu.swap_space,
         kv_cache_tokens=memory.kv_cache_tokens,
         kv_cache_bytes_per_gpu=memory.num_blocks * memory.block_size * memory.kv_bytes_per_token,
         weights_bytes_per_gpu=memory.weights,
@@ -337,6 +331,8 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
         alternatives=(),
         notes=tuple(notes),
         rough=model.rough,
+        kv_offloading_size=cpu.kv_offloading_size,
+        cpu_kv_cache_bytes=cpu.cpu_bytes,
     )
     plan = replace(plan, model_json=model_json_for(plan, profile, request))
     return plan, length < target

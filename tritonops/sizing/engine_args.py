@@ -25,4 +25,8 @@ def model_json_for(plan: EnginePlan, profile: VllmProfile, request: SizingReques
         args["max_num_batched_tokens"] = plan.max_num_batched_tokens
     if plan.swap_space is not None:
         args["swap_space"] = plan.swap_space
+    if plan.kv_offloading_size is not None:
+        # the backend is written too: "native" became vLLM's default only in 2026 (engine_arg_keys.py)
+        args["kv_offloading_size"] = plan.kv_offloading_size
+        args["kv_offloading_backend"] = "native"
     return {key: value for key, value in args.items() if profile.accepts_key(key)}

@@ -26,6 +26,8 @@ class SizingRequest:
     prefer: str = "fewest-gpus"               # or "latency": the largest TP that fits
     concurrency: int = 1                      # full-length requests the KV cache must hold at once
     host_ram_bytes: int | None = None         # sizes swap_space where the version takes it
+    swap_space_gib: float | None = None       # CPU KV cache per GPU the user asks for (0: none); None:
+                                              # vLLM's default where it has swap_space, else none
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class EnginePlan:
     enforce_eager: bool
     max_num_seqs: int
     max_num_batched_tokens: int
-    swap_space: int | None
+    swap_space: float | None
     kv_cache_tokens: int
     kv_cache_bytes_per_gpu: int
     weights_bytes_per_gpu: int
@@ -86,6 +88,8 @@ class EnginePlan:
     notes: tuple[str, ...]
     rough: bool
     model_json: dict = field(default_factory=dict)
+    kv_offloading_size: float | None = None   # GiB over all TP ranks (CPU KV-cache offloading, 0.12+)
+    cpu_kv_cache_bytes: int = 0               # host RAM this engine takes for KV cache (swap or offload)
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -30,6 +30,8 @@ CHECKS: dict[str, Callable[[Any, str, str | None], int | float]] = {
     "max_num_batched_tokens": _whole,
     "concurrency": _whole,
     "host_ram_bytes": _ram,
+    # GiB per GPU; 0 turns vLLM's default swap off. 1 TiB per GPU is past any host's RAM
+    "swap_space_gib": lambda v, f, w: real_number(v, f, w, maximum=1024.0, above_minimum=False),
 }
 
 

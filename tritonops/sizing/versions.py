@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from tritonops.errors import InputError
+from tritonops.sizing.engine_arg_keys import accepts as _accepts, refused_keys
 
 # The vLLM that `nvcr.io/nvidia/tritonserver:26.06-vllm-python-py3` ships (0.22.1, NGC
 # compatibility matrix in reference/triton-vllm.md 2.1). Chosen over 26.07 (0.24.0) because
@@ -50,35 +51,6 @@ _QUANT_MIN_CC: dict[str, tuple[tuple[tuple[int, int, int], tuple[int, int]], ...
     "aqlm": (((0, 4, 0), (7, 0)), ((0, 6, 0), (6, 0))),
 }
 
-# Engine-argument keys tritonops may write into model.json, with the versions that accept
-# them as `AsyncEngineArgs` fields: (first accepted, first version that no longer accepts).
-# An unknown key makes Triton's model UNAVAILABLE (reference/triton-vllm.md 1.4), so a key
-# is emitted only when the target version is inside its range.
-_MODEL_JSON_KEYS: dict[str, tuple[tuple[int, int, int], tuple[int, int, int] | None]] = {
-    "model": ((0, 0, 0), None),
-    "tensor_parallel_size": ((0, 0, 0), None),
-    "pipeline_parallel_size": ((0, 0, 0), None),
-    "gpu_memory_utilization": ((0, 0, 0), None),
-    "max_model_len": ((0, 0, 0), None),
-    "dtype": ((0, 0, 0), None),
-    "kv_cache_dtype": ((0, 0, 0), None),
-    "enforce_eager": ((0, 0, 0), None),
-    "max_num_seqs": ((0, 0, 0), None),
-    "max_num_batched_tokens": ((0, 0, 0), None),
-    "block_size": ((0, 0, 0), None),
-    "quantization": ((0, 0, 0), None),
-    # present up to 0.16.0, gone in 0.18.0; 0.17 was not read -> treated as gone
-    "swap_space": ((0, 0, 0), (0, 17, 0)),
-    # removed in 0.10.1 (replaced by enable_log_requests); never emitted, listed so that
-    # validate_model_json_keys can name it
-    "disable_log_requests": ((0, 0, 0), (0, 10, 1)),
-    "enable_log_requests": ((0, 10, 1), None),
-    "disable_log_stats": ((0, 0, 0), None),
-    "distributed_executor_backend": ((0, 5, 1), None),
-    "trust_remote_code": ((0, 0, 0), None),
-}
-
-
 @dataclass(frozen=True)
 class VllmProfile:
     """How one vLLM version, on one kind of GPU, turns memory into KV-cache blocks."""
@@ -89,6 +61,7 @@ class VllmProfile:
     memory_formula: str               # see MEMORY_FORMULAS
     default_gpu_memory_utilization: float
     accepts_swap_space: bool
+    kv_offloading: bool               # kv_offloading_size / kv_offloading_backend (0.12+, engine_arg_keys)
     auto_max_model_len: bool          # accepts max_model_len -1 / "auto" (0.14+)
     subtracts_cudagraph_memory: bool  # graphs profiled and taken out of the KV budget (0.20+)
     reserves_null_block: bool         # one block held back before the length check (after 0.22)
@@ -132,11 +105,8 @@ class VllmProfile:
         return not (self.big_gpu_excludes_a100 and "a100" in gpu_name.lower())
 
     def accepts_key(self, key: str) -> bool:
-        span = _MODEL_JSON_KEYS.get(key)
-        if span is None:
-            return False
-        first, gone = span
-        return self.version_tuple >= first and (gone is None or self.version_tuple < gone)
+        """This version's AsyncEngineArgs takes `key` (engine_arg_keys.py says which and why)."""
+        return _accepts(key, self.version_tuple)
 
     def quantization_min_cc(self, method: str) -> tuple[int, int] | None:
         """Minimum compute capability for a quantization method in this version; None when
@@ -190,7 +160,8 @@ def profile_for(version: str, compute_capability: tuple[int, int] = (9, 0)) -> V
         memory_formula=formula,
         # 0.90 read up to 0.18.0, 0.92 read in 0.20.2+; tritonops always writes the value
         default_gpu_memory_utilization=0.92 if v >= (0, 20, 0) else 0.90,
-        accepts_swap_space=v < (0, 17, 0),
+        accepts_swap_space=_accepts("swap_space", v),
+        kv_offloading=_accepts("kv_offloading_size", v),
         auto_max_model_len=v >= (0, 14, 0),
         # env default 1 read in 0.20.2 (log says "default since v0.21.0"): 0.20.x assumed on
         subtracts_cudagraph_memory=v >= (0, 20, 0),
@@ -208,5 +179,5 @@ def profile_for(version: str, compute_capability: tuple[int, int] = (9, 0)) -> V
 
 
 def unknown_model_json_keys(keys, profile: VllmProfile) -> list[str]:
-    """Keys this version's AsyncEngineArgs would refuse, among those tritonops knows."""
-    return [k for k in keys if k in _MODEL_JSON_KEYS and not profile.accepts_key(k)]
+    """Keys this version's AsyncEngineArgs would refuse (or that tritonops does not know)."""
+    return refused_keys(keys, profile.version_tuple)
