@@ -27,6 +27,9 @@ def add_engine_options(parser) -> None:
     g.add_argument("--dtype", choices=("auto", "float16", "half", "bfloat16", "float32"))
     g.add_argument("--kv-cache-dtype", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2"))
     g.add_argument("--enforce-eager", action="store_true", default=None)
+    g.add_argument("--swap-space-gib", metavar="G",
+                   help="CPU memory for the KV cache, GiB per GPU (0: none): swap_space where the vLLM "
+                        "version has it, else CPU KV-cache offloading (kv_offloading_size)")
     g.add_argument("--prefer", choices=("fewest-gpus", "latency"), default="fewest-gpus",
                    help="fewest-gpus: the smallest TP that holds the target context (default); "
                         "latency: the largest TP that fits")
@@ -35,7 +38,7 @@ def add_engine_options(parser) -> None:
 
 
 _NUMBER_FLAGS = ("tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "max_context",
-                 "max_num_seqs", "max_num_batched_tokens", "concurrency")
+                 "max_num_seqs", "max_num_batched_tokens", "concurrency", "swap_space_gib")
 
 
 def request_from_args(args, model_ref: str) -> SizingRequest:

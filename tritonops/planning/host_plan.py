@@ -10,12 +10,15 @@ from dataclasses import dataclass, field, replace
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
+from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
 from tritonops.sizing.fleet import HOST_VARS, host_request
 from tritonops.sizing.gpu_spec import gpu_spec_from_facts
 from tritonops.sizing.model_spec import ModelSpec
+from tritonops.sizing.engine_arg_keys import refusal, refused_keys
+from tritonops.sizing.versions import parse_version
 
 
 @dataclass(frozen=True)
@@ -102,9 +105,21 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
                       for inst in _plan_entry(entry, base, gpus, models, model_errors))
     if not all(i.ok for i in instances):
         return HostDeployPlan(name, instances)
+    engines = [Engine(f"{i.name} version {i.version}", _given_util(entry, base), i.plan.tensor_parallel_size,
+                      i.plan.cpu_kv_cache_bytes)
+               for entry in entries for i in instances if i.name == entry.name and i.version in entry.versions]
+    problem = shared_gpu_problem(engines, gpus)
+    ram_problem, ram_note = host_ram_check(engines, facts.system.ram_total_bytes)
+    notes = (ram_note,) if ram_note else ()
+    if problem or ram_problem:
+        return HostDeployPlan(name, instances, error="; ".join(p for p in (problem, ram_problem) if p), notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
-    return HostDeployPlan(name, instances, files=files)
+    return HostDeployPlan(name, instances, files=files, notes=notes)
+
+
+def _given_util(entry: ModelEntry, base: SizingRequest) -> float | None:
+    return entry.overrides.get("gpu_memory_utilization", base.gpu_memory_utilization)
 
 
 def _plan_entry(entry: ModelEntry, base: SizingRequest, gpus, models: Mapping[str, ModelSpec],
@@ -119,5 +134,11 @@ def _plan_entry(entry: ModelEntry, base: SizingRequest, gpus, models: Mapping[st
     except TritonopsError as err:
         return [ModelInstancePlan(entry.name, v, ref, error=str(err)) for v in entry.versions]
     # a plan that does not fit says why in its problems; `ok` is False through plan.fits
-    return [ModelInstancePlan(entry.name, v, ref, plan=plan, model_json=dict(plan.model_json))
+    model_json = {**plan.model_json, **entry.engine_args}
+    refused = refused_keys(model_json, parse_version(plan.vllm_version))
+    error = None
+    if refused:
+        where = f"{entry.where}: " if entry.where else ""
+        error = f"{where}{entry.label}: " + refusal(refused[0], plan.vllm_version, parse_version(plan.vllm_version))
+    return [ModelInstancePlan(entry.name, v, ref, plan=plan, model_json=model_json, error=error)
             for v in entry.versions]

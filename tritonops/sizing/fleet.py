@@ -18,6 +18,7 @@ HOST_VARS = {
     "tritonops_max_model_len": "max_model_len",
     "tritonops_tensor_parallel_size": "tensor_parallel_size",
     "tritonops_max_num_seqs": "max_num_seqs",
+    "tritonops_swap_space_gib": "swap_space_gib",
 }
 MODEL_VAR = "tritonops_model"
 

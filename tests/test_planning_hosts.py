@@ -1,0 +1,146 @@
+"""plan_hosts: inventory hosts + probe facts -> HostDeployPlan (engines, errors, model repository)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_sizing_gpu import host_facts
+from tritonops.inventory import load_inventory
+from tritonops.planning import load_models_for, plan_hosts
+from tritonops.sizing.engine_plan import SizingRequest
+
+GIB = 2**30
+
+
+def plan(tmp_path: Path, host_yaml: str, facts=None, request=SizingRequest(), default_model=None):
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    h1:\n      ansible_host: 127.0.0.1\n" + host_yaml)
+    hosts = load_inventory([str(tmp_path / "hosts.yml")]).select(None)
+    models, errors = load_models_for(hosts, default_model)
+    facts = facts or {"h1": host_facts(1)}
+    return plan_hosts(hosts, facts, request, models, errors, default_model=default_model)[0]
+
+
+TWO_MODELS = """      tritonops_models:
+        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct, version: 1, gpu_memory_utilization: 0.45}
+        - {name: small, model: Qwen/Qwen1.5-1.8B-Chat, versions: [1, 2], gpu_memory_utilization: 0.2}
+"""
+
+
+def test_the_single_model_form_is_vllm_model_version_1(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n")
+    assert hp.ok and list(hp.files) == ["vllm_model/config.pbtxt", "vllm_model/1/model.json"]
+    assert json.loads(hp.files["vllm_model/1/model.json"])["model"] == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_several_models_and_versions_share_the_gpus_when_their_utilisations_fit(tmp_path):
+    hp = plan(tmp_path, TWO_MODELS)
+    assert hp.ok, hp.errors
+    assert list(hp.files) == ["chat/config.pbtxt", "chat/1/model.json", "small/config.pbtxt",
+                              "small/1/model.json", "small/2/model.json"]
+    assert "version_policy: { specific: { versions: [ 1, 2 ] } }" in hp.files["small/config.pbtxt"]
+    assert "version_policy" not in hp.files["chat/config.pbtxt"]
+    assert json.loads(hp.files["small/2/model.json"])["gpu_memory_utilization"] == 0.2
+    assert [(m.name, m.version) for m in hp.models] == [("chat", 1), ("small", 1), ("small", 2)]
+
+
+def test_engines_sharing_gpus_must_each_set_gpu_memory_utilization(tmp_path):
+    hp = plan(tmp_path, """      tritonops_models:
+        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct, gpu_memory_utilization: 0.45}
+        - {name: small, model: Qwen/Qwen1.5-1.8B-Chat}
+""")
+    assert not hp.ok and hp.files == {}
+    assert "set gpu_memory_utilization for each (missing: small version 1)" in hp.error
+
+
+def test_utilisations_summing_past_the_gpu_are_refused_with_the_numbers(tmp_path):
+    hp = plan(tmp_path, """      tritonops_gpu_memory_utilization: 0.5
+      tritonops_models:
+        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct}
+        - {name: small, model: Qwen/Qwen1.5-1.8B-Chat}
+""")
+    assert not hp.ok and hp.files == {}
+    assert "gpu_memory_utilization 0.5 + 0.5 = 1 is more than the 0.99" in hp.error
+
+
+def test_both_model_forms_on_one_host_is_an_error_at_its_line(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n" + TWO_MODELS)
+    assert "hosts.yml:" in hp.error and "not both" in hp.error
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("{name: chat, model: Qwen/Qwen2.5-7B-Instruct, verison: 1}", "unknown key 'verison'; did you mean version"),
+    ("{name: ../x, model: Qwen/Qwen2.5-7B-Instruct}", "is not allowed"),
+    ("{name: chat, model: Qwen/Qwen2.5-7B-Instruct, version: 0}", "version"),
+    ("{name: chat, model: Qwen/Qwen2.5-7B-Instruct, version: '1'}", "version"),
+    ("{name: chat, model: Qwen/Qwen2.5-7B-Instruct, versions: [1, 1]}", "twice"),
+    ("{name: chat, model: Qwen/Qwen2.5-7B-Instruct, engine_args: {max_model_len: 4096}}",
+     "'max_model_len' is chosen and checked by sizing; set it through max_model_len"),
+    ("{name: chat, model: Qwen/Qwen2.5-7B-Instruct, gpu_memory_utilization: 2}", "at most 1"),
+])
+def test_bad_entries_are_one_line_errors_with_the_file_and_line(tmp_path, entry, message):
+    hp = plan(tmp_path, f"      tritonops_models:\n        - {entry}\n")
+    assert not hp.ok and "hosts.yml:" in hp.error and message in hp.error
+
+
+def test_a_key_the_pinned_vllm_removed_is_refused_naming_key_and_version(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                        "      tritonops_engine_args: {disable_log_requests: true}\n")
+    assert not hp.ok and hp.files == {}
+    assert "vLLM 0.22.1 does not accept engine argument 'disable_log_requests' (removed in 0.10.1; use " \
+           "enable_log_requests)" in hp.errors[0]
+
+
+def test_user_engine_args_reach_model_json_when_the_version_knows_them(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                        "      tritonops_engine_args: {enable_prefix_caching: true, enable_log_requests: false}\n")
+    args = json.loads(hp.files["vllm_model/1/model.json"])
+    assert args["enable_prefix_caching"] is True and list(args)[-2:] == ["enable_prefix_caching",
+                                                                         "enable_log_requests"]
+
+
+def test_a_typo_in_an_engine_argument_gets_a_did_you_mean(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                        "      tritonops_engine_args: {enable_prefix_cachin: true}\n")
+    assert "vLLM 0.22.1 has no engine argument 'enable_prefix_cachin'; did you mean enable_prefix_caching?" \
+        in hp.errors[0]
+
+
+def test_swap_becomes_kv_offloading_on_the_pinned_version_and_is_checked_against_ram(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_swap_space_gib: 16\n",
+              facts={"h1": host_facts(2, ram=128 * GIB)})
+    assert hp.ok, hp.errors
+    args = json.loads(hp.files["vllm_model/1/model.json"])
+    assert (args["kv_offloading_size"], args["kv_offloading_backend"]) == (16, "native")
+    assert "swap_space" not in args
+    assert hp.notes == ("CPU KV cache 16.00 GiB of 111.20 GiB available: the host has 128.00 GiB of RAM, "
+                        "16.80 GiB kept for the OS, Triton and 1 vLLM worker(s) (max(8 GiB, 10 %) + 4 GiB each), "
+                        "leaving 111.20 GiB",)
+
+
+def test_swap_that_does_not_fit_the_host_ram_is_an_error_naming_the_numbers(tmp_path):
+    hp = plan(tmp_path, TWO_MODELS + "      tritonops_swap_space_gib: 8\n", facts={"h1": host_facts(1, ram=32 * GIB)})
+    assert not hp.ok and hp.files == {}
+    assert hp.error == ("CPU KV cache (swap / offloading) 8.00 GiB (chat version 1) + 8.00 GiB (small version 1) + "
+                        "8.00 GiB (small version 2) = 24.00 GiB does not fit: the host has 32.00 GiB of RAM, "
+                        "20.00 GiB kept for the OS, Triton and 3 vLLM worker(s) (max(8 GiB, 10 %) + 4 GiB each), "
+                        "leaving 12.00 GiB; lower tritonops_swap_space_gib (0: none)")
+
+
+def test_swap_space_on_a_v0_version(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen1.5-1.8B-Chat\n      tritonops_vllm_version: '0.6.3'\n"
+                        "      tritonops_swap_space_gib: 8\n",
+              facts={"h1": host_facts(1, "NVIDIA GeForce RTX 2080 Ti", 11264 * 2**20, int(10.75 * GIB), (7, 5),
+                                      ram=64 * GIB)})
+    assert hp.ok, hp.errors
+    args = json.loads(hp.files["vllm_model/1/model.json"])
+    assert args["swap_space"] == 8 and "kv_offloading_size" not in args
+    assert hp.models[0].plan.cpu_kv_cache_bytes == 8 * GIB
+
+
+def test_a_host_without_facts_says_why_and_has_no_files(tmp_path):
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    h1:\n      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n")
+    hosts = load_inventory([str(tmp_path / "hosts.yml")]).select(None)
+    models, errors = load_models_for(hosts, None)
+    hp = plan_hosts(hosts, {}, SizingRequest(), models, errors, why_no_facts={"h1": "unreachable: timed out"})[0]
+    assert (hp.ok, hp.error, hp.files) == (False, "unreachable: timed out", {})
