@@ -266,11 +266,13 @@ def wanted(path):
 
 def hf_files():
     try:
-        from huggingface_hub import HfApi, hf_hub_url
+        from huggingface_hub import HfApi, constants, hf_hub_url
         from huggingface_hub.file_download import http_get
         from huggingface_hub.utils import build_hf_headers
     except ImportError as err:
         fail(69, error="missing_library", library="huggingface_hub", detail=str(err)[:200])
+    # http_get writes what it has read every DOWNLOAD_CHUNK_SIZE (10 MiB): a cut loses less at 1 MiB
+    constants.DOWNLOAD_CHUNK_SIZE = min(getattr(constants, "DOWNLOAD_CHUNK_SIZE", 1 << 20), 1 << 20)
     info = HfApi(endpoint=q.get("endpoint")).model_info(q["repo"], revision=q["revision"], files_metadata=True,
                                                          token=token)
     files = []
