@@ -77,3 +77,40 @@ def test_plan_per_host_from_a_saved_report(tmp_path, capsys):
     assert by_host["h200"]["plan"]["max_num_seqs"] == 256
     assert 'backend: "vllm"' in by_host["h200"]["files"]["config.pbtxt"]
     assert json.loads(by_host["h200"]["files"]["1/model.json"])["max_num_seqs"] == 256
+
+
+def test_plan_json_with_several_models_lists_every_engine_and_the_repository(tmp_path, capsys):
+    inventory = tmp_path / "lab.yml"
+    inventory.write_text("""all:
+  hosts:
+    h200:
+      ansible_host: 127.0.0.3
+      tritonops_engine_args: {enable_prefix_caching: true}
+      tritonops_models:
+        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct, gpu_memory_utilization: 0.5}
+        - {name: small, model: Qwen/Qwen1.5-1.8B-Chat, versions: [1, 2], gpu_memory_utilization: 0.2}
+""")
+    facts = tmp_path / "facts.json"
+    facts.write_text(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(8)),)).model_dump_json())
+    code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts))
+    assert code == 0 and out[0]["ok"] is True
+    assert [(m["name"], m["version"]) for m in out[0]["models"]] == [("chat", 1), ("small", 1), ("small", 2)]
+    assert sorted(out[0]["repository"]) == ["chat/1/model.json", "chat/config.pbtxt", "small/1/model.json",
+                                            "small/2/model.json", "small/config.pbtxt"]
+    assert json.loads(out[0]["repository"]["small/2/model.json"])["enable_prefix_caching"] is True
+    assert out[0]["model"] == "Qwen/Qwen2.5-7B-Instruct" and set(out[0]["files"]) == {"config.pbtxt", "1/model.json"}
+
+
+def test_plan_exits_1_when_a_host_asks_for_a_key_its_vllm_removed(tmp_path, capsys):
+    inventory = tmp_path / "lab.yml"
+    inventory.write_text("""all:
+  hosts:
+    h200:
+      ansible_host: 127.0.0.3
+      tritonops_engine_args: {disable_log_requests: true}
+""")
+    facts = tmp_path / "facts.json"
+    facts.write_text(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(1)),)).model_dump_json())
+    code = main(["plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct", "--facts", str(facts)])
+    text = capsys.readouterr().out
+    assert code == 1 and "does not accept engine argument 'disable_log_requests'" in text and "model.json" not in text

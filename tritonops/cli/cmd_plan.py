@@ -25,9 +25,10 @@ def register(subparsers, common) -> None:
         "plan", parents=[common], help="the engine plan per inventory host",
         description="Probe the inventory's hosts (or read a saved probe report) and size the model for "
                     "each host's GPUs; show model.json and config.pbtxt as they would be written. "
-                    "Per-host overrides: tritonops_model, tritonops_vllm_version, "
-                    "tritonops_gpu_memory_utilization, tritonops_max_model_len, "
-                    "tritonops_tensor_parallel_size, tritonops_max_num_seqs.")
+                    "Per-host variables: tritonops_model or tritonops_models (several models and versions), "
+                    "tritonops_vllm_version, tritonops_gpu_memory_utilization, tritonops_max_model_len, "
+                    "tritonops_tensor_parallel_size, tritonops_max_num_seqs, tritonops_swap_space_gib, "
+                    "tritonops_engine_args (docs/sizing.md).")
     parser.add_argument("--model", metavar="DIR|HF_ID", help="model for hosts without tritonops_model")
     parser.add_argument("--model-name", default="vllm_model",
                         help="Triton model name, a directory in the model repository (default vllm_model; "
