@@ -135,7 +135,8 @@ def _validated(task: Task, operation: Operation, rendered: dict[str, Any]) -> Ar
     try:
         return operation.Args.model_validate(rendered)
     except ValidationError as err:
-        problem = err.errors()[0]
+        # a misspelt argument also shows as a missing one: name the misspelling, at its line
+        problem = sorted(err.errors(), key=lambda error: error["type"] != "extra_forbidden")[0]
         name = str(problem["loc"][0]) if problem["loc"] else ""
         where = task.arg_lines.get(name, task.line_of(task.operation))
         known = list(operation.Args.model_fields)
