@@ -1,0 +1,60 @@
+"""The weights programs on this machine (a local transport): fact, finalize, a push, a cut push."""
+
+from __future__ import annotations
+
+import hashlib
+
+from tritonops.lab.hub import tiny_model
+from tritonops.transport.local import LocalTransport
+from tritonops.weights import transfer
+from tritonops.weights.operation import ModelWeightsArgs, ensure_weights
+
+MODEL = tiny_model()
+
+
+def _folder(tmp_path):
+    src = tmp_path / "tiny"
+    src.mkdir()
+    for name, data in MODEL.items():
+        (src / name).write_bytes(data)
+    return src
+
+
+def test_push_verify_then_nothing_then_a_corrupted_file_is_replaced(tmp_path):
+    args = ModelWeightsArgs(source="controller_dir", path=str(_folder(tmp_path)), deployment="d",
+                            root=str(tmp_path / "host"))
+    host = LocalTransport("here")
+    first = ensure_weights(host, args)
+    total = sum(map(len, MODEL.values()))
+    assert first.changed and first.bytes_moved == total
+    assert not ensure_weights(host, args).changed
+    shard = tmp_path / "host/d/models" / first.model_id / "model-00002-of-00002.safetensors"
+    with open(shard, "r+b") as f:
+        f.seek(100)
+        f.write(b"XXXX")
+    again = ensure_weights(host, args)
+    assert again.changed and again.bytes_moved == len(MODEL[shard.name])
+    assert hashlib.sha256(shard.read_bytes()).hexdigest() == hashlib.sha256(MODEL[shard.name]).hexdigest()
+
+
+def test_a_cut_push_leaves_nothing_at_the_final_path_and_resumes(tmp_path, monkeypatch):
+    args = ModelWeightsArgs(source="controller_dir", path=str(_folder(tmp_path)), deployment="d",
+                            root=str(tmp_path / "host"))
+    copy = transfer._copy
+
+    def cut(source, write, offset, size):
+        if size > (1 << 20):
+            copy(source, write, offset, offset + 1000)
+            raise OSError("cut")
+        return copy(source, write, offset, size)
+
+    monkeypatch.setattr(transfer, "_copy", cut)
+    try:
+        ensure_weights(LocalTransport(), args)
+    except OSError:
+        pass
+    monkeypatch.setattr(transfer, "_copy", copy)
+    models = tmp_path / "host/d/models"
+    assert [p.name for p in models.iterdir()] and all(p.name.startswith(".") for p in models.iterdir())
+    done = ensure_weights(LocalTransport(), args)
+    assert done.bytes_moved == sum(len(v) for k, v in MODEL.items() if k >= "model-00001") - 1000
