@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
 from tritonops.playbook import (HostDone, PlayStarted, TaskStarted, compile_playbook, load_playbook,
                                 run_playbook)
 from tritonops.transport.sessions import SessionPool
 
-SITE = FIXTURES / "playbooks" / "site"
+SITE = Path(__file__).parent / "fixtures" / "playbooks" / "site"
 
 
 def play(root, *, check=False, diff=False, events=None, playbook="site.yml", **options):
