@@ -222,11 +222,12 @@ def test_an_unknown_tritonops_variable_in_role_defaults_is_caught_at_its_line(tm
                   **{"roles__app__tasks__main.yml": "[]",
                      "roles__app__defaults__main.yml": "a: 1\ntritonops_modle: x\n"})
     assert err.where.endswith("roles/app/defaults/main.yml:2") and "did you mean tritonops_model" in err.what
+    assert err.exit_code == 2
 
 
 def test_an_unknown_tritonops_variable_in_play_vars(tmp_path):
     err = attempt(tmp_path, "- hosts: all\n  vars:\n    tritonops_rooot: /x\n  tasks: []\n")
-    assert where(err) == "site.yml:3" and "did you mean tritonops_root" in err.what
+    assert where(err) == "site.yml:3" and "did you mean tritonops_root" in err.what and err.exit_code == 2
 
 
 def test_role_vars_are_refused_not_ignored(tmp_path):
@@ -259,4 +260,4 @@ def test_a_loop_must_be_a_list(tmp_path):
 
 def test_yaml_syntax_errors_carry_their_line(tmp_path):
     err = attempt(tmp_path, "- hosts: all\n  tasks:\n    - name: [unclosed\n")
-    assert where(err).startswith("site.yml:")
+    assert where(err) == "site.yml:4" and "invalid YAML" in err.what and err.exit_code == 2

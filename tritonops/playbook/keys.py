@@ -5,7 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from tritonops.inventory.yaml_lines import LinedMap
+from tritonops.errors import InputError
+from tritonops.inventory.known_vars import check_known
+from tritonops.inventory.model import Setting
+from tritonops.inventory.yaml_lines import LinedMap, load_yaml_file
 from tritonops.playbook.model import PlaybookError
 
 
@@ -38,3 +41,21 @@ def string_list(value: object, where: str, what: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(item, (str, int)) and not isinstance(item, bool) for item in value):
         return tuple(str(item) for item in value)
     raise PlaybookError(f"{what} must be a string or a list of strings, not {value!r}", where)
+
+
+def check_known_vars(settings: dict[str, Setting]) -> None:
+    """A misspelt tritonops_* variable in a playbook or role is a playbook mistake (exit 2)."""
+    try:
+        check_known(settings.items())
+    except InputError as err:
+        raise PlaybookError(err.what, err.where) from None
+
+
+def load_yaml(path: str, shown: str) -> object:
+    """A playbook's or role's YAML file, parsed with line numbers; its mistakes are playbook mistakes."""
+    try:
+        return load_yaml_file(path, shown)
+    except PlaybookError:
+        raise
+    except InputError as err:
+        raise PlaybookError(err.what, err.where) from None

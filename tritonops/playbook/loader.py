@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from tritonops.inventory.draft import check_var_name
-from tritonops.inventory.known_vars import check_known
 from tritonops.inventory.model import Setting
 from tritonops.inventory.paths import display_path
-from tritonops.inventory.yaml_lines import LinedMap, load_yaml_file, plain
+from tritonops.inventory.yaml_lines import LinedMap, plain
 from tritonops.errors import InputError
 from tritonops.operations.registry import OPERATIONS, _load_builtin, operation_named
 from tritonops.playbook.batches import check_serial
-from tritonops.playbook.keys import at, check_keys, did_you_mean, string_list
+from tritonops.playbook.keys import at, check_keys, check_known_vars, did_you_mean, load_yaml, string_list
 from tritonops.playbook.model import Play, Playbook, PlaybookError, Role, Task
 from tritonops.playbook.roles import load_role, role_dirs
 from tritonops.playbook.templating import check_expression, check_syntax, is_template
@@ -35,7 +34,7 @@ def load_playbook(path: str, *, roles_path: Sequence[str] = ()) -> Playbook:
     shown = display_path(path)
     if not os.path.isfile(path):
         raise PlaybookError(f"no such playbook file: {path}", "playbook")
-    data = load_yaml_file(path, shown)
+    data = load_yaml(path, shown)
     if not isinstance(data, list) or not data:
         raise PlaybookError("a playbook is a list of plays (- hosts: ...)", f"{shown}:1")
     folder = os.path.dirname(os.path.abspath(path))
@@ -229,7 +228,7 @@ def _vars(data: LinedMap, shown: str, folder: str) -> dict[str, Setting]:
         check_var_name(name, where)
         check_syntax(item, where)
         settings[name] = Setting(plain(item), f"{where} (play vars)", where, folder)
-    check_known(settings.items())
+    check_known_vars(settings)
     return settings
 
 

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from tritonops.inventory.draft import check_var_name
 from tritonops.inventory.model import Setting
 from tritonops.inventory.paths import display_path
-from tritonops.inventory.yaml_lines import LinedMap, load_yaml_file, plain
-from tritonops.playbook.keys import did_you_mean
+from tritonops.inventory.yaml_lines import LinedMap, plain
+from tritonops.playbook.keys import check_known_vars, did_you_mean, load_yaml
 from tritonops.playbook.model import PlaybookError, Role
 
 ROLES_FOLDER = "roles"
@@ -53,7 +53,7 @@ def read_role_file(role_path: str, folder: str) -> tuple[object, str] | None:
         path = os.path.join(role_path, folder, name)
         if os.path.isfile(path):
             shown = display_path(path)
-            return load_yaml_file(path, shown), shown
+            return load_yaml(path, shown), shown
     return None
 
 
@@ -71,6 +71,7 @@ def read_defaults(name: str, role_path: str) -> dict[str, Setting]:
         if var.startswith("ansible_"):
             raise PlaybookError(f"'{var}' in role defaults: say how hosts are reached in the inventory", where)
         defaults[var] = Setting(plain(value), f"{where} (role {name} defaults)", where, role_path)
+    check_known_vars(defaults)
     return defaults
 
 
