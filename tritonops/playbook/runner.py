@@ -3,7 +3,9 @@
 Like Ansible's linear strategy: within a batch (`serial`), each task runs on the batch's hosts in
 parallel (at most --forks at once) and the next task starts when all are done. A host that fails or
 cannot be reached gets no more tasks in this run. Handlers run at the end of each batch, once, on the
-hosts where a task that notified them changed something, in the order they are defined.
+hosts where a task that notified them changed something, in the order they are defined (a handler
+may notify a later one). Handlers are not filtered by --tags: a notified handler runs. In check
+mode nothing is carried out, handlers included; results say what would change.
 
 The run stops (later batches and plays untouched) when a batch has more failed hosts than the
 play's max_fail_percentage allows (checked after every task, as Ansible does), or, without it,
