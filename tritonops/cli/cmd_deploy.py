@@ -1,7 +1,162 @@
-"""`tritonops deploy`."""
+"""`tritonops deploy`: run playbooks/deploy.yml over the inventory (see tritonops.deploy.flow).
 
-from tritonops.cli._later import register_later
+Prints each host's progress as it happens (stderr), then per host the plan and, with --diff, every
+file it writes or would write, then the recap. --json prints one document instead.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rich.table import Table
+
+from tritonops.cli.engine_options import add_engine_options, request_from_args
+from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
+from tritonops.cli.selection import add_host_key_option, inventory_paths
+from tritonops.playbook.events import HostDone, PlayStarted, TaskStarted
+from tritonops.values.names import safe_name
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def default_playbook(name: str) -> str:
+    """playbooks/NAME.yml of this tritonops checkout (or ./playbooks when run from a project of one's own)."""
+    for folder in (Path("playbooks"), REPOSITORY / "playbooks"):
+        if (folder / name).is_file():
+            return str(folder / name)
+    return str(REPOSITORY / "playbooks" / name)
+
+
+def default_roles_path(playbook: str) -> tuple[str, ...]:
+    """roles/ beside the playbook's folder, then this checkout's roles/ (Ansible looks next to the playbook)."""
+    found = [os.path.join(os.path.dirname(os.path.abspath(playbook)), "..", "roles"), str(REPOSITORY / "roles")]
+    return tuple(dict.fromkeys(os.path.normpath(path) for path in found if os.path.isdir(path)))
+
+
+def add_playbook_options(parser, playbook: str) -> None:
+    parser.add_argument("--playbook", default=None, metavar="PATH", help=f"the playbook (default playbooks/{playbook})")
+    parser.add_argument("--roles-path", action="append", default=[], metavar="DIR",
+                        help="more folders to look for roles in (after roles/ beside the playbook)")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
+                        help="extra variables, highest precedence (repeatable)")
+    parser.add_argument("--check", "-C", action="store_true", help="change nothing: show what would be done")
+    parser.add_argument("--diff", "-D", action="store_true", help="show every file written (or that would be)")
+    parser.add_argument("--tags", "-t", action="append", default=[], metavar="TAGS", help="only tasks with these tags")
+    parser.add_argument("--skip-tags", action="append", default=[], metavar="TAGS", help="not tasks with these tags")
+    parser.add_argument("--break-lock", action="store_true",
+                        help="take over a host's deployment lock held by another run (only when that run is gone)")
+    add_host_key_option(parser)
 
 
 def register(subparsers, common) -> None:
-    register_later(subparsers, common, "deploy", "render, deliver and start Triton with a health gate", "the deploy work comes after sizing and the image")
+    parser = subparsers.add_parser(
+        "deploy", parents=[common], help="deploy Triton + vLLM: a verified release on every host",
+        description="Probe, size, lock, bring the vllm_env image, then run the deploy playbook: model weights "
+                    "(verified), the rendered model repository and a release per host. --check --diff shows "
+                    "everything it would write and changes nothing.")
+    add_playbook_options(parser, "deploy.yml")
+    parser.add_argument("--model", metavar="DIR|HF_ID", help="model for hosts without tritonops_model(s)")
+    parser.add_argument("--model-name", default="vllm_model", help="Triton model name (default vllm_model)")
+    parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
+    add_engine_options(parser)
+    parser.set_defaults(run=run)
+
+
+def _tags(given: list[str]) -> tuple[str, ...]:
+    return tuple(tag.strip() for text in given for tag in text.split(",") if tag.strip())
+
+
+def run(args, out) -> int:
+    from tritonops.deploy.flow import DeployOptions, deploy
+    from tritonops.playbook import parse_extra_vars
+
+    safe_name(args.model_name, "model name", "--model-name")
+    playbook = args.playbook or default_playbook("deploy.yml")
+    options = DeployOptions(
+        playbook=playbook, roles_path=tuple(args.roles_path) + default_roles_path(playbook), limit=args.limit,
+        extra_vars=parse_extra_vars(args.extra_vars), tags=_tags(args.tags) or ("all",),
+        skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
+        accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock,
+        request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
+        metrics=not args.no_metrics)
+    progress = None if args.json else _Progress(out)
+    report = deploy(inventory_paths(args.inventory), options,
+                    on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)
+    if args.json:
+        out.json(_report_json(report))
+    else:
+        _print_report(out, report, args)
+    return 0 if report.ok else 1
+
+
+class _Progress:
+    """Each host's phase and task as it finishes, on stderr (so --json and pipes stay clean)."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def phase(self, result) -> None:
+        self._line(result.task, result)
+
+    def event(self, event) -> None:
+        if isinstance(event, PlayStarted):
+            mode = " (check: nothing changes)" if event.check else ""
+            self.out.info(line(styled(f"PLAY {event.play}{mode}", "bold")))
+        elif isinstance(event, TaskStarted):
+            self.out.info(line(styled(f"TASK {event.task}", "bold")))
+        elif isinstance(event, HostDone):
+            self._line("", event.result)
+
+    def _line(self, phase: str, result) -> None:
+        prefix = f"{phase:<6} " if phase else "  "
+        self.out.info(line(prefix, styled(f"{result.host}", "bold"), " ", status_text(result.status),
+                           f" {result.elapsed_s:.1f}s ", result.msg))
+
+
+def _print_report(out, report, args) -> None:
+    for host, plan in report.plans.items():
+        if not plan.ok:
+            continue
+        out.print(styled(f"\n== {host}", "bold"))
+        for model in plan.models:
+            engine = model.plan
+            out.print(f"{model.name} v{model.version}: {model.model} on {engine.gpu_count} x {engine.gpu_name}: "
+                      f"TP {engine.tensor_parallel_size}, max_model_len {engine.max_model_len}, {engine.dtype}, "
+                      f"KV cache {engine.kv_cache_tokens:,} tokens, vLLM {engine.vllm_version}")
+        if args.diff:
+            for result in report.run.results if report.run else ():
+                if result.host == host and result.diff:
+                    out.print(styled(f"--- {result.task}", "dim"))
+                    out.print(styled(result.diff.rstrip("\n")))
+    if report.run and report.run.stopped_reason:
+        out.print(line(styled("stopped: ", "red"), report.run.stopped_reason))
+    out.print(recap_table(report.recap, "DEPLOY RECAP (check: nothing was changed)" if report.check else "DEPLOY RECAP"))
+
+
+def recap_table(recap, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("host")
+    for status in STATUS_STYLE:
+        table.add_column(status, justify="right")
+    for host, counts in recap.rows():
+        table.add_row(host, *(styled(str(counts[status]), STATUS_STYLE[status] if counts[status] else "")
+                              for status in STATUS_STYLE))
+    return table
+
+
+def _report_json(report) -> dict:
+    return {
+        "check": report.check,
+        "ok": report.ok,
+        "plans": {host: {"ok": plan.ok, "errors": plan.errors,
+                         "models": [{"name": m.name, "version": m.version, "model": m.model,
+                                     "engine": m.plan.to_dict() if m.plan else None} for m in plan.models]}
+                  for host, plan in report.plans.items()},
+        "files": {host: facts["tritonops_deploy"]["files"] for host, facts in report.host_facts.items()},
+        "results": [{"host": r.host, "task": r.task, "status": r.status, "msg": r.msg, "diff": r.diff,
+                     "elapsed_s": round(r.elapsed_s, 3)} for r in report.results],
+        "recap": report.recap.to_json(),
+        "stopped": report.run.stopped_reason if report.run else None,
+        "image_bytes_sent": report.image_bytes,
+    }

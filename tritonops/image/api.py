@@ -335,7 +335,9 @@ def _build_here(run: _Run, session: Session) -> None:
 
 # ---- status -------------------------------------------------------------------------------------
 
-def image_status(hosts: Sequence, *, forks: int = 10, accept_new_host_keys: bool = False) -> GroupResult:
+def image_status(hosts: Sequence, *, forks: int = 10, accept_new_host_keys: bool = False,
+                 pool: SessionPool | None = None) -> GroupResult:
+    """What each host has (read-only); over `pool`'s sessions when given."""
     from tritonops.transport.pool import run_on_hosts
 
     configs = {host.name: image_config(host) for host in hosts}
@@ -369,5 +371,7 @@ def image_status(hosts: Sequence, *, forks: int = 10, accept_new_host_keys: bool
         finally:
             engine.close()
 
+    if pool is not None:
+        return pool.run(lambda session: task(session.transport, session.spec), [host.name for host in hosts])
     return run_on_hosts([host.connection for host in hosts], task, forks=forks,
                         accept_new_host_keys=accept_new_host_keys)

@@ -65,13 +65,17 @@ def compile_playbook(playbook: Playbook, inventory_paths: Sequence[str], *, limi
                      extra_vars: Mapping[str, Any] | None = None,
                      host_facts: Mapping[str, Mapping[str, Any]] | None = None,
                      tags: Collection[str] = ("all",), skip_tags: Collection[str] = (),
-                     ssh_config_file: str | None = None) -> CompiledPlaybook:
+                     ssh_config_file: str | None = None,
+                     only_hosts: Collection[str] | None = None) -> CompiledPlaybook:
     """`host_facts`: per host, variables tritonops found or planned (probe facts, sizing), visible to
-    templates like Ansible facts (above inventory vars, below play vars)."""
+    templates like Ansible facts (above inventory vars, below play vars). `only_hosts`: the hosts
+    still in the run (a caller's earlier phases dropped the others), by name, within --limit."""
     extra_vars = dict(extra_vars or {})
     host_facts = host_facts or {}
     base = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars)
     limited = {host.name for host in base.select(limit)} if limit else {host.name for host in base.hosts}
+    if only_hosts is not None:
+        limited &= set(only_hosts)
     plays = []
     for play in playbook.plays:
         inventory = base if not play.defaults else load_inventory(

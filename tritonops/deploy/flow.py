@@ -1,0 +1,288 @@
+"""deploy: inventory + playbook -> a release on every host, as data.
+
+Phases over one SessionPool (each host dialled once), each host's outcome a result, a host that
+fails a phase leaving the run while the others go on:
+  1. load   the playbook, its roles and the inventory (with role defaults): every static mistake
+            is an error before any host is contacted;
+  2. facts  the probe on every host (read-only);
+  3. plan   sizing and the rendered model repository per host (pure); a host where the model does
+            not fit fails here, with the sizing reason;
+  4. lock   each remaining host's deployment lock (not in --check);
+  5. image  the vllm_env image built once and streamed to the hosts that lack it (in --check: the
+            image each host already has);
+  6. compile the playbook for the remaining hosts with what tritonops planned for each (the plan,
+            the weights, the image, the release) as host facts: every template error before any write;
+  7. run    the playbook (weights, model repository, release; the triton role is the next step);
+  8. unlock.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import posixpath
+import socket
+import time
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any, Callable, Sequence
+
+from tritonops import __version__
+from tritonops.deploy import lock as host_lock
+from tritonops.deploy.weights_spec import WeightsSpec, weights_spec
+from tritonops.errors import TritonopsError
+from tritonops.facts.probe import read_facts
+from tritonops.inventory import load_inventory
+from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
+from tritonops.playbook import compile_playbook, load_playbook, run_playbook
+from tritonops.playbook.events import OnEvent
+from tritonops.playbook.runner import PlaybookRun
+from tritonops.render.model_repository import RepositoryModel, render_model_repository
+from tritonops.results import HostResult, Recap
+from tritonops.sizing.engine_plan import SizingRequest
+from tritonops.transport.sessions import HostSession, SessionPool
+from tritonops.values.names import safe_name
+
+DEFAULT_ROOT = "/opt/tritonops"
+DEFAULT_DEPLOYMENT = "default"
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    playbook: str
+    roles_path: tuple[str, ...] = ()
+    limit: str | None = None
+    extra_vars: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ("all",)
+    skip_tags: tuple[str, ...] = ()
+    check: bool = False
+    diff: bool = False
+    forks: int = 10
+    accept_new_host_keys: bool = False
+    break_lock: bool = False
+    request: SizingRequest = field(default_factory=lambda: SizingRequest(model_ref=""))
+    default_model: str | None = None
+    model_name: str = "vllm_model"
+    metrics: bool = True
+    command: str = "deploy"
+
+
+@dataclass
+class DeployReport:
+    phases: list[HostResult] = field(default_factory=list)   # facts, plan, lock, image: one per host each
+    plans: dict[str, HostDeployPlan] = field(default_factory=dict)
+    host_facts: dict[str, dict] = field(default_factory=dict)  # what the playbook saw per host
+    run: PlaybookRun | None = None
+    image_bytes: int = 0
+    check: bool = False
+
+    @property
+    def results(self) -> list[HostResult]:
+        return self.phases + list(self.run.results if self.run else ())
+
+    @property
+    def recap(self) -> Recap:
+        return Recap.of(self.results)
+
+    @property
+    def ok(self) -> bool:
+        return self.recap.all_ok and (self.run is None or self.run.stopped_reason is None)
+
+
+def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: OnEvent | None = None,
+           on_phase: Callable[[HostResult], None] | None = None, clock: Callable[[], float] = time.time) -> DeployReport:
+    report = DeployReport(check=options.check)
+
+    def record(result: HostResult) -> HostResult:
+        report.phases.append(result)
+        if on_phase is not None:
+            on_phase(result)
+        return result
+
+    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
+    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
+    inventory = load_inventory(list(inventory_paths), defaults=defaults, extra_vars=options.extra_vars)
+    hosts = inventory.select(options.limit) if options.limit else inventory.hosts
+    deployments = {host.name: _deployment(host) for host in hosts}
+    models, model_errors = load_models_for(hosts, options.default_model, options.model_name)
+    created = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
+    owner = host_lock.LockOwner.here(options.command, clock)
+    locked: list[str] = []
+
+    with SessionPool([host.connection for host in hosts], forks=options.forks,
+                     accept_new_host_keys=options.accept_new_host_keys) as pool:
+        facts = {}
+        for result in pool.run(_facts_phase, task="facts"):
+            record(result)
+            if result.ok:
+                facts[result.host] = result.payload
+        alive = [host for host in hosts if host.name in facts]
+        plans = plan_hosts(alive, facts, options.request, models, model_errors, default_model=options.default_model,
+                           default_name=options.model_name, metrics=options.metrics)
+        report.plans = {plan.host: plan for plan in plans}
+        ready = []
+        for plan in plans:
+            record(HostResult(plan.host, "ok" if plan.ok else "failed", _plan_summary(plan), plan, task="plan"))
+            if plan.ok:
+                ready.append(plan.host)
+        try:
+            if not options.check and ready:
+                for result in pool.run(_lock_phase(deployments, owner, options.break_lock), ready, task="lock"):
+                    record(result)
+                    if result.ok:
+                        locked.append(result.host)
+                ready = [name for name in ready if name in locked]
+            images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
+            ready = [name for name in ready if name in images]
+            by_name = {host.name: host for host in hosts}
+            for name in ready:
+                report.host_facts[name] = _host_facts(by_name[name], report.plans[name], images[name], deployments[name],
+                                                      created, options, inventory_digest(inventory_paths))
+            compiled = compile_playbook(playbook, list(inventory_paths), limit=options.limit,
+                                        extra_vars=options.extra_vars, host_facts=report.host_facts,
+                                        tags=options.tags, skip_tags=options.skip_tags, only_hosts=ready)
+            report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
+        finally:
+            if locked:
+                pool.run(_unlock_phase(deployments, owner), locked, task="unlock")
+    return report
+
+
+def _deployment(host) -> tuple[str, str]:
+    """(root, deployment) of a host, checked: they become paths on it."""
+    root = str(host.vars.get("tritonops_root") or DEFAULT_ROOT)
+    where = host.setting("tritonops_root").where if "tritonops_root" in host.history else None
+    if not posixpath.isabs(root) or ".." in root.split("/") or any(c in root for c in "\n\0"):
+        raise TritonopsError(f"{where + ': ' if where else ''}tritonops_root must be an absolute path, not {root!r}")
+    name = host.vars.get("tritonops_deployment") or DEFAULT_DEPLOYMENT
+    at = host.setting("tritonops_deployment").where if "tritonops_deployment" in host.history else None
+    return posixpath.normpath(root), safe_name(name, "tritonops_deployment", at)
+
+
+def _facts_phase(session: HostSession) -> HostResult:
+    facts = session.extras.get("host_facts") or read_facts(session.transport)
+    session.extras["host_facts"] = facts
+    gpus = len(facts.nvidia.gpus) if facts.nvidia and facts.nvidia.gpus else 0
+    return HostResult(session.name, "ok", f"{gpus} GPU(s)", facts)
+
+
+def _plan_summary(plan: HostDeployPlan) -> str:
+    if not plan.ok:
+        return "; ".join(plan.errors) or "nothing to deploy"
+    parts = []
+    for model in plan.models:
+        engine = model.plan
+        parts.append(f"{model.name} v{model.version}: {model.model} TP {engine.tensor_parallel_size}, "
+                     f"max_model_len {engine.max_model_len}, KV {engine.kv_cache_tokens:,} tokens")
+    return "; ".join(parts)
+
+
+def _lock_phase(deployments, owner, break_lock):
+    def phase(session: HostSession) -> HostResult:
+        root, deployment = deployments[session.name]
+        outcome = host_lock.acquire(session.transport, posixpath.join(root, deployment), owner, break_lock=break_lock)
+        if not outcome.acquired:
+            return HostResult(session.name, "failed", host_lock.refusal(session.name, outcome))
+        note = f"took over the lock of {outcome.held_by}" if outcome.held_by else "locked"
+        return HostResult(session.name, "ok", note)
+    return phase
+
+
+def _unlock_phase(deployments, owner):
+    def phase(session: HostSession) -> HostResult:
+        root, deployment = deployments[session.name]
+        host_lock.release(session.transport, posixpath.join(root, deployment), owner)
+        return HostResult(session.name, "ok", "unlocked")
+    return phase
+
+
+def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, report) -> dict[str, dict]:
+    """host -> {"id", "reference"} of the image its release will run."""
+    if not hosts:
+        return {}
+    from tritonops.image.api import build_images, image_status
+
+    images = {}
+    if options.check:
+        for result in image_status(hosts, pool=pool):
+            payload = result.payload or {}
+            if result.ok and payload.get("image_id"):
+                images[result.host] = {"id": payload["image_id"], "reference": payload.get("image", "")}
+                record(replace(result, status="ok", msg=f"has {_short(payload['image_id'])} "
+                                                        "(a deploy builds or refreshes it first if its content changed)",
+                               task="image"))
+            else:
+                images[result.host] = {"id": "", "reference": ""}
+                record(replace(result, status="changed", msg="would build or receive the vllm_env image", task="image"))
+        return images
+    built = build_images(hosts, forks=options.forks, pool=pool)
+    report.image_bytes = built.bytes_out
+    for result in built.results:
+        record(replace(result, task="image"))
+        payload = result.payload or {}
+        if result.ok and payload.get("image_id"):
+            images[result.host] = {"id": payload["image_id"],
+                                   "reference": payload.get("content_tag") or payload.get("image", "")}
+    return images
+
+
+def _short(image_id: str) -> str:
+    return image_id[7:19] if image_id.startswith("sha256:") else image_id[:12]
+
+
+@lru_cache(maxsize=64)
+def _controller_sha256(folder: str) -> str:
+    from tritonops.weights.local import local_manifest
+
+    return local_manifest(folder)[0].content_sha256()
+
+
+def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, str], created: str,
+                options: DeployOptions, inventory: str) -> dict[str, Any]:
+    """What the roles see of tritonops' own planning for this host (like Ansible facts)."""
+    root, name = deployment
+    models, repository = [], []
+    for model in plan.models:
+        weights: WeightsSpec = weights_spec(model.model, host.vars, root=root, deployment=name,
+                                            is_controller_folder=lambda ref: os.path.isdir(os.path.expanduser(ref)),
+                                            controller_sha256=_controller_sha256)
+        model_json = {**model.model_json, "model": weights.folder}  # vLLM loads the weights from the host
+        repository.append(RepositoryModel(model.name, model.version, model_json))
+        models.append({"name": model.name, "version": model.version, "model": model.model,
+                       "weights": weights.args, "model_id": weights.model_id, "weights_dir": weights.folder,
+                       "manifest": weights.manifest, "engine": model.plan.to_dict()})
+    files = render_model_repository(repository, metrics=options.metrics)
+    unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
+    return {
+        "tritonops_deploy": {
+            "root": posixpath.join(root, name),
+            "models": models,
+            "weights": list(unique_weights.values()),
+            "manifests": sorted({m["manifest"] for m in models}),
+            "files": files,
+            "image": image,
+            "release": {"created": created, "metadata": {
+                "tritonops_version": __version__, "inventory_digest": inventory,
+                "who": f"{getpass.getuser()}@{socket.gethostname()}",
+                "models": [{"name": m["name"], "version": m["version"], "model": m["model"], "engine": m["engine"]}
+                           for m in models]}},
+        },
+        "ansible_check_mode": options.check,
+    }
+
+
+def inventory_digest(paths: Sequence[str]) -> str:
+    """A digest of the inventory files as given (recorded in release.json, not part of its identity)."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        for folder, _, names in (os.walk(path) if os.path.isdir(path) else [(os.path.dirname(path), [], [os.path.basename(path)])]):
+            for name in sorted(names):
+                full = os.path.join(folder, name)
+                try:
+                    with open(full, "rb") as handle:
+                        digest.update(full.encode() + b"\0" + hashlib.sha256(handle.read()).digest())
+                except OSError:
+                    continue
+    return digest.hexdigest()

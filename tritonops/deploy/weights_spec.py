@@ -1,0 +1,55 @@
+"""Which weights each model of a host's plan needs, as `model_weights` task arguments, and where they
+will be on the host (what model.json names). Pure: host variables and the model reference in.
+
+A model reference that is a folder on the controller is pushed over SFTP (`controller_dir`); any
+other reference is a Hugging Face repo, unless `tritonops_weights_source` says otherwise. Host
+variables (`tritonops_weights_*`, `tritonops_hf_*`) apply to every model of the host.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from tritonops.weights import source as sources
+
+# host variable -> model_weights argument (hub sources)
+_ARGUMENTS = {
+    "tritonops_weights_revision": "revision",
+    "tritonops_hf_token_env": "token_env",
+    "tritonops_hf_token_file": "token_file",
+    "tritonops_hf_endpoint": "endpoint",
+    "tritonops_weights_runner": "runner",
+}
+
+
+@dataclass(frozen=True)
+class WeightsSpec:
+    args: dict[str, Any]   # the model_weights task's arguments
+    model_id: str          # the folder under <root>/<deployment>/models/
+    folder: str            # where the weights are on the host (and in the Triton container)
+    manifest: str          # their manifest, named by the release
+
+
+def weights_spec(model_ref: str, variables: Mapping[str, Any], *, root: str, deployment: str,
+                 is_controller_folder: Callable[[str], bool],
+                 controller_sha256: Callable[[str], str]) -> WeightsSpec:
+    """`is_controller_folder(ref)`: whether the reference is a folder on the controller;
+    `controller_sha256(folder)`: its manifest digest (a controller folder's model id needs it)."""
+    kind = variables.get("tritonops_weights_source") or (
+        "controller_dir" if is_controller_folder(model_ref) else "huggingface")
+    args: dict[str, Any] = {"source": kind, "deployment": deployment, "root": root}
+    if kind in ("huggingface", "modelscope"):
+        args["repo"] = variables.get("tritonops_weights_repo") or model_ref
+        for variable, argument in _ARGUMENTS.items():
+            if variables.get(variable) not in (None, ""):
+                args[argument] = variables[variable]
+    else:  # a folder: on the host, or on the controller (pushed over SFTP)
+        args["path"] = variables.get("tritonops_weights_path") or (
+            os.path.abspath(os.path.expanduser(model_ref)) if kind == "controller_dir" else model_ref)
+    source = sources.source_of(kind, repo=args.get("repo"), revision_=args.get("revision"), path=args.get("path"))
+    model_id = source.model_id(controller_sha256(args["path"]) if kind == "controller_dir" else None)
+    folder = posixpath.join(root, deployment, "models", model_id)
+    return WeightsSpec(args, model_id, folder, posixpath.join(folder, ".tritonops-manifest.json"))
