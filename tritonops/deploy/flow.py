@@ -220,8 +220,9 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
     built = build_images(hosts, forks=options.forks, pool=pool)
     report.image_bytes = built.bytes_out
     for result in built.results:
-        record(replace(result, task="image"))
         payload = result.payload or {}
+        # a host whose image preflight refused it ("skipped" for `image build`) cannot be deployed to
+        record(replace(result, task="image", status="failed" if result.status == "skipped" else result.status))
         if result.ok and payload.get("image_id"):
             images[result.host] = {"id": payload["image_id"],
                                    "reference": payload.get("content_tag") or payload.get("image", "")}

@@ -1,0 +1,140 @@
+"""`tritonops deploy` end to end on real lab hosts over SSH: check mode changes nothing, a first run
+leaves a release and verified weights, a second run changes nothing, a variable changed for one group
+changes only that group's hosts, a held lock refuses that host only.
+
+Two inventory hosts, `a1` (group ga) and `a2` (group gb), reach the test lab's full host as two
+deployments (dep-a, dep-b): each has its own folder, lock and releases there, as two machines would.
+"""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from tritonops.cli.main import main
+from tritonops.deploy.lock import LockOwner, acquire
+from tritonops.lab.hub import tiny_model
+from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2
+from tritonops.transport.sessions import open_transport
+
+ROOT = "/opt/tritonops"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny-llm")
+    for name, data in tiny_model().items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return folder
+
+
+@pytest.fixture
+def inventory(lab, model_dir, tmp_path, lab_ssh):
+    lab_vars = yaml.safe_load(lab.inventory_file.read_text())
+    full_vars = dict(lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["vars"])
+    full_vars["tritonops_build_host"] = "a1"
+    full, light = lab.host(FULL_2080TI), lab.host(LIGHT_H200X2)
+
+    def host(target, deployment):
+        return {"ansible_host": target.address, "ansible_port": target.port, "tritonops_deployment": deployment}
+
+    def write(ga_vars=None):
+        data = {"all": {
+            "vars": {"ansible_user": "root", "ansible_ssh_private_key_file": str(lab.key_file),
+                     "tritonops_known_hosts_file": str(lab.known_hosts_file),
+                     "tritonops_model": str(model_dir), **full_vars},
+            "children": {
+                "ga": {"hosts": {"a1": host(full, "dep-a")}, "vars": dict(ga_vars or {})},
+                "gb": {"hosts": {"a2": host(full, "dep-b")}},
+                "gc": {"hosts": {"l1": host(light, "dep-c")}},
+            }}}
+        path = tmp_path / "hosts.yml"
+        path.write_text(yaml.safe_dump(data))
+        return str(path)
+
+    lab_ssh(FULL_2080TI, f"rm -rf {ROOT}/dep-a {ROOT}/dep-b")
+    return write
+
+
+def deploy(capsys, inventory_path, *more):
+    code = main(["deploy", "-i", inventory_path, "--limit", "ga:gb", "--json", *more])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out)
+
+
+def releases(lab_ssh, deployment) -> list[str]:
+    out = lab_ssh(FULL_2080TI, f"ls {ROOT}/{deployment}/releases 2>/dev/null || true").stdout.split()
+    return [name for name in out if not name.startswith(".")]
+
+
+def statuses(report, host) -> dict[str, str]:
+    return {r["task"]: r["status"] for r in report["results"] if r["host"] == host}
+
+
+def test_check_then_deploy_then_nothing_to_do_then_only_the_changed_group(capsys, inventory, lab_ssh):
+    path = inventory()
+    code, check = deploy(capsys, path, "--check", "--diff")
+    assert code == 0, check["results"]
+    for name in ("a1", "a2"):
+        diffs = "".join(r["diff"] or "" for r in check["results"] if r["host"] == name)
+        assert '+backend: "vllm"' in diffs and f'"model": "{ROOT}/dep-' in diffs and "release.json" in diffs
+    assert lab_ssh(FULL_2080TI, f"test -e {ROOT}/dep-a || test -e {ROOT}/dep-b", check=False).returncode == 1
+
+    code, first = deploy(capsys, path)
+    assert code == 0, first["results"]
+    assert first["recap"]["a1"]["changed"] >= 3 and first["recap"]["a1"]["failed"] == 0
+    (release_a,) = releases(lab_ssh, "dep-a")
+    (release_b,) = releases(lab_ssh, "dep-b")
+    record = json.loads(lab_ssh(FULL_2080TI, f"cat {ROOT}/dep-a/releases/{release_a}/release.json").stdout)
+    assert record["image_id"].startswith("sha256:") and record["models"][0]["engine"]["max_model_len"] > 0
+    model_json = json.loads(lab_ssh(
+        FULL_2080TI, f"cat {ROOT}/dep-a/releases/{release_a}/model_repository/vllm_model/1/model.json").stdout)
+    weights = model_json["model"]
+    assert weights.startswith(f"{ROOT}/dep-a/models/")
+    sums = lab_ssh(FULL_2080TI, f"cd {weights} && sha256sum model-00001-of-00002.safetensors").stdout.split()[0]
+    manifest = json.loads(lab_ssh(FULL_2080TI, f"cat {weights}/.tritonops-manifest.json").stdout)
+    assert {f["path"]: f["sha256"] for f in manifest["files"]}["model-00001-of-00002.safetensors"] == sums
+    assert lab_ssh(FULL_2080TI, f"test -e {ROOT}/dep-a/lock", check=False).returncode == 1  # unlocked after
+
+    code, second = deploy(capsys, path)
+    assert code == 0
+    assert {r["status"] for r in second["results"]} == {"ok"}, [r for r in second["results"] if r["status"] != "ok"]
+    assert second["image_bytes_sent"] == 0
+    assert releases(lab_ssh, "dep-a") == [release_a] and releases(lab_ssh, "dep-b") == [release_b]
+
+    code, changed = deploy(capsys, inventory({"tritonops_max_num_seqs": 8}))
+    assert code == 0
+    assert statuses(changed, "a1")["release with the rendered model repository"] == "changed"
+    assert {r["status"] for r in changed["results"] if r["host"] == "a2"} == {"ok"}
+    assert len(releases(lab_ssh, "dep-a")) == 2 and releases(lab_ssh, "dep-b") == [release_b]
+
+
+def test_a_held_lock_refuses_that_host_only_and_names_the_owner(capsys, inventory, lab, lab_ssh):
+    path = inventory()
+    transport = open_transport(lab.connection(FULL_2080TI))
+    try:
+        other = LockOwner("t0ken", "alice", "ctl-7", 4242, "deploy", "2026-12-01T07:00:00Z")
+        assert acquire(transport, f"{ROOT}/dep-b", other).acquired
+        code, report = deploy(capsys, path)
+    finally:
+        transport.close()
+    assert code == 1
+    lock = [r for r in report["results"] if r["host"] == "a2" and r["task"] == "lock"][0]
+    assert lock["status"] == "failed" and "alice@ctl-7 (pid 4242, deploy since 2026-12-01T07:00:00Z)" in lock["msg"]
+    assert not [r for r in report["results"] if r["host"] == "a2" and r["task"] not in ("facts", "plan", "lock")]
+    assert report["recap"]["a1"]["failed"] == 0 and len(releases(lab_ssh, "dep-a")) == 1
+    assert "alice" in lab_ssh(FULL_2080TI, f"cat {ROOT}/dep-b/lock").stdout  # someone else's lock is left alone
+
+
+def test_a_host_without_docker_fails_at_the_image_and_the_others_go_on(capsys, inventory, lab_ssh):
+    path = inventory()
+    code = main(["deploy", "-i", path, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    image = [r for r in report["results"] if r["host"] == "l1" and r["task"] == "image"][0]
+    assert image["status"] == "failed" and "docker" in image["msg"].lower()
+    assert report["recap"]["a1"]["failed"] == 0 and report["recap"]["a2"]["failed"] == 0
+    assert releases(lab_ssh, "dep-a") and releases(lab_ssh, "dep-b")
+    assert lab_ssh(LIGHT_H200X2, f"test -e {ROOT}/dep-c/releases", check=False).returncode == 1
