@@ -23,8 +23,48 @@ def test_inventory_is_ansible_shaped_with_strict_host_keys():
     }
     groups = doc["all"]["children"]["lab"]["children"]
     assert groups["lab_full"]["hosts"] == {"ws-2080ti": {
-        "ansible_host": "127.0.0.1", "ansible_port": 22201, "lab_gpu_profile": "2080ti", "lab_kind": "full"}}
+        "ansible_host": "127.0.0.1", "ansible_port": 22201, "lab_gpu_profile": "2080ti", "lab_kind": "full",
+        "tritonops_model": "/abs/.lab/models/micro-llama"}}
     assert list(groups["lab_light"]["hosts"]) == ["light-01"]
+
+
+def test_the_full_hosts_name_the_lab_model_and_a_2080ti_host_a_smaller_one():
+    hosts = (LabHost("ws-2080ti", "2080ti", "full", 22201, "c1"), LabHost("node-h200x8", "h200x8", "full", 22202, "c2"),
+             LabHost("light-01", "h200x8", "light", 22203, "c3"))
+    doc = yaml.safe_load(render_inventory(LabState("p", Path("/abs/.lab"), Path("/abs/lab.yml"), hosts)))
+    groups = doc["all"]["children"]["lab"]["children"]
+    assert groups["lab_full"]["vars"]["tritonops_model"] == "/abs/.lab/models/tiny-llama"
+    assert groups["lab_full"]["hosts"]["ws-2080ti"]["tritonops_model"] == "/abs/.lab/models/micro-llama"
+    assert "tritonops_model" not in groups["lab_full"]["hosts"]["node-h200x8"]
+    assert "vars" not in groups["lab_light"] and "tritonops_model" not in groups["lab_light"]["hosts"]["light-01"]
+    without = yaml.safe_load(render_inventory(LabState("p", Path("/abs/.lab"), Path("/abs/lab.yml"), hosts),
+                                              models=False))
+    assert "tritonops_model" not in str(without)
+
+
+def test_lab_models_are_written_once_and_the_default_tiny_model_is_unchanged(tmp_path):
+    import hashlib
+
+    from tritonops.lab.hub import tiny_model
+    from tritonops.lab.hub.model import LAB_MODELS
+    from tritonops.lab.models import models_dir, remove_models, write_models
+    from tritonops.sizing.model_source import load_model_spec
+
+    # tests elsewhere pin these bytes (the hub's tiny-llama)
+    assert hashlib.sha256(b"".join(tiny_model().values())).hexdigest()[:16] == "673fef4b76fa4055"
+    written = write_models(tmp_path)
+    assert {p.parent.name for p in written} == set(LAB_MODELS) and len(written) == 14
+    tiny, micro = models_dir(tmp_path) / "tiny-llama", models_dir(tmp_path) / "micro-llama"
+    assert {p.name: p.read_bytes() for p in tiny.iterdir()} == tiny_model()
+    mtimes = {p: p.stat().st_mtime_ns for p in written}
+    (micro / "stray.bin").write_bytes(b"x")
+    (micro / "config.json").write_text("{}")
+    assert sorted(p.name for p in write_models(tmp_path)) == ["config.json", "stray.bin"]
+    assert write_models(tmp_path) == []
+    assert all(p.stat().st_mtime_ns == t for p, t in mtimes.items() if p.name != "config.json")
+    specs = [load_model_spec(str(folder)) for folder in (tiny, micro)]
+    assert [(s.hidden_size, s.num_hidden_layers) for s in specs] == [(384, 1), (256, 2)]
+    assert remove_models(tmp_path) and not models_dir(tmp_path).exists() and not remove_models(tmp_path)
 
 
 def test_an_empty_group_is_left_out():

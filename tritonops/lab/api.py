@@ -13,6 +13,7 @@ from tritonops.lab.health import sshd_answers, wait_for_sshd
 from tritonops.lab.image_specs import TRITON_TAG
 from tritonops.lab.images import default_cache_dir, ensure_images, saved_image
 from tritonops.lab.inventory import render_inventory, render_known_hosts
+from tritonops.lab.models import models_dir, remove_models, write_models
 from tritonops.lab.plan import PORT_BASE, HostAction, assign_ports, plan_hosts, spec_hash
 from tritonops.lab.profile_file import GpuFaults, render_profile
 from tritonops.lab.profiles import get_profile
@@ -151,6 +152,9 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
                                [(h.container, 22, key) for h, key in host_keys])
     bastion = next((h for h in hosts if h.name == request.bastion), None) if request.behind_bastion else None
     inventory = render_inventory(state, bastion)
+    models = write_models(sd)  # before the inventory that names them
+    if models:
+        notes.append(f"wrote the lab models under {models_dir(sd)} ({len(models)} file(s) changed)")
     files_changed = [str(p) for p, text in ((state.known_hosts_file, known), (inv, inventory))
                      if _write_if_changed(p, text)]
     if files_changed:
@@ -214,6 +218,8 @@ def down(state_dir: Path | str | None = None, name_prefix: str = DEFAULT_PREFIX,
         if path.exists():
             path.unlink()
             notes.append(f"removed {path}")
+    if remove_models(sd):
+        notes.append(f"removed {models_dir(sd)}")
     return LabState(name_prefix, sd, inv, (), GroupResult.of(results), tuple(notes))
 
 

@@ -33,23 +33,32 @@ def image_vars(builder: str) -> dict:
     }
 
 
-def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str = "jump") -> str:
+def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str = "jump",
+                     models: bool = True) -> str:
     """The lab's GPU hosts (a bastion is not one of them). With `bastion`, each host is named by its
     container name on the lab network, which only the bastion can reach: `proxy` "jump" routes
-    through it with ProxyJump, "command" with a ProxyCommand running `ssh -W`."""
+    through it with ProxyJump, "command" with a ProxyCommand running `ssh -W`. With `models`, the
+    lab's models (tritonops.lab.models, under the state dir) as tritonops_model: the full hosts'
+    group variable, and a host variable on hosts of a small-GPU profile (the 2080 Ti)."""
+    from tritonops.lab.models import FULL_HOST_MODEL, host_model, model_path
+
     groups: dict[str, dict] = {"lab_full": {"hosts": {}}, "lab_light": {"hosts": {}}}
     builder = build_host(state)
     if builder:
         groups["lab_full"]["vars"] = image_vars(builder)
+    if models and any(h.kind == "full" for h in state.hosts):
+        groups["lab_full"].setdefault("vars", {})["tritonops_model"] = str(model_path(state.state_dir, FULL_HOST_MODEL))
     for host in state.hosts:
         if host.kind == "bastion":
             continue
-        groups[f"lab_{host.kind}"]["hosts"][host.name] = {
+        entry = groups[f"lab_{host.kind}"]["hosts"][host.name] = {
             "ansible_host": host.container if bastion else host.address,
             "ansible_port": 22 if bastion else host.port,
             "lab_gpu_profile": host.profile,
             "lab_kind": host.kind,
         }
+        if models and host_model(host.profile):
+            entry["tritonops_model"] = str(model_path(state.state_dir, host_model(host.profile)))
     ssh_args = f"-o UserKnownHostsFile={state.known_hosts_file} -o StrictHostKeyChecking=yes"
     if bastion:
         ssh_args += " " + bastion_ssh_option(state, bastion, proxy)

@@ -1,5 +1,6 @@
-"""A tiny model made in the lab: config.json, tokenizer files and two safetensors shards with their
-index (about 3 MB), deterministic (same bytes every time), valid for tritonops's own readers."""
+"""Tiny models made in the lab: config.json, tokenizer files and two safetensors shards with their
+index, deterministic (same bytes every time), valid for tritonops's own readers. `tiny_model()` is
+about 3 MB; its parameters shape others (`LAB_MODELS`: what `tritonops lab up` writes)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ import random
 import struct
 
 TINY_REPO = "lab/tiny-llama"
+
+# What `tritonops lab up` writes under <state dir>/models/<name>/: name -> tiny_model() arguments.
+# tiny-llama for the full hosts; micro-llama (smaller, grouped KV heads, a shorter context) for a
+# 2080 Ti profile host, so a deploy sizes a different model there.
+LAB_MODELS: dict[str, dict] = {
+    "tiny-llama": {},
+    "micro-llama": {"seed": 1, "hidden": 256, "layers": 2, "heads": 4, "kv_heads": 2, "vocab": 512,
+                    "max_positions": 1024},
+}
 
 
 def _safetensors(tensors: dict[str, tuple[list[int], bytes]]) -> bytes:
@@ -28,13 +38,15 @@ def _tensor(rng: random.Random, *shape: int) -> tuple[list[int], bytes]:
     return list(shape), struct.pack(f"<{count}f", *(rng.uniform(-0.1, 0.1) for _ in range(count)))
 
 
-def tiny_model(seed: int = 0) -> dict[str, bytes]:
-    """File name -> bytes of the tiny model."""
+def tiny_model(seed: int = 0, *, hidden: int = 384, layers: int = 1, heads: int = 6, kv_heads: int | None = None,
+               vocab: int = 1024, max_positions: int = 2048) -> dict[str, bytes]:
+    """File name -> bytes of a tiny Llama-shaped model (the defaults: the 3 MB `lab/tiny-llama`).
+    The shards hold the embeddings, the final norm and lm_head; `layers` only shapes config.json."""
     rng = random.Random(seed)
-    vocab, hidden = 1024, 384
     config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
-              "intermediate_size": 4 * hidden, "num_hidden_layers": 1, "num_attention_heads": 6,
-              "num_key_value_heads": 6, "vocab_size": vocab, "max_position_embeddings": 2048,
+              "intermediate_size": 4 * hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+              "num_key_value_heads": heads if kv_heads is None else kv_heads, "vocab_size": vocab,
+              "max_position_embeddings": max_positions,
               "torch_dtype": "float32", "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
     shard1 = _safetensors({"model.embed_tokens.weight": _tensor(rng, vocab, hidden),
                            "model.norm.weight": _tensor(rng, hidden)})
