@@ -86,3 +86,19 @@ def test_connection_and_ssh_argv_use_the_lab_key_and_known_hosts():
     argv = state.ssh_argv("light-01", "true")
     assert argv[:3] == ["ssh", "-F", "/dev/null"] and "StrictHostKeyChecking=yes" in argv
     assert argv[-2:] == ["root@127.0.0.1", "true"] and argv[argv.index("-p") + 1] == "22202"
+
+
+def test_the_releases_helper_describes_a_host_and_fails_without_a_release():
+    from tritonops.lab.releases import HostReleases, describe
+
+    release = {"image_id": "sha256:338078796b8522af8d09", "who": "root@vm", "models": [
+        {"name": "vllm_model", "version": 1, "model": "/abs/.lab/models/micro-llama",
+         "engine": {"gpu_count": 1, "gpu_name": "NVIDIA GeForce RTX 2080 Ti", "tensor_parallel_size": 1,
+                    "max_model_len": 1024, "dtype": "float16"}}]}
+    found = HostReleases("ws-2080ti", "/opt/tritonops/default", ["20261201T0900Z-e77234d0"], release,
+                         ["release.json"], ["/opt/tritonops/default/models/micro-llama@acc38f2e8aa7"])
+    lines = describe(found)
+    assert lines[0] == "ws-2080ti: 1 release(s) under /opt/tritonops/default/releases, newest 20261201T0900Z-e77234d0"
+    assert "vllm_model v1: /abs/.lab/models/micro-llama on 1 x NVIDIA GeForce RTX 2080 Ti: TP 1, " \
+           "max_model_len 1024, float16" in lines[2]
+    assert describe(HostReleases("h", "/opt/tritonops/default")) == ["h: no release under /opt/tritonops/default/releases"]

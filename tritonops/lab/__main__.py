@@ -1,0 +1,13 @@
+"""`python -m tritonops.lab releases -i INVENTORY`: lab helpers that are not tritonops commands."""
+
+import sys
+
+from tritonops.lab import releases
+
+HELPERS = {"releases": releases.main}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in HELPERS:
+        print(f"usage: python -m tritonops.lab {{{','.join(HELPERS)}}} ...", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(HELPERS[sys.argv[1]](sys.argv[2:]))
