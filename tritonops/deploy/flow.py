@@ -42,6 +42,7 @@ from tritonops.playbook.runner import PlaybookRun
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.results import HostResult, Recap
 from tritonops.sizing.engine_plan import SizingRequest
+from tritonops.transport.base import Traffic
 from tritonops.transport.sessions import HostSession, SessionPool
 from tritonops.values.names import safe_name
 
@@ -76,6 +77,7 @@ class DeployReport:
     host_facts: dict[str, dict] = field(default_factory=dict)  # what the playbook saw per host
     run: PlaybookRun | None = None
     image_bytes: int = 0
+    traffic: Traffic = field(default_factory=Traffic)  # command channels of every host's session
     check: bool = False
 
     @property
@@ -147,6 +149,7 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
         finally:
             if locked:
                 pool.run(_unlock_phase(deployments, owner), locked, task="unlock")
+            report.traffic = pool.traffic()
     return report
 
 

@@ -106,6 +106,10 @@ class Facts:
                 return fact
         raise KeyError(f"no command fact was asked for {' '.join(argv)}")
 
+    def covers(self, queries) -> bool:
+        """Whether every one of `queries` has its answer here (a prefetch that can stand in for a read)."""
+        return all(query in self._answers for query in queries)
+
     @classmethod
     def of(cls, *facts: Fact) -> "Facts":
         """For tests: facts given directly, keyed by the query that would have produced them."""

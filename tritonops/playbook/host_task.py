@@ -1,7 +1,10 @@
 """One compiled task on one host: read facts, work out the steps still needed, carry them out.
 
-Facts are read right before the steps are worked out (never earlier: they would go stale). In
-check mode the steps are only reported; a task is `changed` when it had steps to do.
+Facts are read right before the steps are worked out, or taken from the batch's prefetch (every
+task's queries answered in one round trip when the batch starts, see runner.py) as long as nothing
+has changed on the host since: the first step carried out drops the prefetch, so no task ever sees
+facts older than the host's last change. In check mode the steps are only reported (nothing
+changes, so the prefetch serves the whole play); a task is `changed` when it had steps to do.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from tritonops.playbook.diffs import file_diffs
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession
 
-MSG_STEPS = 5  # steps named in a result's one-line msg; the payload has all of them
+MSG_STEPS = 5
+PREFETCH = "prefetched_facts"  # HostSession.extras key of the batch's prefetched facts  # steps named in a result's one-line msg; the payload has all of them
 
 
 @dataclass(frozen=True)
@@ -31,12 +35,16 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     done: list[str] = []
     diffs: list[str] = []
     for args in args_list:
-        facts = read_facts(session.transport, list(operation.facts(args)))
+        queries = list(operation.facts(args))
+        prefetched = session.extras.get(PREFETCH)
+        facts = prefetched if prefetched is not None and prefetched.covers(queries) else \
+            read_facts(session.transport, queries)
         steps = list(operation.steps(args, facts))
         if diff and steps:
             diffs.append(file_diffs(session.transport, steps, facts))
         for step in steps:
             if not check:
+                session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
                 run_step(session.transport, step)
             done.append(step.describe())
     status = "changed" if done else "ok"

@@ -23,8 +23,30 @@ class CommandResult:
         return "\n".join(text[-lines:])
 
 
+@dataclass
+class Traffic:
+    """What went through a transport's command channels: commands run, bytes sent (command lines and
+    stdin) and received (stdout and stderr). Streams beside them (docker, SFTP) count their own."""
+
+    commands: int = 0
+    sent: int = 0
+    received: int = 0
+
+    def add(self, sent: int, received: int) -> None:
+        self.commands += 1
+        self.sent += sent
+        self.received += received
+
+    def __iadd__(self, other: "Traffic") -> "Traffic":
+        self.commands += other.commands
+        self.sent += other.sent
+        self.received += other.received
+        return self
+
+
 class Transport(Protocol):
     name: str
+    traffic: Traffic
 
     def run(self, command: str, *, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
         """Run a shell command; a non-zero exit is a result, not an exception."""

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 from tritonops.errors import TritonopsError
 from tritonops.results import GroupResult, HostResult
 from tritonops.text import printable
-from tritonops.transport.base import CommandTimeout, Transport, Unreachable
+from tritonops.transport.base import CommandTimeout, Traffic, Transport, Unreachable
 from tritonops.transport.spec import ConnectionSpec
 
 
@@ -142,6 +142,13 @@ class SessionPool:
         except Exception as exc:  # a bug or an unexpected host: report it on that host only
             return result("failed", described(exc))
         return replace(outcome, elapsed_s=time.monotonic() - started, task=outcome.task or task)
+
+    def traffic(self) -> Traffic:
+        """The command-channel traffic of every session opened so far (see transport.base.Traffic)."""
+        total = Traffic()
+        for session in list(self._sessions.values()):
+            total += getattr(session.transport, "traffic", Traffic())
+        return total
 
     def close(self) -> None:
         sessions, self._sessions = list(self._sessions.values()), {}

@@ -13,7 +13,7 @@ import time
 import paramiko
 from fabric import Config, Connection
 
-from tritonops.transport.base import CommandResult, CommandTimeout, HostKeyRefused, Unreachable
+from tritonops.transport.base import Traffic, CommandResult, CommandTimeout, HostKeyRefused, Unreachable
 from tritonops.transport.host_keys import AcceptNewHostKey, RefuseUnknownHostKey, changed_key_message
 from tritonops.transport.proxy import ProxyValues, parse_jump_hops, proxy_command_line
 from tritonops.transport.spec import ConnectionSpec
@@ -227,6 +227,7 @@ class SshTransport:
         self.name = spec.name
         self._connection = connection
         self._bastions = bastions  # open ProxyJump hops, nearest first; fabric leaves them open
+        self.traffic = Traffic()
 
     @classmethod
     def open(cls, spec: ConnectionSpec, *, accept_new_host_keys: bool = False) -> "SshTransport":
@@ -274,6 +275,7 @@ class SshTransport:
                         raise CommandTimeout(f"command timed out after {timeout:g}s on {self.spec.label}")
                     time.sleep(0.005)
             code = channel.recv_exit_status()
+            self.traffic.add(len(command.encode()) + len(stdin or b""), len(out) + len(err))
             return CommandResult(command, code, out.decode(errors="replace"), err.decode(errors="replace"))
         finally:
             channel.close()

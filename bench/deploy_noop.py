@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""A no-op `tritonops deploy` of the lab against a `probe` of the same hosts, in the same run.
+
+Converges the lab once (a first deploy, not measured), then --repeat times, alternating:
+  - probe the hosts (the facts every run starts with), timed;
+  - deploy again, timed, counting what it moved and wrote: image bytes streamed, weights bytes,
+    steps carried out (tasks `changed`), new releases, and the command-channel traffic (commands run,
+    bytes sent and received over SSH).
+Prints the best and median times and the ratio deploy/probe. Goal: 0 bytes of weights or image,
+0 writes, at most 2x the probe's time. Not a test: it prints figures.
+
+    tritonops lab up            # the default lab (inventory/lab.yml)
+    python bench/deploy_noop.py [-i inventory/lab.yml] [--repeat 5] [--model DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tritonops.cli.cmd_deploy import default_playbook, default_roles_path  # noqa: E402
+from tritonops.deploy.flow import DeployOptions, deploy  # noqa: E402
+from tritonops.facts.probe import probe_hosts  # noqa: E402
+from tritonops.inventory import load_inventory  # noqa: E402
+from tritonops.sizing.engine_plan import SizingRequest  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-i", "--inventory", default=str(REPO / "inventory" / "lab.yml"))
+    parser.add_argument("--limit", default=None)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--model", default=None, help="model for hosts without tritonops_model")
+    args = parser.parse_args()
+
+    playbook = default_playbook("deploy.yml")
+    options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit,
+                            default_model=args.model, request=SizingRequest(model_ref=args.model or ""))
+    hosts = load_inventory([args.inventory]).select(args.limit)
+    specs = [host.connection for host in hosts]
+
+    started = time.perf_counter()
+    first = deploy([args.inventory], options)
+    print(f"converge: {time.perf_counter() - started:.2f} s, ok={first.ok}, "
+          f"changed={sum(r.status == 'changed' for r in first.results)}")
+    if not first.ok:
+        for result in first.results:
+            if result.failed:
+                print(f"  {result.host} {result.task}: {result.msg}")
+        return 1
+
+    probes, deploys, moved = [], [], []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        probe = probe_hosts(specs, forks=10)
+        probes.append(time.perf_counter() - started)
+        assert all(host.status == "ok" for host in probe.hosts), [h.msg for h in probe.hosts]
+        started = time.perf_counter()
+        report = deploy([args.inventory], options)
+        deploys.append(time.perf_counter() - started)
+        moved.append(report)
+
+    last = moved[-1]
+    writes = sum(r.status == "changed" for report in moved for r in report.results)
+    weights_bytes = sum(getattr(r.payload, "bytes_moved", 0) or 0 for report in moved for r in report.results
+                        if r.task.startswith("model weights"))
+    print(f"hosts: {len(specs)} ({', '.join(h.name for h in hosts)}), repeats: {args.repeat}")
+    print(f"probe : best {min(probes):.2f} s, median {statistics.median(probes):.2f} s")
+    print(f"deploy: best {min(deploys):.2f} s, median {statistics.median(deploys):.2f} s "
+          f"(no-op; ratio to probe: best {min(deploys) / min(probes):.2f}x, "
+          f"median {statistics.median(deploys) / statistics.median(probes):.2f}x)")
+    print(f"no-op deploys: image bytes {sum(r.image_bytes for r in moved)}, weights bytes {weights_bytes}, "
+          f"writes (tasks changed) {writes}, all ok: {all(r.ok for r in moved)}")
+    print(f"one no-op deploy over SSH command channels: {last.traffic.commands} commands, "
+          f"{last.traffic.sent:,} bytes sent, {last.traffic.received:,} bytes received")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
