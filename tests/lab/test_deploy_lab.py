@@ -138,3 +138,17 @@ def test_a_host_without_docker_fails_at_the_image_and_the_others_go_on(capsys, i
     assert report["recap"]["a1"]["failed"] == 0 and report["recap"]["a2"]["failed"] == 0
     assert releases(lab_ssh, "dep-a") and releases(lab_ssh, "dep-b")
     assert lab_ssh(LIGHT_H200X2, f"test -e {ROOT}/dep-c/releases", check=False).returncode == 1
+
+
+def test_an_undefined_variable_stops_the_deploy_before_any_write(capsys, inventory, lab_ssh, tmp_path):
+    tasks = tmp_path / "roles" / "broken" / "tasks"
+    tasks.mkdir(parents=True)
+    (tasks / "main.yml").write_text("- name: a folder\n  directory:\n"
+                                    "    path: \"{{ tritonops_deploy.root }}/{{ no_such_variable }}\"\n")
+    (tmp_path / "play.yml").write_text("- name: p\n  hosts: all\n  roles: [preflight, broken]\n")
+    code = main(["deploy", "-i", inventory(), "--limit", "ga", "--playbook", str(tmp_path / "play.yml"),
+                 "--roles-path", os.path.join(os.path.dirname(__file__), "..", "..", "roles")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert err[-1].startswith("error: ") and "main.yml:3" in err[-1] and "no_such_variable" in err[-1]
+    assert lab_ssh(FULL_2080TI, f"test -e {ROOT}/dep-a", check=False).returncode == 1  # not even the lock

@@ -11,7 +11,8 @@ fails a phase leaving the run while the others go on:
   5. image  the vllm_env image built once and streamed to the hosts that lack it (in --check: the
             image each host already has);
   6. compile the playbook for the remaining hosts with what tritonops planned for each (the plan,
-            the weights, the image, the release) as host facts: every template error before any write;
+            the weights, the image, the release) as host facts (it is also compiled once right after
+            the plan, before the lock: every template error comes before any write);
   7. run    the playbook (weights, model repository, release; the triton role is the next step);
   8. unlock.
 """
@@ -48,6 +49,7 @@ from tritonops.values.names import safe_name
 
 DEFAULT_ROOT = "/opt/tritonops"
 DEFAULT_DEPLOYMENT = "default"
+NO_IMAGE = {"id": "", "reference": ""}  # before the image phase, and in --check on a host without one
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,17 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
             record(HostResult(plan.host, "ok" if plan.ok else "failed", _plan_summary(plan), plan, task="plan"))
             if plan.ok:
                 ready.append(plan.host)
+        by_name = {host.name: host for host in hosts}
+        digest = inventory_digest(inventory_paths)
+
+        def compiled_for(names, images):
+            facts = {name: _host_facts(by_name[name], report.plans[name], images.get(name, NO_IMAGE),
+                                       deployments[name], created, options, digest) for name in names}
+            return facts, compile_playbook(playbook, list(inventory_paths), limit=options.limit,
+                                           extra_vars=options.extra_vars, host_facts=facts, tags=options.tags,
+                                           skip_tags=options.skip_tags, only_hosts=names)
+
+        compiled_for(ready, {})  # every template rendered for every host before anything is written
         try:
             if not options.check and ready:
                 for result in pool.run(_lock_phase(deployments, owner, options.break_lock), ready, task="lock"):
@@ -138,13 +151,7 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
                 ready = [name for name in ready if name in locked]
             images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
             ready = [name for name in ready if name in images]
-            by_name = {host.name: host for host in hosts}
-            for name in ready:
-                report.host_facts[name] = _host_facts(by_name[name], report.plans[name], images[name], deployments[name],
-                                                      created, options, inventory_digest(inventory_paths))
-            compiled = compile_playbook(playbook, list(inventory_paths), limit=options.limit,
-                                        extra_vars=options.extra_vars, host_facts=report.host_facts,
-                                        tags=options.tags, skip_tags=options.skip_tags, only_hosts=ready)
+            report.host_facts, compiled = compiled_for(ready, images)
             report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
         finally:
             if locked:
@@ -217,7 +224,7 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
                                                         "(a deploy builds or refreshes it first if its content changed)",
                                task="image"))
             else:
-                images[result.host] = {"id": "", "reference": ""}
+                images[result.host] = NO_IMAGE
                 record(replace(result, status="changed", msg="would build or receive the vllm_env image", task="image"))
         return images
     built = build_images(hosts, forks=options.forks, pool=pool)

@@ -133,6 +133,7 @@ def _task(data: Any, shown: str, role: str | None, inherited: frozenset[str], te
         raise PlaybookError(f"the arguments of '{operation}' must be a mapping (path: ..., ...)",
                             at(shown, data, operation))
     arg_lines = {name: at(shown, args, name) for name in args}
+    _check_argument_names(operation, args, arg_lines, at(shown, data, operation))
     for name, value in args.items():
         check_syntax(value, arg_lines[name])
     when = _when(data, shown)
@@ -151,6 +152,18 @@ def _task(data: Any, shown: str, role: str | None, inherited: frozenset[str], te
     return Task(_name(data, shown, default=operation), operation, plain(args), where, arg_lines,
                 {str(key): at(shown, data, key) for key in data}, when, frozenset(tags), notify, plain(loop), role,
                 templates, files)
+
+
+def _check_argument_names(operation: str, args: LinedMap, lines: dict, where: str) -> None:
+    """Unknown and missing arguments, found from the task's text alone (before any variable or host)."""
+    fields = operation_named(operation, where).Args.model_fields
+    for name in args:
+        if name not in fields:
+            raise PlaybookError(f"'{operation}' has no argument '{name}'{did_you_mean(str(name), list(fields))}",
+                                lines[name])
+    for name, field in fields.items():
+        if field.is_required() and name not in args:
+            raise PlaybookError(f"'{operation}' needs the argument '{name}'", where)
 
 
 def _operation_key(data: LinedMap, shown: str) -> str:

@@ -1,0 +1,57 @@
+"""`tritonops deploy` input errors: one line naming the file:line, exit 2, before any host is contacted."""
+
+import pytest
+import yaml
+
+from tritonops.cli.main import main
+
+
+@pytest.fixture
+def unreachable_inventory(tmp_path):
+    # port 1 on loopback: any attempt to contact the host would show as 'unreachable' in the output
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": {"gpu1": {"ansible_host": "127.0.0.1", "ansible_port": 1}}}}))
+    return str(path)
+
+
+def write_playbook(tmp_path, tasks):
+    roles = tmp_path / "roles" / "r" / "tasks"
+    roles.mkdir(parents=True)
+    (roles / "main.yml").write_text(tasks)
+    (tmp_path / "play.yml").write_text("- name: p\n  hosts: all\n  roles: [r]\n")
+    return str(tmp_path / "play.yml")
+
+
+@pytest.mark.parametrize("tasks, problem, line", [
+    ("- name: t\n  put_fil: {path: /x, content: y}\n", "did you mean put_file", 2),
+    ("- name: t\n  put_file: {path: /x}\n", "content", 2),
+    ("- name: t\n  put_file: {path: '{{ nope }}', content: y}\n", "nope", 2),
+    ("- name: t\n  directory: {path: /x}\n  whn: true\n", "whn", 3),
+])
+def test_playbook_mistakes_stop_the_deploy_before_any_host(capsys, tmp_path, unreachable_inventory, tasks,
+                                                           problem, line):
+    playbook = write_playbook(tmp_path, tasks)
+    code = main(["deploy", "-i", unreachable_inventory, "--playbook", playbook, "--model", "Qwen/Qwen2.5-0.5B-Instruct"])
+    captured = capsys.readouterr()
+    if problem == "nope":  # an undefined variable is found when the tasks are rendered, after the (read-only) probe
+        assert code != 0 and "unreachable" in captured.err + captured.out
+        return
+    assert code == 2, captured
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
+    assert f"main.yml:{line}" in captured.err and problem in captured.err
+    assert "unreachable" not in captured.err + captured.out  # no host was contacted
+
+
+def test_a_misspelt_tritonops_variable_in_extra_vars_is_an_error(capsys, unreachable_inventory):
+    code = main(["deploy", "-i", unreachable_inventory, "-e", "tritonops_deploymnt=x"])
+    err = capsys.readouterr().err
+    assert code != 0 and "tritonops_deployment" in err and err.count("\n") == 1
+
+
+def test_an_unsafe_deployment_name_is_refused_at_its_line(capsys, tmp_path):
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  hosts:\n    gpu1:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n"
+                    "      tritonops_deployment: ../../etc\n")
+    code = main(["deploy", "-i", str(path), "--model", "Qwen/Qwen2.5-0.5B-Instruct"])
+    err = capsys.readouterr().err
+    assert code != 0 and "hosts.yml:6" in err and "tritonops_deployment" in err
