@@ -1,0 +1,69 @@
+"""The Triton container's command line and the gate's reading of logs, by equality."""
+
+import pytest
+
+from tritonops.serving.container import Ports, ServeSpec, run_argv
+from tritonops.serving.verdict import Reason, classify, gate_deadline_s, kv_cache_tokens
+
+SPEC = ServeSpec(deployment="prod", release="20261201T080000Z-6533bf3f",
+                 release_dir="/opt/tritonops/prod/releases/20261201T080000Z-6533bf3f",
+                 image_id="sha256:" + "9" * 64, gpus=(0, 1),
+                 weights_dirs=("/opt/tritonops/prod/models/Qwen--Qwen2.5-7B-Instruct@main",))
+
+
+def test_docker_run_for_a_tensor_parallel_release():
+    assert run_argv(SPEC) == (
+        "docker", "run", "--detach", "--name", "tritonops-prod",
+        "--label", "tritonops.deployment=prod", "--label", "tritonops.release=20261201T080000Z-6533bf3f",
+        "--restart", "unless-stopped", "--gpus", '"device=0,1"',
+        "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--ipc", "host",
+        "--publish", "0.0.0.0:8000:8000", "--publish", "0.0.0.0:8001:8001", "--publish", "0.0.0.0:8002:8002",
+        "--volume", f"{SPEC.release_dir}:{SPEC.release_dir}:ro",
+        "--volume", f"{SPEC.weights_dirs[0]}:{SPEC.weights_dirs[0]}:ro",
+        "sha256:" + "9" * 64, "tritonserver", f"--model-repository={SPEC.release_dir}/model_repository",
+        "--log-format=ISO8601", "--exit-timeout-secs=30", "--strict-readiness=true")
+
+
+def test_ports_shm_and_restricted_apis_are_honoured():
+    from dataclasses import replace
+    argv = run_argv(replace(SPEC, gpus=(3,), ports=Ports(9000, 9001, 9002, "127.0.0.1"), shm_size="16g"),
+                    admin_key="k3y")
+    assert argv[argv.index("--gpus") + 1] == '"device=3"'
+    assert "--ipc" not in argv and argv[argv.index("--shm-size") + 1] == "16g"
+    assert "127.0.0.1:9000:8000" in argv and "127.0.0.1:9002:8002" in argv
+    assert ("--http-restricted-api=model-repository,model-config,shared-memory,statistics,trace,logging:"
+            "tritonops-admin-key=k3y") in argv
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("TypeError: AsyncEngineArgs.__init__() got an unexpected keyword argument 'disable_log_requests'",
+     "unknown engine argument"),
+    ("ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in "
+     "KV cache (3664). Try increasing `gpu_memory_utilization`", "context larger than KV cache"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "out of memory"),
+    ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
+     "dtype unsupported by the GPU"),
+    ("CUDA driver version is insufficient for CUDA runtime version", "driver too old"),
+    ("Unable to find image 'tritonserver:vllm_env' locally", "image missing"),
+    ("Error starting userland proxy: listen tcp4 0.0.0.0:8000: bind: address already in use", "port in use"),
+])
+def test_failures_are_classified_with_their_line(line, kind):
+    log = f"2026-12-01T08:00:00Z I starting\n{line}\n2026-12-01T08:00:01Z E failed to load all models\n"
+    assert classify(log) == Reason(kind, line)
+
+
+def test_an_unknown_failure_is_none():
+    assert classify("I0000 server is alive\nerror: something new\n") is None
+
+
+def test_kv_cache_tokens_from_v1_and_v0_lines_the_last_one_wins():
+    assert kv_cache_tokens("INFO ... GPU KV cache size: 1,234 tokens\nINFO GPU KV cache size: 5,678,912 tokens") \
+        == 5678912
+    assert kv_cache_tokens("INFO worker.py: # GPU blocks: 229, # CPU blocks: 2048") == 229 * 16
+    assert kv_cache_tokens("nothing here") is None
+
+
+def test_the_deadline_grows_with_the_weights():
+    assert gate_deadline_s(0) == 120
+    assert gate_deadline_s(140 * 1024 ** 3) == pytest.approx(120 + 14 * 60)
+    assert gate_deadline_s(10 ** 15) == 3600

@@ -1,0 +1,73 @@
+"""The Triton container of a release, as a `docker run` argument list. Pure, tested by equality.
+
+One container per deployment on a host, named `tritonops-<deployment>`, labelled with its deployment
+and release. The release folder and the weights folders are mounted read-only at the same paths they
+have on the host, so model.json's "model" path is valid inside. Tensor parallel needs shared memory
+across the GPU workers: `--ipc=host` (or a sized `--shm-size` when the inventory asks for it).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+LABEL_DEPLOYMENT = "tritonops.deployment"
+LABEL_RELEASE = "tritonops.release"
+RESTRICTED_APIS = "model-repository,model-config,shared-memory,statistics,trace,logging"
+ADMIN_HEADER = "tritonops-admin-key"
+
+
+@dataclass(frozen=True)
+class Ports:
+    http: int = 8000
+    grpc: int = 8001
+    metrics: int = 8002
+    bind: str = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    deployment: str
+    release: str                 # release id
+    release_dir: str             # <root>/<deployment>/releases/<id>
+    image_id: str
+    gpus: tuple[int, ...]        # device indices the plan assigned
+    weights_dirs: tuple[str, ...] = ()
+    ports: Ports = field(default_factory=Ports)
+    shm_size: str | None = None  # e.g. "16g"; None: --ipc=host
+    restart: str = "unless-stopped"
+    exit_timeout_s: int = 30
+    admin_key_file: str | None = None  # on the host: the restricted APIs' key (None: not restricted)
+
+    @property
+    def container(self) -> str:
+        return container_name(self.deployment)
+
+    @property
+    def model_repository(self) -> str:
+        return posixpath.join(self.release_dir, "model_repository")
+
+
+def container_name(deployment: str) -> str:
+    return f"tritonops-{deployment}"
+
+
+def run_argv(spec: ServeSpec, admin_key: str | None = None) -> tuple[str, ...]:
+    """`docker run` for the release. `admin_key`: the restricted APIs' key, given to tritonserver only
+    (it is read from the host's key file by the serve program, never sent from the controller)."""
+    argv = ["docker", "run", "--detach", "--name", spec.container,
+            "--label", f"{LABEL_DEPLOYMENT}={spec.deployment}", "--label", f"{LABEL_RELEASE}={spec.release}",
+            "--restart", spec.restart,
+            "--gpus", f"\"device={','.join(str(gpu) for gpu in spec.gpus)}\"",
+            "--ulimit", "memlock=-1", "--ulimit", "stack=67108864"]
+    argv += ["--shm-size", spec.shm_size] if spec.shm_size else ["--ipc", "host"]
+    for host_port, port in ((spec.ports.http, 8000), (spec.ports.grpc, 8001), (spec.ports.metrics, 8002)):
+        argv += ["--publish", f"{spec.ports.bind}:{host_port}:{port}"]
+    for folder in (spec.release_dir, *spec.weights_dirs):
+        argv += ["--volume", f"{folder}:{folder}:ro"]
+    argv += [spec.image_id, "tritonserver", f"--model-repository={spec.model_repository}",
+             "--log-format=ISO8601", f"--exit-timeout-secs={spec.exit_timeout_s}", "--strict-readiness=true"]
+    if admin_key is not None:
+        argv += [f"--http-restricted-api={RESTRICTED_APIS}:{ADMIN_HEADER}={admin_key}",
+                 f"--grpc-restricted-protocol={RESTRICTED_APIS}:{ADMIN_HEADER}={admin_key}"]
+    return tuple(argv)

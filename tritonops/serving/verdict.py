@@ -1,0 +1,79 @@
+"""The health gate's reading of a failed start: Triton's and vLLM's log lines -> one typed reason.
+Pure, tested on logs captured from real servers (tests/fixtures/real/) and the lab.
+
+Also: vLLM's own KV-cache capacity line, and how long a start may take for what it loads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+GIB = 1024 ** 3
+
+
+@dataclass(frozen=True)
+class Reason:
+    kind: str      # one of KINDS
+    detail: str    # the log line (or its essential part) that says so
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}"
+
+
+# (kind, pattern) in the order they are tried: the first match names the failure
+_RULES: tuple[tuple[str, re.Pattern], ...] = (
+    ("unknown engine argument", re.compile(r"unexpected keyword argument '([^']+)'")),
+    ("context larger than KV cache", re.compile(
+        r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
+        r"\((\d+)\)|max_model_len \((\d+)\) is larger than|estimated maximum model length is (\d+)", re.I)),
+    ("out of memory", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError|"
+                                 r"No available memory for the cache blocks|insufficient memory", re.I)),
+    ("dtype unsupported by the GPU", re.compile(r"Bfloat16 is only supported on GPUs with compute capability|"
+                                                r"bfloat16 is not supported", re.I)),
+    ("driver too old", re.compile(r"CUDA driver version is insufficient|driver/library version mismatch|"
+                                  r"NVIDIA driver on your system is too old", re.I)),
+    ("image missing", re.compile(r"No such image|Unable to find image|pull access denied", re.I)),
+    ("port in use", re.compile(r"address already in use|port is already allocated|bind: address", re.I)),
+    ("GPU not available", re.compile(r"could not select device driver|unknown device|no CUDA-capable device", re.I)),
+)
+KINDS = tuple(kind for kind, _ in _RULES)
+_KV_TOKENS = (re.compile(r"GPU KV cache size: ([\d,]+) tokens"),)
+_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
+
+
+def classify(log: str) -> Reason | None:
+    """The first known failure the log shows, with its line; None when none is recognised."""
+    for kind, pattern in _RULES:
+        match = pattern.search(log)
+        if match:
+            return Reason(kind, _line_of(log, match.start()))
+    return None
+
+
+def kv_cache_tokens(log: str, block_size: int = 16) -> int | None:
+    """vLLM's own count of the tokens its KV cache holds: V1 prints `GPU KV cache size: N tokens`,
+    V0 `# GPU blocks: N` (times the block size). The last one printed wins (a restart prints anew)."""
+    found = None
+    for pattern in _KV_TOKENS:
+        for match in pattern.finditer(log):
+            found = int(match.group(1).replace(",", ""))
+    if found is None:
+        blocks = _GPU_BLOCKS.findall(log)
+        if blocks:
+            found = int(blocks[-1]) * block_size
+    return found
+
+
+def gate_deadline_s(weights_bytes: int, *, base_s: float = 120.0, gib_per_minute: float = 10.0,
+                    cap_s: float = 3600.0) -> float:
+    """How long a start may take: a base for Triton, vLLM's profiling and CUDA graphs, plus the weights at
+    a pessimistic disk read rate (a 70B model in bf16, ~140 GB, gets about 16 minutes)."""
+    return min(cap_s, base_s + weights_bytes / GIB / gib_per_minute * 60.0)
+
+
+def _line_of(text: str, index: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    end = text.find("\n", index)
+    line = text[start:end if end != -1 else len(text)].strip()
+    return line if len(line) <= 300 else line[:297] + "..."
