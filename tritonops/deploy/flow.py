@@ -42,6 +42,7 @@ from tritonops.playbook.events import OnEvent
 from tritonops.playbook.runner import PlaybookRun
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.results import HostResult, Recap
+from tritonops.serving.verdict import gate_deadline_s
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.transport.base import Traffic
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -265,6 +266,8 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
                        "weights": weights.args, "model_id": weights.model_id, "weights_dir": weights.folder,
                        "manifest": weights.manifest, "engine": model.plan.to_dict()})
     files = render_model_repository(repository, metrics=options.metrics)
+    engines = [model.plan for model in plan.models]
+    weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
     return {
         "tritonops_deploy": {
@@ -274,6 +277,13 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
             "manifests": sorted({m["manifest"] for m in models}),
             "files": files,
             "image": image,
+            "serve": {
+                "models": sorted({m["name"] for m in models}),
+                "gpus": list(range(max(engine.tensor_parallel_size for engine in engines))),
+                "weights_dirs": sorted({m["weights_dir"] for m in models}),
+                "deadline_s": gate_deadline_s(weights_bytes),
+                "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),
+            },
             "release": {"created": created, "metadata": {
                 "tritonops_version": __version__, "inventory_digest": inventory,
                 "who": f"{getpass.getuser()}@{socket.gethostname()}",

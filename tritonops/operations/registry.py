@@ -25,5 +25,5 @@ def operation_named(name: str, where: str | None = None) -> Operation:
 
 
 def _load_builtin() -> None:
-    from tritonops.operations import files, release, image  # noqa: F401 - each module registers its operations
+    from tritonops.operations import files, release, image, serve  # noqa: F401 - each module registers its operations
     from tritonops.weights import operation as _weights  # noqa: F401 - registers model_weights

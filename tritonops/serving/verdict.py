@@ -38,8 +38,11 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = (
     ("GPU not available", re.compile(r"could not select device driver|unknown device|no CUDA-capable device", re.I)),
 )
 KINDS = tuple(kind for kind, _ in _RULES)
-_KV_TOKENS = (re.compile(r"GPU KV cache size: ([\d,]+) tokens"),)
-_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
+# vLLM's own count of its KV cache: V1 "GPU KV cache size: N tokens", V0 "# GPU blocks: N" (x block size).
+# The serve program on the host reads the same patterns (sent with its input).
+KV_PATTERNS = (r"GPU KV cache size: ([\d,]+) tokens", r"# GPU blocks: (\d+)")
+_KV_TOKENS = (re.compile(KV_PATTERNS[0]),)
+_GPU_BLOCKS = re.compile(KV_PATTERNS[1])
 
 
 def classify(log: str) -> Reason | None:

@@ -1,0 +1,131 @@
+"""serve_release: the host's Triton container runs the release, and answered a real request.
+
+Facts: the release folders, the weights manifests (which release holds this content), the running
+container and `current`. Nothing to do when the container already runs this release (a no-op
+redeploy restarts nothing). Otherwise one `ServeStep`: the serve program on the host stops the old
+container, starts the release's, gates it (live, ready, every model ready, a generate request that
+returns text) and switches `current`; on failure it puts the previous container back, gates it, and
+the task fails with the reason read from the logs ("rolled back: unknown engine argument: ...").
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable
+
+from tritonops.errors import TritonopsError
+from tritonops.operations.base import Args
+from tritonops.operations.facts import CommandQuery, DirQuery, Facts, FileQuery, Query
+from tritonops.operations.registry import register
+from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
+from tritonops.operations.steps import Step
+from tritonops.serving import program
+from tritonops.serving.container import ADMIN_HEADER, RESTRICTED_APIS, Ports, ServeSpec, container_name, run_argv
+from tritonops.serving.verdict import KV_PATTERNS, classify
+from tritonops.transport.base import CommandResult, Transport
+
+
+class ServeArgs(Args):
+    release: ReleaseArgs            # the same arguments the release task had: they name the release
+    deployment: str
+    models: list[str]               # Triton model names to gate
+    gpus: list[int]
+    weights_dirs: list[str] = []
+    http_port: int = 8000
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    bind_address: str = "0.0.0.0"
+    shm_size: str | None = None
+    admin_key_file: str | None = None
+    deadline_s: float = 300.0
+    kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
+    prompt: str = "The capital of France is"
+    max_tokens: int = 8
+
+
+def inspect_argv(deployment: str) -> tuple[str, ...]:
+    return ("docker", "inspect", "--format",
+            "{{index .Config.Labels \"tritonops.release\"}} {{.State.Running}} {{.Image}} {{.RestartCount}}",
+            container_name(deployment))
+
+
+@dataclass(frozen=True)
+class ServeStep:
+    """Run the serve program on the host: stop, start, gate, switch or roll back (one SSH command)."""
+
+    spec: ServeSpec
+    payload: dict = field(repr=False)
+    models: tuple[str, ...]
+    predicted_kv_tokens: int
+
+    def describe(self) -> str:
+        return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
+
+    def run_on(self, transport: Transport) -> CommandResult:
+        command = shlex.join(("python3", "-c", program.SOURCE))
+        result = transport.run(command, stdin=json.dumps(self.payload).encode(),
+                               timeout=self.payload["deadline_s"] * 2 + 180)
+        if not result.ok:
+            raise TritonopsError(f"the serve program failed (exit {result.exit_code}): {result.tail(3)}")
+        outcome = json.loads(result.stdout)
+        verdict = serve_verdict(outcome, self.predicted_kv_tokens)
+        if verdict is not None:
+            raise TritonopsError(verdict)
+        return result
+
+
+def serve_verdict(outcome: dict[str, Any], predicted_kv_tokens: int) -> str | None:
+    """None when the release serves; else the task's one-line failure. Pure."""
+    status = outcome.get("status")
+    if status in ("switched", "unchanged"):
+        return None
+    log = "\n".join(outcome.get("log") or ())
+    reason = classify(log) or classify(outcome.get("why", ""))
+    why = str(reason) if reason else outcome.get("why", "failed")
+    if status == "rolled_back":
+        return f"rolled back: {why} (release {outcome.get('previous')} serves again; the failed container is kept as {outcome.get('kept_as')})"
+    if status == "refused":
+        return f"refused before anything was stopped: {why}"
+    extra = f"; the previous release did not come back either: {outcome.get('rollback_why')}" if outcome.get("previous") else ""
+    return f"{why}{extra}"
+
+
+class ServeOperation:
+    name: ClassVar[str] = "serve_release"
+    Args: ClassVar[type[Args]] = ServeArgs
+
+    def facts(self, args: ServeArgs) -> Iterable[Query]:
+        releases = posixpath.join(args.release.root, "releases")
+        return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)),
+                CommandQuery(inspect_argv(args.deployment)), FileQuery(posixpath.join(args.release.root, "current"))]
+
+    def steps(self, args: ServeArgs, facts: Facts) -> Iterable[Step]:
+        digest = content_digest(args.release, weights_digest(args.release, facts))
+        release = existing_release(facts.dir(posixpath.join(args.release.root, "releases")).names, digest)
+        if release is None:  # in --check before the release exists: the one the release task would make
+            release = f"{args.release.created}-{digest[:8]}"
+        running = facts.command(inspect_argv(args.deployment))
+        words = running.stdout.split() if running.ok else []
+        current = facts.file(posixpath.join(args.release.root, "current"))
+        if (len(words) == 4 and words[0] == release and words[1] == "true" and words[2] == args.release.image_id
+                and current.kind == "link" and current.link_target == f"releases/{release}"):
+            return
+        spec = ServeSpec(deployment=args.deployment, release=release,
+                         release_dir=posixpath.join(args.release.root, "releases", release),
+                         image_id=args.release.image_id, gpus=tuple(args.gpus), weights_dirs=tuple(args.weights_dirs),
+                         ports=Ports(args.http_port, args.grpc_port, args.metrics_port, args.bind_address),
+                         shm_size=args.shm_size, admin_key_file=args.admin_key_file)
+        payload = {"root": args.release.root, "container": spec.container, "release": release,
+                   "image_id": args.release.image_id, "run_argv": list(run_argv(spec)),
+                   "admin_key_file": args.admin_key_file, "restricted": RESTRICTED_APIS, "admin_header": ADMIN_HEADER,
+                   "http_port": args.http_port, "ports": [args.http_port, args.grpc_port, args.metrics_port],
+                   "bind": args.bind_address, "models": list(args.models), "deadline_s": args.deadline_s,
+                   "stop_timeout_s": 30, "prompt": args.prompt, "max_tokens": args.max_tokens,
+                   "predicted_kv_tokens": args.kv_cache_tokens, "kv_patterns": list(KV_PATTERNS)}
+        yield ServeStep(spec, payload, tuple(args.models), args.kv_cache_tokens)
+
+
+serve_release = register(ServeOperation())

@@ -1,0 +1,192 @@
+"""The program that serves a release on a host (python3 -c, stdlib only): stop the running container,
+start the release's, gate it, then switch `current` — or put the previous one back and gate that.
+
+Fed one JSON document on stdin (what `ServeStep` sends); prints one JSON document (the outcome).
+Runs on the host so the whole gate is one SSH command however long the model takes to load: it polls
+Triton on the host's loopback and `docker inspect` every second or two until the deadline, and stops
+early when the container exits or restarts. The restricted APIs' key is read here from its file on
+the host: it never crosses the network or the controller's logs.
+"""
+
+SOURCE = r'''
+import json, os, re, subprocess, sys, time, urllib.error, urllib.request
+
+spec = json.load(sys.stdin)
+started = time.time()
+
+def docker(*args, timeout=120):
+    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout, done.stderr
+
+def inspect(name):
+    code, out, _ = docker("inspect", name)
+    if code != 0:
+        return None
+    info = json.loads(out)[0]
+    state = info.get("State", {})
+    return {"running": bool(state.get("Running")), "status": state.get("Status"),
+            "restarts": int(info.get("RestartCount", 0)), "exit_code": state.get("ExitCode"),
+            "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release"),
+            "image": info.get("Image"), "started_at": state.get("StartedAt")}
+
+def http(method, path, body=None, timeout=10):
+    url = "http://127.0.0.1:%d%s" % (spec["http_port"], path)
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode("utf-8", "replace")
+    except (OSError, ValueError) as err:
+        return 0, str(err)
+
+def logs(name, lines=400):
+    code, out, err = docker("logs", "--tail", str(lines), name)
+    return (out + err).splitlines()[-lines:]
+
+def gate(name, deadline_s):
+    """(passed, why, seconds to ready, answer) for the container `name`."""
+    begin = time.time()
+    stage, ready_s, interval = "live", None, 0.5
+    while time.time() - begin < deadline_s:
+        state = inspect(name)
+        if state is None:
+            return False, "the container is gone", None, None
+        if not state["running"] or state["restarts"] > 0 or state["status"] == "restarting":
+            return False, "the container stopped (status %s, exit code %s, restarts %d)" % (
+                state["status"], state["exit_code"], state["restarts"]), None, None
+        if stage == "live":
+            if http("GET", "/v2/health/live")[0] == 200:
+                stage = "ready"
+        if stage == "ready":
+            if http("GET", "/v2/health/ready")[0] == 200:
+                stage, ready_s = "models", time.time() - begin
+        if stage == "models":
+            pending = [m for m in spec["models"] if http("GET", "/v2/models/%s/ready" % m)[0] != 200]
+            if not pending:
+                answers = {}
+                for model in spec["models"]:
+                    code, body = http("POST", "/v2/models/%s/generate" % model,
+                                      {"text_input": spec["prompt"],
+                                       "parameters": {"stream": False, "max_tokens": spec["max_tokens"]}},
+                                      timeout=max(10, deadline_s - (time.time() - begin)))
+                    try:
+                        text = json.loads(body).get("text_output") if code == 200 else None
+                    except ValueError:
+                        text = None
+                    if not text:
+                        return False, "generate on %s answered %s: %s" % (model, code, body[:300]), ready_s, None
+                    answers[model] = text[:200]
+                return True, "", ready_s, answers
+        time.sleep(interval)
+        interval = min(interval * 1.5, 2.0)
+    return False, "not ready within %d s (waiting for %s)" % (deadline_s, stage), ready_s, None
+
+def switch_current(release):
+    link = os.path.join(spec["root"], "current")
+    tmp = link + ".tritonops-new"
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    os.symlink(os.path.join("releases", release), tmp)
+    os.replace(tmp, link)
+
+def record_gate(release, gate):
+    path = os.path.join(spec["root"], "releases", release, "release.json")
+    try:
+        with open(path) as handle:
+            body = json.load(handle)
+    except (OSError, ValueError):
+        return
+    body.setdefault("gates", []).append(gate)
+    tmp = path + ".tritonops-new"
+    with open(tmp, "w") as handle:
+        json.dump(body, handle, indent=2)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+def reported_kv_tokens(lines):
+    tokens_pattern, blocks_pattern = spec["kv_patterns"]
+    found = None
+    for line in lines:
+        match = re.search(tokens_pattern, line)
+        if match:
+            found = int(match.group(1).replace(",", ""))
+        elif found is None:
+            match = re.search(blocks_pattern, line)
+            if match:
+                found = int(match.group(1)) * 16
+    return found
+
+def remove(name):
+    if inspect(name) is not None:
+        docker("rm", "--force", name)
+
+def finish(outcome):
+    outcome["seconds"] = round(time.time() - started, 2)
+    json.dump(outcome, sys.stdout)
+    sys.exit(0)
+
+name, release = spec["container"], spec["release"]
+current = inspect(name)
+if current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]:
+    passed, why, ready_s, answers = gate(name, min(60, spec["deadline_s"]))
+    if passed:
+        switch_current(release)
+        finish({"status": "unchanged", "restarts": current["restarts"], "answers": answers})
+if not (current and current["running"]):
+    import socket
+    for port in spec["ports"]:
+        probe = socket.socket()
+        try:
+            probe.bind((spec["bind"], port))
+        except OSError:
+            finish({"status": "refused", "why": "port in use: %s:%d is bound by another process" % (spec["bind"], port)})
+        finally:
+            probe.close()
+previous = current["release"] if current else None
+parked = "%s--%s" % (name, previous) if previous else None
+if current:
+    docker("stop", "--time", str(spec["stop_timeout_s"]), name)
+    if parked:
+        remove(parked)
+        docker("rename", name, parked)
+    else:
+        remove(name)
+remove(name)
+argv = list(spec["run_argv"])
+if spec.get("admin_key_file"):
+    with open(spec["admin_key_file"]) as handle:
+        key = handle.read().strip()
+    argv += ["--http-restricted-api=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key),
+             "--grpc-restricted-protocol=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key)]
+code, out, err = docker(*argv[1:])
+if code == 0:
+    passed, why, ready_s, answers = gate(name, spec["deadline_s"])
+    log = logs(name)
+else:
+    passed, why, ready_s, answers, log = False, "docker run failed: " + err.strip()[-300:], None, None, err.splitlines()
+gate_record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": passed, "why": why,
+               "ready_s": ready_s, "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
+                                                       "reported": reported_kv_tokens(log)},
+               "log_tail": log[-60:]}
+if passed:
+    record_gate(release, gate_record)
+    switch_current(release)
+    finish({"status": "switched", "previous": previous, "ready_s": ready_s, "answers": answers, "log": log,
+            "kv_cache_tokens": gate_record["kv_cache_tokens"]})
+failed = "%s--%s-failed" % (name, release)
+remove(failed)
+if inspect(name) is not None:
+    docker("stop", "--time", "10", name)
+    docker("rename", name, failed)
+record_gate(release, gate_record)
+outcome = {"status": "failed", "why": why, "log": log, "previous": previous, "kept_as": failed}
+if parked and inspect(parked) is not None:
+    docker("rename", parked, name)
+    docker("start", name)
+    back, back_why, _, back_answers = gate(name, spec["deadline_s"])
+    outcome.update(status="rolled_back" if back else "failed", rolled_back=back, rollback_why=back_why,
+                   answers=back_answers)
+finish(outcome)
+'''
