@@ -101,4 +101,5 @@ def test_the_releases_helper_describes_a_host_and_fails_without_a_release():
     assert lines[0] == "ws-2080ti: 1 release(s) under /opt/tritonops/default/releases, newest 20261201T0900Z-e77234d0"
     assert "vllm_model v1: /abs/.lab/models/micro-llama on 1 x NVIDIA GeForce RTX 2080 Ti: TP 1, " \
            "max_model_len 1024, float16" in lines[2]
-    assert describe(HostReleases("h", "/opt/tritonops/default")) == ["h: no release under /opt/tritonops/default/releases"]
+    assert describe(HostReleases("h", "/opt/tritonops/default")) == [
+        "h: no release under /opt/tritonops/default/releases"]

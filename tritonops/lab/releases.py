@@ -78,7 +78,8 @@ def describe(r: HostReleases) -> list[str]:
     for model in newest.get("models", []):
         engine = model.get("engine") or {}
         lines.append(f"  {model.get('name')} v{model.get('version')}: {model.get('model')} on "
-                     f"{engine.get('gpu_count', '?')} x {engine.get('gpu_name', '?')}: TP {engine.get('tensor_parallel_size')}, "
+                     f"{engine.get('gpu_count', '?')} x {engine.get('gpu_name', '?')}: "
+                     f"TP {engine.get('tensor_parallel_size')}, "
                      f"max_model_len {engine.get('max_model_len')}, {engine.get('dtype')}")
     lines += [f"  {path}" for path in r.files]
     lines += [f"  weights {path}" for path in r.weights]
