@@ -114,7 +114,7 @@ class _Progress:
                            f" {result.elapsed_s:.1f}s ", result.msg))
 
 
-def _print_report(out, report, args) -> None:
+def _print_report(out, report, args, title: str = "DEPLOY RECAP") -> None:
     for host, plan in report.plans.items():
         if not plan.ok:
             continue
@@ -131,7 +131,7 @@ def _print_report(out, report, args) -> None:
                     out.print(styled(result.diff.rstrip("\n")))
     if report.run and report.run.stopped_reason:
         out.print(line(styled("stopped: ", "red"), report.run.stopped_reason))
-    out.print(recap_table(report.recap, "DEPLOY RECAP (check: nothing was changed)" if report.check else "DEPLOY RECAP"))
+    out.print(recap_table(report.recap, f"{title} (check: nothing was changed)" if report.check else title))
 
 
 def recap_table(recap, title: str) -> Table:

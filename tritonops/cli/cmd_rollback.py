@@ -1,7 +1,38 @@
-"""`tritonops rollback`."""
+"""`tritonops rollback`: back to the previous release that served, or `--to RELEASE`, on each host."""
 
-from tritonops.cli._later import register_later
+from __future__ import annotations
+
+from tritonops.cli.cmd_deploy import (_print_report, _Progress, _report_json, _tags, add_playbook_options,
+                                      default_playbook, default_roles_path)
+from tritonops.cli.selection import inventory_paths
 
 
 def register(subparsers, common) -> None:
-    register_later(subparsers, common, "rollback", "return hosts to the previous release", "comes with deploy")
+    parser = subparsers.add_parser(
+        "rollback", parents=[common], help="back to the previous (or a named) release on each host",
+        description="Each host goes back to the newest release before `current` that passed its health gate "
+                    "(or --to RELEASE): image, model repository and engine arguments together, read from the "
+                    "host's release.json, gated like a deploy; if it does not pass, the current release comes back.")
+    parser.add_argument("--to", metavar="RELEASE", help="the release id to go back to (see tritonops status)")
+    add_playbook_options(parser, "rollback.yml")
+    parser.set_defaults(run=run)
+
+
+def run(args, out) -> int:
+    from tritonops.deploy.flow import DeployOptions, rollback
+    from tritonops.playbook import parse_extra_vars
+
+    playbook = args.playbook or default_playbook("rollback.yml")
+    options = DeployOptions(
+        playbook=playbook, roles_path=tuple(args.roles_path) + default_roles_path(playbook), limit=args.limit,
+        extra_vars=parse_extra_vars(args.extra_vars), tags=_tags(args.tags) or ("all",),
+        skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
+        accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock, command="rollback")
+    progress = None if args.json else _Progress(out)
+    report = rollback(inventory_paths(args.inventory), options, to=args.to,
+                      on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)
+    if args.json:
+        out.json(_report_json(report))
+    else:
+        _print_report(out, report, args, title="ROLLBACK RECAP")
+    return 0 if report.ok else 1

@@ -269,6 +269,13 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
     engines = [model.plan for model in plan.models]
     weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
+    serve = {  # what starting this release needs; kept in release.json too, so a rollback needs only the host
+        "models": sorted({m["name"] for m in models}),
+        "gpus": list(range(max(engine.tensor_parallel_size for engine in engines))),
+        "weights_dirs": sorted({m["weights_dir"] for m in models}),
+        "deadline_s": gate_deadline_s(weights_bytes),
+        "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),
+    }
     return {
         "tritonops_deploy": {
             "root": posixpath.join(root, name),
@@ -277,16 +284,10 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
             "manifests": sorted({m["manifest"] for m in models}),
             "files": files,
             "image": image,
-            "serve": {
-                "models": sorted({m["name"] for m in models}),
-                "gpus": list(range(max(engine.tensor_parallel_size for engine in engines))),
-                "weights_dirs": sorted({m["weights_dir"] for m in models}),
-                "deadline_s": gate_deadline_s(weights_bytes),
-                "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),
-            },
+            "serve": serve,
             "release": {"created": created, "metadata": {
                 "tritonops_version": __version__, "inventory_digest": inventory,
-                "who": f"{getpass.getuser()}@{socket.gethostname()}",
+                "who": f"{getpass.getuser()}@{socket.gethostname()}", "serve": serve,
                 "models": [{"name": m["name"], "version": m["version"], "model": m["model"], "engine": m["engine"]}
                            for m in models]}},
         },
@@ -307,3 +308,44 @@ def inventory_digest(paths: Sequence[str]) -> str:
                 except OSError:
                     continue
     return digest.hexdigest()
+
+
+def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str | None = None,
+             on_event: OnEvent | None = None, on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
+    """playbooks/rollback.yml over the inventory, each host locked for the run (not in --check):
+    back to the named release, or to the newest earlier one that served."""
+    report = DeployReport(check=options.check)
+
+    def record(result: HostResult) -> None:
+        report.phases.append(result)
+        if on_phase is not None:
+            on_phase(result)
+
+    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
+    extra = {**options.extra_vars, **({"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {})}
+    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
+    inventory = load_inventory(list(inventory_paths), defaults=defaults, extra_vars=extra)
+    hosts = inventory.select(options.limit) if options.limit else inventory.hosts
+    deployments = {host.name: _deployment(host) for host in hosts}
+    compiled = compile_playbook(playbook, list(inventory_paths), limit=options.limit, extra_vars=extra,
+                                tags=options.tags, skip_tags=options.skip_tags)  # every error before any host
+    owner = host_lock.LockOwner.here(options.command)
+    locked: list[str] = []
+    with SessionPool(list(compiled.connections), forks=options.forks,
+                     accept_new_host_keys=options.accept_new_host_keys) as pool:
+        ready = [spec.name for spec in compiled.connections]
+        try:
+            if not options.check:
+                for result in pool.run(_lock_phase(deployments, owner, options.break_lock), ready, task="lock"):
+                    record(result)
+                    if result.ok:
+                        locked.append(result.host)
+                ready = locked
+            compiled = compile_playbook(playbook, list(inventory_paths), limit=options.limit, extra_vars=extra,
+                                        tags=options.tags, skip_tags=options.skip_tags, only_hosts=ready)
+            report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
+        finally:
+            if locked:
+                pool.run(_unlock_phase(deployments, owner), locked, task="unlock")
+            report.traffic = pool.traffic()
+    return report

@@ -23,6 +23,7 @@ from tritonops.operations.registry import register
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
 from tritonops.operations.steps import Step
 from tritonops.serving import program
+from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import ADMIN_HEADER, RESTRICTED_APIS, Ports, ServeSpec, container_name, run_argv
 from tritonops.serving.verdict import KV_PATTERNS, classify
 from tritonops.transport.base import CommandResult, Transport
@@ -113,19 +114,62 @@ class ServeOperation:
         if (len(words) == 4 and words[0] == release and words[1] == "true" and words[2] == args.release.image_id
                 and current.kind == "link" and current.link_target == f"releases/{release}"):
             return
-        spec = ServeSpec(deployment=args.deployment, release=release,
-                         release_dir=posixpath.join(args.release.root, "releases", release),
-                         image_id=args.release.image_id, gpus=tuple(args.gpus), weights_dirs=tuple(args.weights_dirs),
-                         ports=Ports(args.http_port, args.grpc_port, args.metrics_port, args.bind_address),
-                         shm_size=args.shm_size, admin_key_file=args.admin_key_file)
-        payload = {"root": args.release.root, "container": spec.container, "release": release,
-                   "image_id": args.release.image_id, "run_argv": list(run_argv(spec)),
-                   "admin_key_file": args.admin_key_file, "restricted": RESTRICTED_APIS, "admin_header": ADMIN_HEADER,
-                   "http_port": args.http_port, "ports": [args.http_port, args.grpc_port, args.metrics_port],
-                   "bind": args.bind_address, "models": list(args.models), "deadline_s": args.deadline_s,
-                   "stop_timeout_s": 30, "prompt": args.prompt, "max_tokens": args.max_tokens,
-                   "predicted_kv_tokens": args.kv_cache_tokens, "kv_patterns": list(KV_PATTERNS)}
-        yield ServeStep(spec, payload, tuple(args.models), args.kv_cache_tokens)
+        serve = {"models": args.models, "gpus": args.gpus, "weights_dirs": args.weights_dirs,
+                 "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens}
+        yield serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args)
+
+
+def serve_step(root: str, deployment: str, release: str, image_id: str, serve: dict, settings) -> "ServeStep":
+    """The step that starts `release` (its serve settings: models, gpus, weights_dirs, deadline_s,
+    kv_cache_tokens) with the host's ports and gate settings (`settings`: the task's arguments)."""
+    spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
+                     image_id=image_id, gpus=tuple(serve["gpus"]), weights_dirs=tuple(serve["weights_dirs"]),
+                     ports=Ports(settings.http_port, settings.grpc_port, settings.metrics_port, settings.bind_address),
+                     shm_size=settings.shm_size, admin_key_file=settings.admin_key_file)
+    payload = {"root": root, "container": spec.container, "release": release, "image_id": image_id,
+               "run_argv": list(run_argv(spec)), "admin_key_file": settings.admin_key_file,
+               "restricted": RESTRICTED_APIS, "admin_header": ADMIN_HEADER, "http_port": settings.http_port,
+               "ports": [settings.http_port, settings.grpc_port, settings.metrics_port],
+               "bind": settings.bind_address, "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
+               "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
+               "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS)}
+    return ServeStep(spec, payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))
+
+
+class RollbackArgs(Args):
+    root: str                        # <tritonops_root>/<deployment>
+    deployment: str
+    to: str | None = None            # a release id; None: the newest earlier release that served
+    http_port: int = 8000
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    bind_address: str = "0.0.0.0"
+    shm_size: str | None = None
+    admin_key_file: str | None = None
+    prompt: str = "The capital of France is"
+    max_tokens: int = 8
+
+
+class RollbackOperation:
+    """rollback_release: back to the previous (or a named) release — image, repository and engine
+    arguments together, all read from the host's release.json; gated like a deploy."""
+
+    name: ClassVar[str] = "rollback_release"
+    Args: ClassVar[type[Args]] = RollbackArgs
+
+    def facts(self, args: RollbackArgs) -> Iterable[Query]:
+        return [releases_query(args.root, args.deployment)]
+
+    def steps(self, args: RollbackArgs, facts: Facts) -> Iterable[Step]:
+        deployed = parse_releases(facts.command(releases_query(args.root, args.deployment).argv).stdout)
+        target = rollback_target(deployed, args.to)
+        container = deployed.container or {}
+        if deployed.current == target.id and container.get("running") and container.get("release") == target.id:
+            return
+        if not target.serve or not target.image_id:
+            raise TritonopsError(f"release {target.id} does not say how to start it (made by an older tritonops?)")
+        yield serve_step(args.root, args.deployment, target.id, target.image_id, target.serve, args)
 
 
 serve_release = register(ServeOperation())
+rollback_release = register(RollbackOperation())
