@@ -36,6 +36,7 @@ def inventory(lab, model_dir, tmp_path, lab_ssh):
     lab_vars = yaml.safe_load(lab.inventory_file.read_text())
     full_vars = dict(lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["vars"])
     full_vars["tritonops_build_host"] = "a1"
+    full_vars.pop("tritonops_model", None)  # this test names its own model
     full, light = lab.host(FULL_2080TI), lab.host(LIGHT_H200X2)
 
     def host(target, deployment):
