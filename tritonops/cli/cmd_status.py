@@ -1,7 +1,67 @@
-"""`tritonops status`."""
+"""`tritonops status`: per host and model, the current release, the container, health and metrics."""
 
-from tritonops.cli._later import register_later
+from __future__ import annotations
+
+import dataclasses
+
+from rich.table import Table
+
+from tritonops.cli.cmd_deploy import default_playbook, default_roles_path
+from tritonops.cli.output import status_text, styled
+from tritonops.cli.selection import add_host_key_option, inventory_paths
 
 
 def register(subparsers, common) -> None:
-    register_later(subparsers, common, "status", "what is deployed where, and whether it is healthy", "comes with deploy")
+    parser = subparsers.add_parser(
+        "status", parents=[common], help="what each host serves: release, container, health, KV cache, metrics",
+        description="Per host and model: the current release, the container's state, uptime and restarts, "
+                    "health and model readiness, vLLM's KV-cache size against the plan's, and from :8002/metrics "
+                    "the request count and average request / queue / compute times.")
+    add_host_key_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args, out) -> int:
+    from tritonops.deploy.flow import DeployOptions, status
+
+    playbook = default_playbook("deploy.yml")
+    results = status(inventory_paths(args.inventory), DeployOptions(
+        playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit, forks=args.forks,
+        accept_new_host_keys=args.accept_new_host_keys))
+    if args.json:
+        out.json([{"host": r.host, "status": r.status, "msg": r.msg,
+                   "serving": dataclasses.asdict(r.payload) if r.payload else None} for r in results])
+    else:
+        out.print(_table(results))
+    return 0 if results.all_ok else 1
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def _table(results) -> Table:
+    table = Table(title="STATUS", title_justify="left")
+    for column in ("host", "status", "release", "container", "uptime", "restarts", "health", "model", "ready",
+                   "KV tokens (plan / vLLM)", "requests", "avg ms (request / queue / infer)"):
+        table.add_column(column)
+    for result in results:
+        found = result.payload
+        if found is None:
+            table.add_row(result.host, status_text(result.status), "", "", "", "", "", "", "", "", "", result.msg)
+            continue
+        uptime = "-" if found.uptime_s is None else f"{found.uptime_s / 60:.0f} min"
+        health = "ready" if found.ready else ("live" if found.live else "down")
+        kv = f"{found.kv_predicted or 0:,} / {found.kv_reported or 0:,}" if found.kv_predicted else "-"
+        rows = found.models or (None,)
+        for index, model in enumerate(rows):
+            head = (result.host, status_text(result.status), found.current or "-", found.container, uptime,
+                    str(found.restarts), health) if index == 0 else ("",) * 7
+            if model is None:
+                table.add_row(*head, "-", "-", kv, "-", "-")
+                continue
+            avg = model.metrics.average_ms
+            table.add_row(*head, model.name, styled("yes", "green") if model.ready else styled("no", "red"), kv,
+                          f"{model.metrics.requests:,}",
+                          f"{_ms(avg.get('request'))} / {_ms(avg.get('queue'))} / {_ms(avg.get('compute_infer'))}")
+    return table

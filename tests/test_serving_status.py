@@ -1,0 +1,68 @@
+"""status: Triton's metrics text per model, and a host's status from its facts. Pure."""
+
+from datetime import datetime, timezone
+
+from tritonops.serving.releases import Deployed, ReleaseRecord, parse_releases, rollback_target
+from tritonops.serving.status import ModelMetrics, host_status, parse_metrics
+
+import pytest
+
+from tritonops.errors import TritonopsError
+
+METRICS = """# HELP nv_inference_request_success Number of successful inference requests
+# TYPE nv_inference_request_success counter
+nv_inference_request_success{model="chat",version="1"} 3
+nv_inference_request_success{model="chat",version="2"} 1
+nv_inference_request_failure{model="chat",version="1"} 2
+nv_inference_count{model="chat",version="1"} 3
+nv_inference_request_duration_us{model="chat",version="1"} 3000000
+nv_inference_request_duration_us{model="chat",version="2"} 1000000
+nv_inference_queue_duration_us{model="chat",version="1"} 4000
+nv_inference_compute_infer_duration_us{model="chat",version="1"} 2000000
+nv_inference_request_success{model="idle",version="1"} 0
+vllm:prompt_tokens_total{model="chat",version="1"} 42
+"""
+
+
+def test_metrics_are_summed_over_versions_and_averaged_per_request():
+    assert parse_metrics(METRICS) == {
+        "chat": ModelMetrics(4, 2, {"request": 1000.0, "queue": 1.0, "compute_infer": 500.0}),
+        "idle": ModelMetrics(0, 0, {}),
+    }
+
+
+def deployed(**container):
+    release = ReleaseRecord("20261201T080000Z-aaaa1111", "20261201T080000Z", "sha256:x", {"models": ["chat"]},
+                            ("chat",), ({"passed": True, "kv_cache_tokens": {"predicted": 1000, "reported": 1040}},))
+    return Deployed((release,), release.id, container or None)
+
+
+def test_a_serving_host():
+    found = host_status("gpu1", deployed(status="running", running=True, restarts=2,
+                                         started_at="2026-12-01T08:00:00.123456789Z"),
+                        {"live": True, "ready": True, "models": {"chat": True}, "metrics": METRICS},
+                        datetime(2026, 12, 1, 9, 0, 0, tzinfo=timezone.utc))
+    assert (found.current, found.container, found.restarts, found.ready) == ("20261201T080000Z-aaaa1111", "running", 2, True)
+    assert round(found.uptime_s) == 3600
+    assert (found.kv_predicted, found.kv_reported) == (1000, 1040)
+    assert found.models[0].metrics.requests == 4 and found.vllm_metrics
+
+
+def test_nothing_deployed():
+    found = host_status("gpu1", Deployed((), None, None), {}, datetime.now(timezone.utc))
+    assert (found.current, found.container, found.uptime_s, found.models) == (None, "absent", None, ())
+
+
+def test_the_releases_fact_and_the_rollback_target():
+    text = ('{"releases": [{"id": "20261130T000000Z-11111111", "gates": [{"passed": true}]},'
+            ' {"id": "20261130T120000Z-22222222", "gates": [{"passed": false}]},'
+            ' {"id": "20261201T000000Z-33333333", "gates": [{"passed": true}]}],'
+            ' "current": "releases/20261201T000000Z-33333333", "container": null}')
+    found = parse_releases(text)
+    assert found.current == "20261201T000000Z-33333333"
+    assert rollback_target(found, None).id == "20261130T000000Z-11111111"  # the failed one in between is skipped
+    assert rollback_target(found, "20261130T120000Z-22222222").id == "20261130T120000Z-22222222"
+    with pytest.raises(TritonopsError, match="no release nope"):
+        rollback_target(found, "nope")
+    with pytest.raises(TritonopsError, match="nothing is deployed"):
+        rollback_target(Deployed((), None), None)

@@ -1,0 +1,128 @@
+"""`tritonops status`: per host and model, what runs and how it does. Facts and pure parsers.
+
+Two reads per host: the releases fact (releases.py: releases, current, the container) and the
+`health_query` program (Triton's health, each model's readiness, the metrics text, all on the host's
+loopback). `parse_metrics` turns Triton's Prometheus text into per-model request counts and average
+times; `host_status` puts it together.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from tritonops.operations.facts import CommandQuery
+from tritonops.serving.releases import Deployed
+
+HEALTH_SOURCE = r'''
+import json, sys, urllib.error, urllib.request
+http_port, metrics_port, models = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+def get(port, path):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as response:
+            return response.status, response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+    except (OSError, ValueError):
+        return 0, ""
+out = {"live": get(http_port, "/v2/health/live")[0] == 200, "ready": get(http_port, "/v2/health/ready")[0] == 200,
+       "models": {m: get(http_port, "/v2/models/%s/ready" % m)[0] == 200 for m in models}}
+code, text = get(metrics_port, "/metrics")
+out["metrics"] = text if code == 200 else None
+json.dump(out, sys.stdout)
+'''
+
+_SAMPLE = re.compile(r'^(nv_inference_[a-z_]+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+_DURATIONS = {"request": "nv_inference_request_duration_us", "queue": "nv_inference_queue_duration_us",
+              "compute_input": "nv_inference_compute_input_duration_us",
+              "compute_infer": "nv_inference_compute_infer_duration_us",
+              "compute_output": "nv_inference_compute_output_duration_us"}
+
+
+def health_query(http_port: int, metrics_port: int, models: tuple[str, ...]) -> CommandQuery:
+    return CommandQuery(("python3", "-c", HEALTH_SOURCE, str(http_port), str(metrics_port), *models))
+
+
+@dataclass(frozen=True)
+class ModelMetrics:
+    requests: int = 0          # successful requests
+    failures: int = 0
+    average_ms: dict[str, float] = field(default_factory=dict)  # request, queue, compute_* per request
+
+
+def parse_metrics(text: str) -> dict[str, ModelMetrics]:
+    """Triton's Prometheus text -> per model (summed over versions) counts and average times."""
+    sums: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line.strip())
+        if not match:
+            continue
+        labels = dict(_LABEL.findall(match.group(2)))
+        model = labels.get("model")
+        if model is None:
+            continue
+        sums.setdefault(model, {})
+        sums[model][match.group(1)] = sums[model].get(match.group(1), 0.0) + float(match.group(3))
+    found = {}
+    for model, values in sums.items():
+        requests = int(values.get("nv_inference_request_success", 0))
+        averages = {name: round(values[metric] / requests / 1000.0, 3)
+                    for name, metric in _DURATIONS.items() if requests and metric in values}
+        found[model] = ModelMetrics(requests, int(values.get("nv_inference_request_failure", 0)), averages)
+    return found
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    name: str
+    ready: bool
+    metrics: ModelMetrics
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    host: str
+    current: str | None
+    releases: int
+    container: str            # running, exited, restarting, absent
+    uptime_s: float | None
+    restarts: int
+    live: bool
+    ready: bool
+    kv_predicted: int | None
+    kv_reported: int | None
+    models: tuple[ModelStatus, ...]
+    vllm_metrics: bool        # vllm:* families present on :8002
+
+
+def host_status(host: str, deployed: Deployed, health: dict, now: datetime) -> HostStatus:
+    container = deployed.container or {}
+    state = container.get("status") or "absent"
+    uptime = None
+    if container.get("running") and container.get("started_at"):
+        started = datetime.fromisoformat(container["started_at"][:26].rstrip("Z") + "+00:00") \
+            if "." in container["started_at"] else datetime.fromisoformat(container["started_at"].replace("Z", "+00:00"))
+        uptime = max(0.0, (now - started).total_seconds())
+    release = deployed.release(deployed.current) if deployed.current else None
+    gates = [gate for gate in (release.gates if release else ()) if gate.get("passed")]
+    kv = (gates[-1].get("kv_cache_tokens") or {}) if gates else {}
+    metrics = parse_metrics(health.get("metrics") or "")
+    models = tuple(ModelStatus(name, bool(ready), metrics.get(name, ModelMetrics()))
+                   for name, ready in (health.get("models") or {}).items())
+    return HostStatus(host, deployed.current, len(deployed.releases), state, uptime, int(container.get("restarts", 0)),
+                      bool(health.get("live")), bool(health.get("ready")), kv.get("predicted"), kv.get("reported"),
+                      models, "vllm:" in (health.get("metrics") or ""))
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def parse_health(stdout: str) -> dict:
+    try:
+        return json.loads(stdout)
+    except ValueError:
+        return {}
