@@ -37,11 +37,17 @@ def main() -> int:
     parser.add_argument("--limit", default=None)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--model", default=None, help="model for hosts without tritonops_model")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V",
+                        help="extra variables, as for deploy (e.g. tritonops_serve=false: stop after the release)")
     args = parser.parse_args()
 
     playbook = default_playbook("deploy.yml")
+    from tritonops.playbook import parse_extra_vars
+
+    extra = parse_extra_vars(args.extra_vars)
     options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit,
-                            default_model=args.model, request=SizingRequest(model_ref=args.model or ""))
+                            default_model=args.model, request=SizingRequest(model_ref=args.model or ""),
+                            extra_vars=extra)
     hosts = load_inventory([args.inventory]).select(args.limit)
     specs = [host.connection for host in hosts]
 
