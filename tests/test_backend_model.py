@@ -1,0 +1,396 @@
+"""The vllm_env image's Triton backend (tritonops/image/assets/vllm_backend_model.py.txt) driven here
+without Triton: a stand-in `triton_python_backend_utils` records responses and metrics, and the
+engine is the lab's stand-in vllm (the wheel the lab's image build installs) for several versions
+and simulated cards. The real proof against tritonserver is tests/lab/test_backend_lab.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+import types
+import zipfile
+
+import pytest
+
+from tritonops.image.build_script import backend_code
+from tritonops.lab.hub.model import tiny_model
+from tritonops.lab.profile_file import render_profile
+from tritonops.lab.profiles import PROFILES
+from tritonops.lab.wheelhouse import wheel_bytes
+
+FINAL = 1
+
+
+class _Array(list):
+    def reshape(self, *shape):
+        return self
+
+
+def _numpy():
+    """The real numpy where installed; else the little of it the backend uses (numpy is the Triton
+    image's, not a tritonops dependency)."""
+    try:
+        import numpy
+        return numpy
+    except ImportError:
+        shim = types.ModuleType("numpy")
+        shim.object_ = object
+        shim.array = shim.asarray = lambda data, dtype=None: data if isinstance(data, _Array) else _Array(data)
+        return shim
+
+
+np = _numpy()
+
+
+# -- a stand-in for Triton's Python stub -----------------------------------------------------
+class TritonError(Exception):
+    UNKNOWN, INTERNAL, NOT_FOUND, INVALID_ARG, UNAVAILABLE, UNSUPPORTED, ALREADY_EXISTS, CANCELLED = range(8)
+
+    def __init__(self, message, code=INTERNAL):
+        super().__init__(message)
+        self._message, self._code = message, code
+
+    def message(self):
+        return self._message
+
+    def code(self):
+        return self._code
+
+
+class Tensor:
+    def __init__(self, name, data):
+        self._name, self._data = name, np.asarray(data)
+
+    def name(self):
+        return self._name
+
+    def as_numpy(self):
+        return self._data
+
+
+class InferenceResponse:
+    def __init__(self, output_tensors=(), error=None):
+        self.output_tensors, self.error = list(output_tensors), error
+
+    def texts(self):
+        return [b.decode() for b in self.output_tensors[0].as_numpy()] if self.output_tensors else []
+
+
+class Metric:
+    def __init__(self, family, labels, buckets=None):
+        self.family, self.labels, self.buckets = family, labels, buckets
+        self.value, self.observed = 0.0, []
+
+    def increment(self, v):
+        self.value += v
+
+    def set(self, v):
+        self.value = v
+
+    def observe(self, v):
+        self.observed.append(v)
+
+
+class MetricFamily:
+    COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
+    created: list = []
+
+    def __init__(self, name, description, kind):
+        self.name, self.kind, self.metrics = name, kind, []
+        MetricFamily.created.append(self)
+
+    def Metric(self, labels, buckets=None):  # noqa: N802 - Triton's name
+        if (self.kind == self.HISTOGRAM) != (buckets is not None):
+            raise ValueError("Failed to create metric. Missing required buckets.")
+        metric = Metric(self, labels, buckets)
+        self.metrics.append(metric)
+        return metric
+
+
+class Logger:
+    lines: list = []
+
+    @classmethod
+    def log_info(cls, m):
+        cls.lines.append(("INFO", m))
+
+    @classmethod
+    def log_warn(cls, m):
+        cls.lines.append(("WARN", m))
+
+    @classmethod
+    def log_error(cls, m):
+        cls.lines.append(("ERROR", m))
+
+
+def _pb_utils():
+    m = types.ModuleType("triton_python_backend_utils")
+    m.TritonError, m.Tensor, m.InferenceResponse, m.MetricFamily, m.Logger = \
+        TritonError, Tensor, InferenceResponse, MetricFamily, Logger
+    m.TRITONSERVER_RESPONSE_COMPLETE_FINAL = FINAL
+    m.get_input_tensor_by_name = lambda request, name: request.inputs.get(name)
+    m.using_decoupled_model_transaction_policy = \
+        lambda config: config.get("model_transaction_policy", {}).get("decoupled", False)
+    return m
+
+
+class Sender:
+    def __init__(self, cancel_after=None):
+        self.sent, self.done, self.cancel_after = [], False, cancel_after
+
+    def send(self, response=None, flags=0):
+        assert not self.done, "a response after the final one"
+        self.sent.append((response, flags))
+        self.done = bool(flags & FINAL)
+
+    def is_cancelled(self):
+        return self.cancel_after is not None and len(self.sent) >= self.cancel_after
+
+    def texts(self):
+        return [t for r, _ in self.sent if r is not None and r.error is None for t in r.texts()]
+
+    def error(self):
+        return next((r.error for r, _ in self.sent if r is not None and r.error is not None), None)
+
+
+class Request:
+    def __init__(self, text, stream=None, exclude=None, sampling=None, parameters=None, cancel_after=None):
+        self.inputs = {"text_input": Tensor("text_input", np.array([text.encode()], dtype=object))}
+        if stream is not None:
+            self.inputs["stream"] = Tensor("stream", np.array([stream]))
+        if exclude is not None:
+            self.inputs["exclude_input_in_output"] = Tensor("exclude_input_in_output", np.array([exclude]))
+        if sampling is not None:
+            self.inputs["sampling_parameters"] = Tensor(
+                "sampling_parameters", np.array([json.dumps(sampling).encode()], dtype=object))
+        self._parameters = json.dumps(parameters or {})
+        self.sender = Sender(cancel_after)
+
+    def get_response_sender(self):
+        return self.sender
+
+    def request_id(self):
+        return ""
+
+    def parameters(self):
+        return self._parameters
+
+
+# -- loading the backend over a chosen stand-in vllm -------------------------------------------
+def _purge_vllm():
+    for name in [n for n in sys.modules if n == "vllm" or n.startswith("vllm.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def backend(tmp_path, monkeypatch):
+    """make(version=..., profile=..., model_json=..., metrics=...) -> an initialized TritonPythonModel."""
+    made = []
+    model_dir = tmp_path / "tiny"
+    model_dir.mkdir()
+    for name, data in tiny_model().items():
+        (model_dir / name).write_bytes(data)
+    monkeypatch.setitem(sys.modules, "triton_python_backend_utils", _pb_utils())
+    monkeypatch.setitem(sys.modules, "numpy", np)
+    MetricFamily.created, Logger.lines = [], []
+
+    def make(version="0.10.2", profile="2080ti", model_json=None, metrics=True, env=None):
+        site = tmp_path / f"site-{version}"
+        if not site.exists():
+            zipfile.ZipFile(io.BytesIO(wheel_bytes(version))).extractall(site)
+        profile_file = tmp_path / f"profile-{profile}"
+        profile_file.write_text(render_profile(PROFILES[profile], "test-host"))
+        monkeypatch.setenv("TRITONOPS_LAB_GPU_PROFILE", str(profile_file))
+        monkeypatch.setenv("TRITONOPS_LAB_TOKENS_PER_S", "2000")
+        monkeypatch.setenv("TRITONOPS_LAB_TTFT_S", "0")
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        _purge_vllm()
+        monkeypatch.syspath_prepend(str(site))
+        module = types.ModuleType("backend_model")
+        exec(compile(backend_code().decode(), "vllm_backend_model.py", "exec"), module.__dict__)
+        repo = tmp_path / "repo" / "m"
+        (repo / "1").mkdir(parents=True, exist_ok=True)
+        (repo / "1" / "model.json").write_text(json.dumps(model_json or {"model": str(model_dir)}))
+        config = {"name": "m", "model_transaction_policy": {"decoupled": True},
+                  "parameters": {"REPORT_CUSTOM_METRICS": {"string_value": "true" if metrics else "false"}}}
+        model = module.TritonPythonModel()
+        made.append(model)
+        model.initialize({"model_config": json.dumps(config), "model_repository": str(repo),
+                          "model_version": "1", "model_name": "m"})
+        return model
+
+    make.model_dir = model_dir
+    yield make
+    for model in made:
+        if getattr(model, "engine", None) is not None:
+            model.finalize()
+    _purge_vllm()
+
+
+def run(model, *requests, timeout=10.0):
+    model.execute(list(requests))
+    deadline = time.monotonic() + timeout
+    while not all(r.sender.done for r in requests):
+        assert time.monotonic() < deadline, [r.sender.sent for r in requests]
+        time.sleep(0.005)
+    return requests
+
+
+def _metrics():
+    return {f.name: f for f in MetricFamily.created}
+
+
+# -- tests ---------------------------------------------------------------------------------------
+def test_generate_returns_the_prompt_and_the_text_in_one_final_response(backend):
+    model = backend()
+    (req,) = run(model, Request("hello world", parameters={"max_tokens": 4}))
+    assert len(req.sender.sent) == 1 and req.sender.sent[0][1] == FINAL
+    (text,) = req.sender.texts()
+    assert text.startswith("hello world ") and len(text.split()) == 2 + 4
+
+
+def test_exclude_input_in_output_leaves_only_the_generated_text(backend):
+    model = backend()
+    (a,) = run(model, Request("hello world", exclude=True, parameters={"max_tokens": 4}))
+    (b,) = run(model, Request("hello world", parameters={"max_tokens": 4}))
+    assert b.sender.texts() == ["hello world" + a.sender.texts()[0]]
+
+
+def test_streaming_sends_the_pieces_then_final_and_they_add_up(backend):
+    model = backend()
+    (streamed,) = run(model, Request("a b c", stream=True, sampling={"max_tokens": 6}))
+    (whole,) = run(model, Request("a b c", exclude=True, sampling={"max_tokens": 6}))
+    flags = [f for _, f in streamed.sender.sent]
+    assert len(flags) >= 5 and flags[-1] == FINAL and not any(flags[:-1])
+    assert "".join(streamed.sender.texts()) == whole.sender.texts()[0]
+
+
+def test_sampling_parameters_input_overrides_request_parameters_and_strings_are_coerced(backend):
+    model = backend()
+    (req,) = run(model, Request("x", exclude=True, parameters={"max_tokens": 9},
+                                sampling={"max_tokens": "3", "ignore_eos": "true", "temperature": "0"}))
+    assert len(req.sender.texts()[0].split()) == 3
+
+
+def test_an_unknown_sampling_key_is_a_request_error_and_the_model_keeps_serving(backend):
+    model = backend()
+    (bad,) = run(model, Request("x", parameters={"max_tokenz": 3}))
+    err = bad.sender.error()
+    assert err.code() == TritonError.INVALID_ARG and "'max_tokenz'" in err.message() and "max_tokens" in err.message()
+    (wrong,) = run(model, Request("x", sampling={"temperature": -1}))
+    assert "temperature must be non-negative" in wrong.sender.error().message()
+    (typed,) = run(model, Request("x", sampling={"max_tokens": "many"}))
+    assert "'max_tokens'" in typed.sender.error().message()
+    (notjson,) = run(model, Request("x", sampling="not an object"))
+    assert notjson.sender.error().code() == TritonError.INVALID_ARG
+    (good,) = run(model, Request("x", parameters={"max_tokens": 2}))
+    assert good.sender.error() is None and good.sender.texts()
+
+
+def test_a_client_that_went_away_is_aborted_in_the_engine(backend):
+    model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "50"})
+    (req,) = run(model, Request("x", stream=True, sampling={"max_tokens": 200}, cancel_after=2))
+    assert req.sender.error().code() == TritonError.CANCELLED
+    assert len(req.sender.texts()) == 2
+    assert model.engine.lab_stats["requests_aborted"] == 1
+    assert any("aborted in the engine" in m for _, m in Logger.lines)
+
+
+def test_an_engine_error_reaches_the_client_as_a_triton_error(backend):
+    model = backend()
+    (req,) = run(model, Request("boom __lab_engine_error__", stream=True, sampling={"max_tokens": 8}))
+    err = req.sender.error()
+    assert err.code() == TritonError.INTERNAL and "injected failure" in err.message()
+    (after,) = run(model, Request("fine", parameters={"max_tokens": 2}))
+    assert after.sender.texts()
+
+
+def test_metrics_use_vllm_names_and_count_tokens(backend):
+    model = backend()
+    run(model, Request("one two three", parameters={"max_tokens": 5}),
+        Request("four five", stream=True, parameters={"max_tokens": 3}))
+    model.metrics.close()  # drains the update thread
+    m = _metrics()
+    assert m["vllm:prompt_tokens_total"].metrics[0].value == 5
+    assert m["vllm:generation_tokens_total"].metrics[0].value == 8
+    assert m["vllm:prompt_tokens_total"].metrics[0].labels == {"model": "m", "version": "1"}
+    assert len(m["vllm:time_to_first_token_seconds"].metrics[0].observed) == 2
+    assert len(m["vllm:e2e_request_latency_seconds"].metrics[0].observed) == 2
+    assert m["vllm:request_success_total"].metrics[0].labels["finished_reason"] == "length"
+    assert m["vllm:num_requests_running"].metrics[0].value == 0
+    model.metrics = None  # closed above
+
+
+def test_no_metrics_without_report_custom_metrics(backend):
+    model = backend(metrics=False)
+    run(model, Request("x", parameters={"max_tokens": 2}))
+    assert model.metrics is None and not _metrics()
+
+
+@pytest.mark.parametrize("version, profile, engine_class, kind", [
+    ("0.10.2", "2080ti", "vllm.engine.async_llm_engine.AsyncLLMEngine", "V0"),  # CC 7.5: 0.10 falls back to V0
+    ("0.10.2", "a100x4", "vllm.v1.engine.async_llm.AsyncLLM", "V1"),
+    ("0.11.0", "2080ti", "vllm.v1.engine.async_llm.AsyncLLM", "V1"),  # AsyncLLMEngine is only an alias
+    ("0.6.3", "a100x4", "vllm.engine.async_llm_engine.AsyncLLMEngine", "V0"),  # no vllm.v1 at all
+])
+def test_the_engine_is_found_by_import_and_serves(backend, version, profile, engine_class, kind):
+    model = backend(version=version, profile=profile)
+    engine = type(model.engine)
+    assert f"{engine.__module__}.{engine.__qualname__}" == engine_class and model.kind == kind
+    (req,) = run(model, Request("x", stream=True, parameters={"max_tokens": 3}))
+    assert len(req.sender.texts()) == 3
+
+
+def test_vllm_use_v1_0_picks_v0_where_the_version_has_it(backend):
+    model = backend(profile="a100x4", env={"VLLM_USE_V1": "0"})
+    assert model.kind == "V0"
+
+
+def test_an_unknown_engine_argument_fails_initialize_with_vllms_type_error(backend):
+    with pytest.raises(TypeError, match=r"__init__\(\) got an unexpected keyword argument 'disable_log_requests'"):
+        backend(model_json={"model": str(backend.model_dir), "disable_log_requests": True})
+
+
+def test_a_context_larger_than_the_kv_cache_fails_initialize_with_vllms_message(backend):
+    with pytest.raises(ValueError, match=r"The model's max seq len \(2048\) is larger than the maximum number of "
+                                         r"tokens that can be stored in KV cache \(128\)"):
+        backend(model_json={"model": str(backend.model_dir), "num_gpu_blocks_override": 8})
+
+
+def test_finalize_stops_the_engine_and_the_loop(backend):
+    model = backend()
+    engine = model.engine
+    model.finalize()
+    assert not engine.is_running and not model._thread.is_alive()
+    assert any("engine stopped (shutdown_background_loop)" in m for _, m in Logger.lines)
+
+
+def test_auto_complete_declares_the_inputs_outputs_and_decoupled_policy(backend):
+    model = backend()
+
+    class Config:
+        def __init__(self):
+            self.inputs, self.outputs, self.policy, self.batch = [], [], None, None
+
+        def as_dict(self):
+            return {"input": [{"name": "text_input"}]}
+
+        def add_input(self, spec):
+            self.inputs.append(spec)
+
+        def add_output(self, spec):
+            self.outputs.append(spec)
+
+        def set_max_batch_size(self, n):
+            self.batch = n
+
+        def set_model_transaction_policy(self, policy):
+            self.policy = policy
+
+    config = type(model).auto_complete_config(Config())
+    assert [i["name"] for i in config.inputs] == ["stream", "sampling_parameters", "exclude_input_in_output"]
+    assert config.outputs == [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}]
+    assert config.policy == {"decoupled": True} and config.batch == 0
