@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tritonops.cli.cmd_deploy import default_playbook, default_roles_path  # noqa: E402
-from tritonops.deploy.flow import DeployOptions, deploy  # noqa: E402
+from tritonops.deploy.flow import deploy  # noqa: E402
+from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.facts.probe import probe_hosts  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 from tritonops.sizing.engine_plan import SizingRequest  # noqa: E402

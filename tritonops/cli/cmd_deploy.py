@@ -68,7 +68,8 @@ def _tags(given: list[str]) -> tuple[str, ...]:
 
 
 def run(args, out) -> int:
-    from tritonops.deploy.flow import DeployOptions, deploy
+    from tritonops.deploy.flow import deploy
+    from tritonops.deploy.run import DeployOptions
     from tritonops.playbook import parse_extra_vars
 
     safe_name(args.model_name, "model name", "--model-name")

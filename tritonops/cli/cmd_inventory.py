@@ -11,7 +11,7 @@ from rich.table import Table
 from tritonops.cli.output import styled
 from tritonops.cli.selection import inventory_paths
 from tritonops.inventory import Host, Inventory, load_inventory
-from tritonops.redact import HIDDEN, is_secret_name, redact_text, redact_value
+from tritonops.redact import is_secret_name, redact_text, redact_value
 
 
 def register(subparsers, common) -> None:

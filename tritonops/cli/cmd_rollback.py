@@ -19,7 +19,8 @@ def register(subparsers, common) -> None:
 
 
 def run(args, out) -> int:
-    from tritonops.deploy.flow import DeployOptions, rollback
+    from tritonops.deploy.rollback import rollback
+    from tritonops.deploy.run import DeployOptions
     from tritonops.playbook import parse_extra_vars
 
     playbook = args.playbook or default_playbook("rollback.yml")

@@ -22,7 +22,8 @@ def register(subparsers, common) -> None:
 
 
 def run(args, out) -> int:
-    from tritonops.deploy.flow import DeployOptions, status
+    from tritonops.deploy.run import DeployOptions
+    from tritonops.deploy.status import status
 
     playbook = default_playbook("deploy.yml")
     results = status(inventory_paths(args.inventory), DeployOptions(

@@ -26,95 +26,34 @@ import os
 import posixpath
 import socket
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from tritonops import __version__
-from tritonops.deploy import lock as host_lock
+from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
 from tritonops.deploy.weights_spec import WeightsSpec, weights_spec
-from tritonops.errors import TritonopsError
 from tritonops.facts.probe import read_facts
-from tritonops.inventory import load_inventory
 from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
 from tritonops.playbook import compile_playbook, load_playbook, run_playbook
 from tritonops.playbook.events import OnEvent
-from tritonops.playbook.runner import PlaybookRun
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
-from tritonops.results import HostResult, Recap
+from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
-from tritonops.sizing.engine_plan import SizingRequest
-from tritonops.transport.base import Traffic
 from tritonops.transport.sessions import HostSession, SessionPool
-from tritonops.values.names import safe_name
 
-DEFAULT_ROOT = "/opt/tritonops"
-DEFAULT_DEPLOYMENT = "default"
 NO_IMAGE = {"id": "", "reference": ""}  # before the image phase, and in --check on a host without one
-
-
-@dataclass(frozen=True)
-class DeployOptions:
-    playbook: str
-    roles_path: tuple[str, ...] = ()
-    limit: str | None = None
-    extra_vars: dict[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ("all",)
-    skip_tags: tuple[str, ...] = ()
-    check: bool = False
-    diff: bool = False
-    forks: int = 10
-    accept_new_host_keys: bool = False
-    break_lock: bool = False
-    request: SizingRequest = field(default_factory=lambda: SizingRequest(model_ref=""))
-    default_model: str | None = None
-    model_name: str = "vllm_model"
-    metrics: bool = True
-    command: str = "deploy"
-
-
-@dataclass
-class DeployReport:
-    phases: list[HostResult] = field(default_factory=list)   # facts, plan, lock, image: one per host each
-    plans: dict[str, HostDeployPlan] = field(default_factory=dict)
-    host_facts: dict[str, dict] = field(default_factory=dict)  # what the playbook saw per host
-    run: PlaybookRun | None = None
-    image_bytes: int = 0
-    traffic: Traffic = field(default_factory=Traffic)  # command channels of every host's session
-    check: bool = False
-
-    @property
-    def results(self) -> list[HostResult]:
-        return self.phases + list(self.run.results if self.run else ())
-
-    @property
-    def recap(self) -> Recap:
-        return Recap.of(self.results)
-
-    @property
-    def ok(self) -> bool:
-        return self.recap.all_ok and (self.run is None or self.run.stopped_reason is None)
 
 
 def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: OnEvent | None = None,
            on_phase: Callable[[HostResult], None] | None = None, clock: Callable[[], float] = time.time) -> DeployReport:
     report = DeployReport(check=options.check)
-
-    def record(result: HostResult) -> HostResult:
-        report.phases.append(result)
-        if on_phase is not None:
-            on_phase(result)
-        return result
-
+    record = report.recorder(on_phase)
     playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
-    inventory = load_inventory(list(inventory_paths), defaults=defaults, extra_vars=options.extra_vars)
-    hosts = inventory.select(options.limit) if options.limit else inventory.hosts
-    deployments = {host.name: _deployment(host) for host in hosts}
+    inventory, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
+    deployments = {host.name: deployment_of(host) for host in hosts}
     models, model_errors = load_models_for(hosts, options.default_model, options.model_name)
     created = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
-    owner = host_lock.LockOwner.here(options.command, clock)
-    locked: list[str] = []
 
     with SessionPool([host.connection for host in hosts], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
@@ -144,32 +83,14 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
 
         compiled_for(ready, {})  # every template rendered for every host before anything is written
         try:
-            if not options.check and ready:
-                for result in pool.run(_lock_phase(deployments, owner, options.break_lock), ready, task="lock"):
-                    record(result)
-                    if result.ok:
-                        locked.append(result.host)
-                ready = [name for name in ready if name in locked]
-            images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
-            ready = [name for name in ready if name in images]
-            report.host_facts, compiled = compiled_for(ready, images)
-            report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
+            with locked(pool, ready, deployments, options, record) as ready:
+                images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
+                ready = [name for name in ready if name in images]
+                report.host_facts, compiled = compiled_for(ready, images)
+                report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
         finally:
-            if locked:
-                pool.run(_unlock_phase(deployments, owner), locked, task="unlock")
             report.traffic = pool.traffic()
     return report
-
-
-def _deployment(host) -> tuple[str, str]:
-    """(root, deployment) of a host, checked: they become paths on it."""
-    root = str(host.vars.get("tritonops_root") or DEFAULT_ROOT)
-    where = host.setting("tritonops_root").where if "tritonops_root" in host.history else None
-    if not posixpath.isabs(root) or ".." in root.split("/") or any(c in root for c in "\n\0"):
-        raise TritonopsError(f"{where + ': ' if where else ''}tritonops_root must be an absolute path, not {root!r}")
-    name = host.vars.get("tritonops_deployment") or DEFAULT_DEPLOYMENT
-    at = host.setting("tritonops_deployment").where if "tritonops_deployment" in host.history else None
-    return posixpath.normpath(root), safe_name(name, "tritonops_deployment", at)
 
 
 def _facts_phase(session: HostSession) -> HostResult:
@@ -188,25 +109,6 @@ def _plan_summary(plan: HostDeployPlan) -> str:
         parts.append(f"{model.name} v{model.version}: {model.model} TP {engine.tensor_parallel_size}, "
                      f"max_model_len {engine.max_model_len}, KV {engine.kv_cache_tokens:,} tokens")
     return "; ".join(parts)
-
-
-def _lock_phase(deployments, owner, break_lock):
-    def phase(session: HostSession) -> HostResult:
-        root, deployment = deployments[session.name]
-        outcome = host_lock.acquire(session.transport, posixpath.join(root, deployment), owner, break_lock=break_lock)
-        if not outcome.acquired:
-            return HostResult(session.name, "failed", host_lock.refusal(session.name, outcome))
-        note = f"took over the lock of {outcome.held_by}" if outcome.held_by else "locked"
-        return HostResult(session.name, "ok", note)
-    return phase
-
-
-def _unlock_phase(deployments, owner):
-    def phase(session: HostSession) -> HostResult:
-        root, deployment = deployments[session.name]
-        host_lock.release(session.transport, posixpath.join(root, deployment), owner)
-        return HostResult(session.name, "ok", "unlocked")
-    return phase
 
 
 def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, report) -> dict[str, dict]:
@@ -308,76 +210,3 @@ def inventory_digest(paths: Sequence[str]) -> str:
                 except OSError:
                     continue
     return digest.hexdigest()
-
-
-def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str | None = None,
-             on_event: OnEvent | None = None, on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
-    """playbooks/rollback.yml over the inventory, each host locked for the run (not in --check):
-    back to the named release, or to the newest earlier one that served."""
-    report = DeployReport(check=options.check)
-
-    def record(result: HostResult) -> None:
-        report.phases.append(result)
-        if on_phase is not None:
-            on_phase(result)
-
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    extra = {**options.extra_vars, **({"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {})}
-    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
-    inventory = load_inventory(list(inventory_paths), defaults=defaults, extra_vars=extra)
-    hosts = inventory.select(options.limit) if options.limit else inventory.hosts
-    deployments = {host.name: _deployment(host) for host in hosts}
-    compiled = compile_playbook(playbook, list(inventory_paths), limit=options.limit, extra_vars=extra,
-                                tags=options.tags, skip_tags=options.skip_tags)  # every error before any host
-    owner = host_lock.LockOwner.here(options.command)
-    locked: list[str] = []
-    with SessionPool(list(compiled.connections), forks=options.forks,
-                     accept_new_host_keys=options.accept_new_host_keys) as pool:
-        ready = [spec.name for spec in compiled.connections]
-        try:
-            if not options.check:
-                for result in pool.run(_lock_phase(deployments, owner, options.break_lock), ready, task="lock"):
-                    record(result)
-                    if result.ok:
-                        locked.append(result.host)
-                ready = locked
-            compiled = compile_playbook(playbook, list(inventory_paths), limit=options.limit, extra_vars=extra,
-                                        tags=options.tags, skip_tags=options.skip_tags, only_hosts=ready)
-            report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
-        finally:
-            if locked:
-                pool.run(_unlock_phase(deployments, owner), locked, task="unlock")
-            report.traffic = pool.traffic()
-    return report
-
-
-def status(inventory_paths: Sequence[str], options: DeployOptions):
-    """Per host: what runs and how it does (tritonops.serving.status). Read-only."""
-    from tritonops.operations.execute import read_facts
-    from tritonops.serving.releases import parse_releases, releases_query
-    from tritonops.serving.status import health_query, host_status, parse_health, utc_now
-
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
-    inventory = load_inventory(list(inventory_paths), defaults=defaults, extra_vars=options.extra_vars)
-    hosts = inventory.select(options.limit) if options.limit else inventory.hosts
-    by_name = {host.name: host for host in hosts}
-
-    def phase(session: HostSession) -> HostResult:
-        host = by_name[session.name]
-        root, deployment = _deployment(host)
-        query = releases_query(posixpath.join(root, deployment), deployment)
-        deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
-        release = deployed.release(deployed.current) if deployed.current else None
-        models = tuple((release.serve or {}).get("models", ())) if release else ()
-        probe = health_query(int(host.vars.get("tritonops_http_port", 8000)),
-                             int(host.vars.get("tritonops_metrics_port", 8002)), models)
-        health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
-        found = host_status(session.name, deployed, health, utc_now())
-        serving = found.container == "running" and found.ready
-        return HostResult(session.name, "ok" if serving else "failed",
-                          "serving" if serving else f"container {found.container}, ready {found.ready}", found)
-
-    with SessionPool([host.connection for host in hosts], forks=options.forks,
-                     accept_new_host_keys=options.accept_new_host_keys) as pool:
-        return pool.run(phase, task="status")

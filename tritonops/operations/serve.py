@@ -29,22 +29,27 @@ from tritonops.serving.verdict import KV_PATTERNS, classify
 from tritonops.transport.base import CommandResult, Transport
 
 
-class ServeArgs(Args):
-    release: ReleaseArgs            # the same arguments the release task had: they name the release
-    deployment: str
-    models: list[str]               # Triton model names to gate
-    gpus: list[int]
-    weights_dirs: list[str] = []
+class ContainerSettings(Args):
+    """The host's side of serving, the same for every release: ports, shared memory, admin key, gate request."""
+
     http_port: int = 8000
     grpc_port: int = 8001
     metrics_port: int = 8002
     bind_address: str = "0.0.0.0"
     shm_size: str | None = None
     admin_key_file: str | None = None
-    deadline_s: float = 300.0
-    kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
     prompt: str = "The capital of France is"
     max_tokens: int = 8
+
+
+class ServeArgs(ContainerSettings):
+    release: ReleaseArgs            # the same arguments the release task had: they name the release
+    deployment: str
+    models: list[str]               # Triton model names to gate
+    gpus: list[int]
+    weights_dirs: list[str] = []
+    deadline_s: float = 300.0
+    kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
 
 
 def inspect_argv(deployment: str) -> tuple[str, ...]:
@@ -119,7 +124,8 @@ class ServeOperation:
         yield serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args)
 
 
-def serve_step(root: str, deployment: str, release: str, image_id: str, serve: dict, settings) -> "ServeStep":
+def serve_step(root: str, deployment: str, release: str, image_id: str, serve: dict,
+               settings: ContainerSettings) -> "ServeStep":
     """The step that starts `release` (its serve settings: models, gpus, weights_dirs, deadline_s,
     kv_cache_tokens) with the host's ports and gate settings (`settings`: the task's arguments)."""
     spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
@@ -136,18 +142,10 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
     return ServeStep(spec, payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))
 
 
-class RollbackArgs(Args):
+class RollbackArgs(ContainerSettings):
     root: str                        # <tritonops_root>/<deployment>
     deployment: str
     to: str | None = None            # a release id; None: the newest earlier release that served
-    http_port: int = 8000
-    grpc_port: int = 8001
-    metrics_port: int = 8002
-    bind_address: str = "0.0.0.0"
-    shm_size: str | None = None
-    admin_key_file: str | None = None
-    prompt: str = "The capital of France is"
-    max_tokens: int = 8
 
 
 class RollbackOperation:

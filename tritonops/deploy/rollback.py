@@ -1,0 +1,38 @@
+"""rollback: playbooks/rollback.yml over the inventory, each host locked for the run (not in --check):
+back to the named release, or to the newest earlier one that passed its gate."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
+from tritonops.playbook import compile_playbook, load_playbook, run_playbook
+from tritonops.playbook.events import OnEvent
+from tritonops.results import HostResult
+from tritonops.transport.sessions import SessionPool
+from tritonops.values.names import safe_name
+
+
+def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str | None = None,
+             on_event: OnEvent | None = None, on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
+    report = DeployReport(check=options.check)
+    record = report.recorder(on_phase)
+    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
+    extra = {**options.extra_vars, **({"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {})}
+    _, hosts = run_hosts(playbook, inventory_paths, options, extra)
+    deployments = {host.name: deployment_of(host) for host in hosts}
+
+    def compiled_for(names=None):
+        return compile_playbook(playbook, list(inventory_paths), limit=options.limit, extra_vars=extra,
+                                tags=options.tags, skip_tags=options.skip_tags, only_hosts=names)
+
+    compiled = compiled_for()  # every error before any host is contacted
+    with SessionPool(list(compiled.connections), forks=options.forks,
+                     accept_new_host_keys=options.accept_new_host_keys) as pool:
+        try:
+            with locked(pool, [spec.name for spec in compiled.connections], deployments, options, record) as ready:
+                report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
+                                          on_event=on_event)
+        finally:
+            report.traffic = pool.traffic()
+    return report

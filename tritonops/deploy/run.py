@@ -1,0 +1,132 @@
+"""What deploy, rollback and status share: options and report shapes, the hosts a run works on (with
+the playbook's role defaults), each host's checked deployment folder, and the lock held over a run."""
+
+from __future__ import annotations
+
+import posixpath
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+from tritonops.deploy import lock as host_lock
+from tritonops.errors import TritonopsError
+from tritonops.inventory import load_inventory
+from tritonops.planning import HostDeployPlan
+from tritonops.playbook.runner import PlaybookRun
+from tritonops.results import HostResult, Recap
+from tritonops.sizing.engine_plan import SizingRequest
+from tritonops.transport.base import Traffic
+from tritonops.transport.sessions import HostSession, SessionPool
+from tritonops.values.names import safe_name
+
+DEFAULT_ROOT = "/opt/tritonops"
+DEFAULT_DEPLOYMENT = "default"
+Record = Callable[[HostResult], None]
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    playbook: str
+    roles_path: tuple[str, ...] = ()
+    limit: str | None = None
+    extra_vars: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ("all",)
+    skip_tags: tuple[str, ...] = ()
+    check: bool = False
+    diff: bool = False
+    forks: int = 10
+    accept_new_host_keys: bool = False
+    break_lock: bool = False
+    request: SizingRequest = field(default_factory=lambda: SizingRequest(model_ref=""))
+    default_model: str | None = None
+    model_name: str = "vllm_model"
+    metrics: bool = True
+    command: str = "deploy"
+
+
+@dataclass
+class DeployReport:
+    phases: list[HostResult] = field(default_factory=list)   # facts, plan, lock, image: one per host each
+    plans: dict[str, HostDeployPlan] = field(default_factory=dict)
+    host_facts: dict[str, dict] = field(default_factory=dict)  # what the playbook saw per host
+    run: PlaybookRun | None = None
+    image_bytes: int = 0
+    traffic: Traffic = field(default_factory=Traffic)  # command channels of every host's session
+    check: bool = False
+
+    @property
+    def results(self) -> list[HostResult]:
+        return self.phases + list(self.run.results if self.run else ())
+
+    @property
+    def recap(self) -> Recap:
+        return Recap.of(self.results)
+
+    @property
+    def ok(self) -> bool:
+        return self.recap.all_ok and (self.run is None or self.run.stopped_reason is None)
+
+    def recorder(self, on_phase: Record | None) -> Record:
+        def record(result: HostResult) -> None:
+            self.phases.append(result)
+            if on_phase is not None:
+                on_phase(result)
+        return record
+
+
+def run_hosts(playbook, inventory_paths: Sequence[str], options: DeployOptions, extra_vars: dict):
+    """(inventory, the hosts --limit selects): loaded with the playbook's role defaults as the lowest layer."""
+    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
+    inventory = load_inventory(list(inventory_paths), defaults=defaults, extra_vars=extra_vars)
+    return inventory, (inventory.select(options.limit) if options.limit else inventory.hosts)
+
+
+def deployment_of(host) -> tuple[str, str]:
+    """(root, deployment) of a host, checked: they become paths on it."""
+    root = str(host.vars.get("tritonops_root") or DEFAULT_ROOT)
+    where = host.setting("tritonops_root").where if "tritonops_root" in host.history else None
+    if not posixpath.isabs(root) or ".." in root.split("/") or any(c in root for c in "\n\0"):
+        raise TritonopsError(f"{where + ': ' if where else ''}tritonops_root must be an absolute path, not {root!r}")
+    name = host.vars.get("tritonops_deployment") or DEFAULT_DEPLOYMENT
+    at = host.setting("tritonops_deployment").where if "tritonops_deployment" in host.history else None
+    return posixpath.normpath(root), safe_name(name, "tritonops_deployment", at)
+
+
+@contextmanager
+def locked(pool: SessionPool, names: Sequence[str], deployments: dict[str, tuple[str, str]], options: DeployOptions,
+           record: Record) -> Iterator[list[str]]:
+    """Each host's deployment lock for the length of the block (none in --check); yields the hosts that
+    hold theirs (a refused one is recorded `failed`, naming the owner) and releases only our own."""
+    owner = host_lock.LockOwner.here(options.command)
+    held: list[str] = []
+    try:
+        if options.check:
+            yield list(names)
+            return
+        for result in pool.run(_lock_phase(deployments, owner, options.break_lock), names, task="lock"):
+            record(result)
+            if result.ok:
+                held.append(result.host)
+        yield list(held)
+    finally:
+        if held:
+            pool.run(_unlock_phase(deployments, owner), held, task="unlock")
+
+
+def _lock_phase(deployments, owner, break_lock):
+    def phase(session: HostSession) -> HostResult:
+        root, deployment = deployments[session.name]
+        outcome = host_lock.acquire(session.transport, posixpath.join(root, deployment), owner, break_lock=break_lock)
+        if not outcome.acquired:
+            return HostResult(session.name, "failed", host_lock.refusal(session.name, outcome))
+        note = f"took over the lock of {outcome.held_by}" if outcome.held_by else "locked"
+        return HostResult(session.name, "ok", note)
+    return phase
+
+
+def _unlock_phase(deployments, owner):
+    def phase(session: HostSession) -> HostResult:
+        root, deployment = deployments[session.name]
+        host_lock.release(session.transport, posixpath.join(root, deployment), owner)
+        return HostResult(session.name, "ok", "unlocked")
+    return phase

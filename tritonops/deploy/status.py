@@ -1,0 +1,39 @@
+"""status: per host, what runs and how it does (tritonops.serving.status). Read-only."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Sequence
+
+from tritonops.deploy.run import DeployOptions, deployment_of, run_hosts
+from tritonops.operations.execute import read_facts
+from tritonops.playbook import load_playbook
+from tritonops.results import GroupResult, HostResult
+from tritonops.serving.releases import parse_releases, releases_query
+from tritonops.serving.status import health_query, host_status, parse_health, utc_now
+from tritonops.transport.sessions import HostSession, SessionPool
+
+
+def status(inventory_paths: Sequence[str], options: DeployOptions) -> GroupResult:
+    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
+    _, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
+    by_name = {host.name: host for host in hosts}
+
+    def phase(session: HostSession) -> HostResult:
+        host = by_name[session.name]
+        root, deployment = deployment_of(host)
+        query = releases_query(posixpath.join(root, deployment), deployment)
+        deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
+        release = deployed.release(deployed.current) if deployed.current else None
+        models = tuple((release.serve or {}).get("models", ())) if release else ()
+        probe = health_query(int(host.vars.get("tritonops_http_port", 8000)),
+                             int(host.vars.get("tritonops_metrics_port", 8002)), models)
+        health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
+        found = host_status(session.name, deployed, health, utc_now())
+        serving = found.container == "running" and found.ready
+        return HostResult(session.name, "ok" if serving else "failed",
+                          "serving" if serving else f"container {found.container}, ready {found.ready}", found)
+
+    with SessionPool([host.connection for host in hosts], forks=options.forks,
+                     accept_new_host_keys=options.accept_new_host_keys) as pool:
+        return pool.run(phase, task="status")
