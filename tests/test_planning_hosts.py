@@ -144,3 +144,14 @@ def test_a_host_without_facts_says_why_and_has_no_files(tmp_path):
     models, errors = load_models_for(hosts, None)
     hp = plan_hosts(hosts, {}, SizingRequest(), models, errors, why_no_facts={"h1": "unreachable: timed out"})[0]
     assert (hp.ok, hp.error, hp.files) == (False, "unreachable: timed out", {})
+
+
+def test_a_key_the_user_vouches_for_is_written_unchecked_and_only_that_key(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                        "      tritonops_engine_args: {brand_new_flag: 3}\n"
+                        "      tritonops_engine_args_unchecked: [brand_new_flag]\n")
+    assert hp.ok and json.loads(hp.files["vllm_model/1/model.json"])["brand_new_flag"] == 3
+    other = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                           "      tritonops_engine_args: {brand_new_flag: 3, other_flag: 1}\n"
+                           "      tritonops_engine_args_unchecked: [brand_new_flag]\n")
+    assert not other.ok and "other_flag" in other.errors[0]

@@ -29,6 +29,7 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_admin_key_file": "file on the host with the key for Triton's model-control/admin APIs (empty: open)",
     "tritonops_gate_prompt": "the prompt of the health gate's generate request",
     "tritonops_rollback_to": "release id a rollback goes back to (empty: the newest earlier release that served)",
+    "tritonops_engine_args_unchecked": "engine-argument names written to model.json without tritonops' version check",
     "tritonops_log_collector": "where Triton's and vLLM's logs are shipped (empty: not shipped)",
     "tritonops_known_hosts_file": "known_hosts file used to verify this host's SSH key",
     "tritonops_connect_timeout": "seconds to wait for the SSH connection (default 10)",

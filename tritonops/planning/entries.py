@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tritonops.errors import InputError
@@ -29,6 +29,7 @@ from tritonops.values.numbers import whole_number
 
 MODEL_VAR = "tritonops_model"
 MODELS_VAR = "tritonops_models"
+UNCHECKED_VAR = "tritonops_engine_args_unchecked"
 ENGINE_ARGS_VAR = "tritonops_engine_args"
 
 # entry key -> SizingRequest field (checked by request_numbers, like the tritonops_* variables)
@@ -67,6 +68,7 @@ class ModelEntry:
     engine_args: dict = field(default_factory=dict)
     label: str = MODEL_VAR          # how errors name the entry
     where: str | None = None        # file:line of the variable that set it
+    vouched: frozenset = frozenset()  # engine-argument keys the user passes unchecked (UNCHECKED_VAR)
 
 
 def host_where(host, var: str) -> str | None:
@@ -80,12 +82,13 @@ def model_entries(host, default_model: str | None, default_name: str = "vllm_mod
     names no model and there is no default."""
     variables = host.vars
     host_args = engine_args(variables.get(ENGINE_ARGS_VAR), ENGINE_ARGS_VAR, host_where(host, ENGINE_ARGS_VAR))
+    vouched = _vouched(variables.get(UNCHECKED_VAR), host_where(host, UNCHECKED_VAR))
     if variables.get(MODELS_VAR) is not None:
         where = host_where(host, MODELS_VAR)
         if variables.get(MODEL_VAR):
             raise InputError(f"set {MODEL_VAR} or {MODELS_VAR}, not both (the single-model form is "
                              f"{MODEL_VAR} with --model-name)", where)
-        entries = _entries(variables[MODELS_VAR], host_args, where)
+        entries = [replace(entry, vouched=vouched) for entry in _entries(variables[MODELS_VAR], host_args, where)]
     else:
         ref = variables.get(MODEL_VAR) or default_model
         if not ref:
@@ -94,8 +97,18 @@ def model_entries(host, default_model: str | None, default_name: str = "vllm_mod
         if not isinstance(ref, str):
             raise InputError(f"{MODEL_VAR} must be a Hugging Face id or a path, not {type(ref).__name__}", where)
         name = safe_name(default_name, "model name", "--model-name")
-        entries = [ModelEntry(name=name, model_ref=ref, engine_args=host_args, where=where)]
+        entries = [ModelEntry(name=name, model_ref=ref, engine_args=host_args, where=where, vouched=vouched)]
     return entries
+
+
+def _vouched(value: Any, where: str | None) -> frozenset:
+    """Keys a user knows their vLLM takes though tritonops' table does not list them (a newer vLLM,
+    a fork): written to model.json unchecked, and the health gate is the check."""
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(key, str) and key for key in value):
+        raise InputError(f"{UNCHECKED_VAR} must be a list of engine-argument names", where)
+    return frozenset(value)
 
 
 def _entries(value: Any, host_args: dict, where: str | None) -> list[ModelEntry]:

@@ -135,7 +135,7 @@ def _plan_entry(entry: ModelEntry, base: SizingRequest, gpus, models: Mapping[st
         return [ModelInstancePlan(entry.name, v, ref, error=str(err)) for v in entry.versions]
     # a plan that does not fit says why in its problems; `ok` is False through plan.fits
     model_json = {**plan.model_json, **entry.engine_args}
-    refused = refused_keys(model_json, parse_version(plan.vllm_version))
+    refused = [key for key in refused_keys(model_json, parse_version(plan.vllm_version)) if key not in entry.vouched]
     error = None
     if refused:
         where = f"{entry.where}: " if entry.where else ""
