@@ -131,6 +131,8 @@ def _pb_utils():
         TritonError, Tensor, InferenceResponse, MetricFamily, Logger
     m.TRITONSERVER_RESPONSE_COMPLETE_FINAL = FINAL
     m.get_input_tensor_by_name = lambda request, name: request.inputs.get(name)
+    m.unloaded = []
+    m.unload_model = m.unloaded.append
     m.using_decoupled_model_transaction_policy = \
         lambda config: config.get("model_transaction_policy", {}).get("decoupled", False)
     return m
@@ -196,7 +198,7 @@ def backend(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "numpy", np)
     MetricFamily.created, Logger.lines = [], []
 
-    def make(version="0.10.2", profile="2080ti", model_json=None, metrics=True, env=None):
+    def make(version="0.10.2", profile="2080ti", model_json=None, metrics=True, env=None, health_check=False):
         site = tmp_path / f"site-{version}"
         if not site.exists():
             zipfile.ZipFile(io.BytesIO(wheel_bytes(version))).extractall(site)
@@ -215,7 +217,8 @@ def backend(tmp_path, monkeypatch):
         (repo / "1").mkdir(parents=True, exist_ok=True)
         (repo / "1" / "model.json").write_text(json.dumps(model_json or {"model": str(model_dir)}))
         config = {"name": "m", "model_transaction_policy": {"decoupled": True},
-                  "parameters": {"REPORT_CUSTOM_METRICS": {"string_value": "true" if metrics else "false"}}}
+                  "parameters": {"REPORT_CUSTOM_METRICS": {"string_value": "true" if metrics else "false"},
+                                 "ENABLE_VLLM_HEALTH_CHECK": {"string_value": "True" if health_check else "false"}}}
         model = module.TritonPythonModel()
         made.append(model)
         model.initialize({"model_config": json.dumps(config), "model_repository": str(repo),
@@ -394,3 +397,22 @@ def test_auto_complete_declares_the_inputs_outputs_and_decoupled_policy(backend)
     assert [i["name"] for i in config.inputs] == ["stream", "sampling_parameters", "exclude_input_in_output"]
     assert config.outputs == [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}]
     assert config.policy == {"decoupled": True} and config.batch == 0
+
+
+def test_health_check_refuses_requests_once_the_engine_died_and_unloads_the_model(backend):
+    model = backend(health_check=True)
+    (ok,) = run(model, Request("x", parameters={"max_tokens": 2}))
+    assert ok.sender.texts()
+    model.engine._core.shutdown("the engine process died")
+    (refused,) = run(model, Request("x", parameters={"max_tokens": 2}))
+    err = refused.sender.error()
+    assert err.code() == TritonError.UNAVAILABLE and err.message() == "Model is unavailable due to unhealthy vLLM engine"
+    assert sys.modules["triton_python_backend_utils"].unloaded == ["m"]
+
+
+def test_without_the_health_check_a_dead_engine_is_an_engine_error_per_request(backend):
+    model = backend()
+    model.engine._core.shutdown("the engine process died")
+    (req,) = run(model, Request("x", parameters={"max_tokens": 2}))
+    err = req.sender.error()
+    assert err.code() == TritonError.INTERNAL and "EngineDeadError: the engine process died" in err.message()
