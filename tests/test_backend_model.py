@@ -139,8 +139,9 @@ def _pb_utils():
 
 
 class Sender:
-    def __init__(self, cancel_after=None):
+    def __init__(self, cancel_after=None, gone_after_s=None):
         self.sent, self.done, self.cancel_after = [], False, cancel_after
+        self.gone_at = None if gone_after_s is None else time.monotonic() + gone_after_s
 
     def send(self, response=None, flags=0):
         assert not self.done, "a response after the final one"
@@ -148,6 +149,8 @@ class Sender:
         self.done = bool(flags & FINAL)
 
     def is_cancelled(self):
+        if self.gone_at is not None and time.monotonic() >= self.gone_at:
+            return True
         return self.cancel_after is not None and len(self.sent) >= self.cancel_after
 
     def texts(self):
@@ -158,7 +161,8 @@ class Sender:
 
 
 class Request:
-    def __init__(self, text, stream=None, exclude=None, sampling=None, parameters=None, cancel_after=None):
+    def __init__(self, text, stream=None, exclude=None, sampling=None, parameters=None, cancel_after=None,
+                 gone_after_s=None):
         self.inputs = {"text_input": Tensor("text_input", np.array([text.encode()], dtype=object))}
         if stream is not None:
             self.inputs["stream"] = Tensor("stream", np.array([stream]))
@@ -168,7 +172,7 @@ class Request:
             self.inputs["sampling_parameters"] = Tensor(
                 "sampling_parameters", np.array([json.dumps(sampling).encode()], dtype=object))
         self._parameters = json.dumps(parameters or {})
-        self.sender = Sender(cancel_after)
+        self.sender = Sender(cancel_after, gone_after_s)
 
     def get_response_sender(self):
         return self.sender
@@ -416,3 +420,18 @@ def test_without_the_health_check_a_dead_engine_is_an_engine_error_per_request(b
     (req,) = run(model, Request("x", parameters={"max_tokens": 2}))
     err = req.sender.error()
     assert err.code() == TritonError.INTERNAL and "EngineDeadError: the engine process died" in err.message()
+
+
+def test_a_queued_request_whose_client_left_is_aborted_before_its_first_output(backend):
+    model = backend(model_json={"model": str(backend.model_dir), "max_num_seqs": 1},
+                    env={"TRITONOPS_LAB_TOKENS_PER_S": "20"})
+    first = Request("first", stream=True, sampling={"max_tokens": 40})  # ~2 s, holds the only slot
+    queued = Request("second", stream=True, sampling={"max_tokens": 40}, gone_after_s=0.3)
+    model.execute([first])
+    started = time.monotonic()
+    run(model, queued, timeout=5)
+    assert time.monotonic() - started < 1.9  # before the first request let go of the slot
+    assert queued.sender.error().code() == TritonError.CANCELLED and not queued.sender.texts()
+    assert model.engine.lab_stats["requests_aborted"] == 1
+    run(model, first)
+    assert first.sender.error() is None and len(first.sender.texts()) == 40
