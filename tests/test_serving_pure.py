@@ -60,6 +60,7 @@ def test_kv_cache_tokens_from_v1_and_v0_lines_the_last_one_wins():
     assert kv_cache_tokens("INFO ... GPU KV cache size: 1,234 tokens\nINFO GPU KV cache size: 5,678,912 tokens") \
         == 5678912
     assert kv_cache_tokens("INFO worker.py: # GPU blocks: 229, # CPU blocks: 2048") == 229 * 16
+    assert kv_cache_tokens("INFO executor_base.py:113] # cuda blocks: 616947, # CPU blocks: 262144") == 616947 * 16
     assert kv_cache_tokens("nothing here") is None
 
 
@@ -67,3 +68,12 @@ def test_the_deadline_grows_with_the_weights():
     assert gate_deadline_s(0) == 120
     assert gate_deadline_s(140 * 1024 ** 3) == pytest.approx(120 + 14 * 60)
     assert gate_deadline_s(10 ** 15) == 3600
+
+
+def test_triton_warnings_are_not_failures():
+    log = ("2026-12-01T08:00:00Z W 1 pinned_memory_manager.cc:273] Unable to allocate pinned system memory, pinned "
+           "memory pool will not be available: CUDA driver version is insufficient for CUDA runtime version\n"
+           "W1201 08:00:00.000 1 server.cc:1] CUDA driver version is insufficient for CUDA runtime version\n"
+           "E1201 08:00:01.000 1 model.py:1] TypeError: __init__() got an unexpected keyword argument 'x'\n")
+    assert classify(log).kind == "unknown engine argument"
+    assert classify(log.rsplit("E1201", 1)[0]) is None

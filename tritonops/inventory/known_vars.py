@@ -25,6 +25,8 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_metrics_port": "Triton's metrics port on the host (default 8002)",
     "tritonops_bind_address": "address Triton's ports are bound to (default 0.0.0.0)",
     "tritonops_serve": "start the release's Triton container, gate it and switch current (default true)",
+    "tritonops_ulimits": "docker run --ulimit values for the Triton container (default memlock=-1, stack=67108864)",
+    "tritonops_triton_args": "more tritonserver flags for the Triton container (a list of --flag=value)",
     "tritonops_shm_size": "shared memory for the Triton container (empty: --ipc=host)",
     "tritonops_admin_key_file": "file on the host with the key for Triton's model-control/admin APIs (empty: open)",
     "tritonops_gate_prompt": "the prompt of the health gate's generate request",

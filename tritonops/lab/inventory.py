@@ -30,6 +30,11 @@ def image_vars(builder: str) -> dict:
         "tritonops_build_host": builder,
         "tritonops_pip_index_url": index_url(WHEELHOUSE_PORT),
         "tritonops_pip_trusted_host": "127.0.0.1",
+        # a lab host is a container without CAP_SYS_RESOURCE (docs/lab.md): it cannot raise memlock/stack
+        "tritonops_ulimits": [],
+        # Triton's GPU metrics (DCGM over the lab's libnvidia-ml) never finish starting: the server would
+        # hang after its model table, before HTTP
+        "tritonops_triton_args": ["--allow-gpu-metrics=false"],
     }
 
 

@@ -14,6 +14,8 @@ import json
 import posixpath
 import shlex
 from dataclasses import dataclass, field
+
+from pydantic import field_validator
 from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
@@ -24,22 +26,34 @@ from tritonops.operations.release import ReleaseArgs, content_digest, existing_r
 from tritonops.operations.steps import Step
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
-from tritonops.serving.container import ADMIN_HEADER, RESTRICTED_APIS, Ports, ServeSpec, container_name, run_argv
+from tritonops.serving.container import (ADMIN_HEADER, DEFAULT_ULIMITS, RESTRICTED_APIS, Ports, ServeSpec,
+                                         container_name, run_argv)
 from tritonops.serving.verdict import KV_PATTERNS, classify
 from tritonops.transport.base import CommandResult, Transport
 
 
 class ContainerSettings(Args):
-    """The host's side of serving, the same for every release: ports, shared memory, admin key, gate request."""
+    """The host's side of serving, the same for every release: ports, shared memory, limits, extra
+    tritonserver flags, admin key, gate request."""
 
     http_port: int = 8000
     grpc_port: int = 8001
     metrics_port: int = 8002
     bind_address: str = "0.0.0.0"
     shm_size: str | None = None
+    ulimits: list[str] = list(DEFAULT_ULIMITS)
+    triton_args: list[str] = []
     admin_key_file: str | None = None
     prompt: str = "The capital of France is"
     max_tokens: int = 8
+
+    @field_validator("triton_args")
+    @classmethod
+    def _flags_only(cls, args: list[str]) -> list[str]:
+        for arg in args:
+            if not arg.startswith("--") or "\n" in arg or "\0" in arg:
+                raise ValueError(f"a tritonserver flag starts with '--', not {arg[:40]!r}")
+        return args
 
 
 class ServeArgs(ContainerSettings):
@@ -131,7 +145,9 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
     spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
                      image_id=image_id, gpus=tuple(serve["gpus"]), weights_dirs=tuple(serve["weights_dirs"]),
                      ports=Ports(settings.http_port, settings.grpc_port, settings.metrics_port, settings.bind_address),
-                     shm_size=settings.shm_size, admin_key_file=settings.admin_key_file)
+                     shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
+                     triton_args=tuple(settings.triton_args),
+                     admin_key_file=settings.admin_key_file)
     payload = {"root": root, "container": spec.container, "release": release, "image_id": image_id,
                "run_argv": list(run_argv(spec)), "admin_key_file": settings.admin_key_file,
                "restricted": RESTRICTED_APIS, "admin_header": ADMIN_HEADER, "http_port": settings.http_port,

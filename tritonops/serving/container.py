@@ -15,6 +15,7 @@ LABEL_DEPLOYMENT = "tritonops.deployment"
 LABEL_RELEASE = "tritonops.release"
 RESTRICTED_APIS = "model-repository,model-config,shared-memory,statistics,trace,logging"
 ADMIN_HEADER = "tritonops-admin-key"
+DEFAULT_ULIMITS = ("memlock=-1", "stack=67108864")  # what NVIDIA's containers recommend for NCCL and CUDA
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class ServeSpec:
     weights_dirs: tuple[str, ...] = ()
     ports: Ports = field(default_factory=Ports)
     shm_size: str | None = None  # e.g. "16g"; None: --ipc=host
+    ulimits: tuple[str, ...] = DEFAULT_ULIMITS
+    triton_args: tuple[str, ...] = ()  # more tritonserver flags, after tritonops' own
     restart: str = "unless-stopped"
     exit_timeout_s: int = 30
     admin_key_file: str | None = None  # on the host: the restricted APIs' key (None: not restricted)
@@ -58,15 +61,17 @@ def run_argv(spec: ServeSpec, admin_key: str | None = None) -> tuple[str, ...]:
     argv = ["docker", "run", "--detach", "--name", spec.container,
             "--label", f"{LABEL_DEPLOYMENT}={spec.deployment}", "--label", f"{LABEL_RELEASE}={spec.release}",
             "--restart", spec.restart,
-            "--gpus", f"\"device={','.join(str(gpu) for gpu in spec.gpus)}\"",
-            "--ulimit", "memlock=-1", "--ulimit", "stack=67108864"]
+            "--gpus", f"\"device={','.join(str(gpu) for gpu in spec.gpus)}\""]
+    for limit in spec.ulimits:
+        argv += ["--ulimit", limit]
     argv += ["--shm-size", spec.shm_size] if spec.shm_size else ["--ipc", "host"]
     for host_port, port in ((spec.ports.http, 8000), (spec.ports.grpc, 8001), (spec.ports.metrics, 8002)):
         argv += ["--publish", f"{spec.ports.bind}:{host_port}:{port}"]
     for folder in (spec.release_dir, *spec.weights_dirs):
         argv += ["--volume", f"{folder}:{folder}:ro"]
     argv += [spec.image_id, "tritonserver", f"--model-repository={spec.model_repository}",
-             "--log-format=ISO8601", f"--exit-timeout-secs={spec.exit_timeout_s}", "--strict-readiness=true"]
+             "--log-format=ISO8601", f"--exit-timeout-secs={spec.exit_timeout_s}", "--strict-readiness=true",
+             *spec.triton_args]
     if admin_key is not None:
         argv += [f"--http-restricted-api={RESTRICTED_APIS}:{ADMIN_HEADER}={admin_key}",
                  f"--grpc-restricted-protocol={RESTRICTED_APIS}:{ADMIN_HEADER}={admin_key}"]

@@ -138,6 +138,7 @@ if not (current and current["running"]):
     import socket
     for port in spec["ports"]:
         probe = socket.socket()
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers are not listeners
         try:
             probe.bind((spec["bind"], port))
         except OSError:

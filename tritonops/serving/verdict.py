@@ -38,19 +38,26 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = (
     ("GPU not available", re.compile(r"could not select device driver|unknown device|no CUDA-capable device", re.I)),
 )
 KINDS = tuple(kind for kind, _ in _RULES)
-# vLLM's own count of its KV cache: V1 "GPU KV cache size: N tokens", V0 "# GPU blocks: N" (x block size).
+# vLLM's own count of its KV cache: V1 "GPU KV cache size: N tokens", V0 "# GPU blocks: N" (until 0.6) or
+# "# cuda blocks: N" (later V0), times the block size.
 # The serve program on the host reads the same patterns (sent with its input).
-KV_PATTERNS = (r"GPU KV cache size: ([\d,]+) tokens", r"# GPU blocks: (\d+)")
+KV_PATTERNS = (r"GPU KV cache size: ([\d,]+) tokens", r"# (?:GPU|cuda) blocks: (\d+)")
 _KV_TOKENS = (re.compile(KV_PATTERNS[0]),)
 _GPU_BLOCKS = re.compile(KV_PATTERNS[1])
 
 
+_NOT_AN_ERROR = re.compile(r"^(\S+Z [IW] |[IW]\d{4} )")  # Triton's info and warning lines (ISO8601, default)
+
+
 def classify(log: str) -> Reason | None:
-    """The first known failure the log shows, with its line; None when none is recognised."""
+    """The first known failure the log shows, with its line; None when none is recognised. Triton's
+    info and warning lines are not read: a server on a host without a GPU warns "CUDA driver version is
+    insufficient" for pinned memory and goes on."""
+    relevant = "\n".join(line for line in log.splitlines() if not _NOT_AN_ERROR.match(line.strip()))
     for kind, pattern in _RULES:
-        match = pattern.search(log)
+        match = pattern.search(relevant)
         if match:
-            return Reason(kind, _line_of(log, match.start()))
+            return Reason(kind, _line_of(relevant, match.start()))
     return None
 
 

@@ -1,0 +1,103 @@
+"""Deploy, part 2 on a real lab host: the release's Triton container (real tritonserver 2.51, the
+image's backend, the lab's CPU engine) starts, passes the gate (live, ready, a generate that returns
+text) and `current` switches; a no-op redeploy restarts nothing; a release the engine rejects is
+rolled back with its reason while the previous release serves again; `rollback` goes back; `status`
+reports it all. One deployment (`dep-serve`) on the test lab's full host.
+"""
+
+import json
+
+import pytest
+import yaml
+
+from tritonops.cli.main import main
+from tritonops.lab.testing import FULL_2080TI
+
+ROOT = "/opt/tritonops"
+DEPLOYMENT = "dep-serve"
+CONTAINER = f"tritonops-{DEPLOYMENT}"
+
+
+@pytest.fixture(scope="module")
+def inventory(lab, tmp_path_factory):
+    lab_vars = yaml.safe_load(lab.inventory_file.read_text())
+    full_vars = dict(lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["vars"])
+    full_vars["tritonops_build_host"] = "s1"
+    full = lab.host(FULL_2080TI)
+    host_vars = lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["hosts"][FULL_2080TI]
+    data = {"all": {
+        "vars": {"ansible_user": "root", "ansible_ssh_private_key_file": str(lab.key_file),
+                 "tritonops_known_hosts_file": str(lab.known_hosts_file), **full_vars},
+        "hosts": {"s1": {"ansible_host": full.address, "ansible_port": full.port, "tritonops_deployment": DEPLOYMENT,
+                         "tritonops_model": host_vars.get("tritonops_model") or full_vars["tritonops_model"],
+                         "tritonops_http_port": 18000, "tritonops_grpc_port": 18001,
+                         "tritonops_metrics_port": 18002}},
+    }}
+    path = tmp_path_factory.mktemp("serve") / "hosts.yml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def clean(lab, inventory):
+    import subprocess
+    run = lambda command: subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True)  # noqa: E731
+    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
+        f"rm -rf {ROOT}/{DEPLOYMENT}")
+    yield run
+    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null")
+
+
+def cli(capsys, *argv):
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def task(report, name_start):
+    return next(r for r in report["results"] if r["task"].startswith(name_start))
+
+
+def generate(clean) -> str:
+    out = clean("curl -s -X POST localhost:18000/v2/models/vllm_model/generate "
+                "-d '{\"text_input\": \"hello\", \"parameters\": {\"max_tokens\": 4}}'").stdout
+    return json.loads(out)["text_output"]
+
+
+def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_status(capsys, inventory, clean):
+    code, first = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0, [r["msg"] for r in first["results"] if r["status"] == "failed"]
+    assert task(first, "Triton serves")["status"] == "changed"
+    assert generate(clean)
+    current = clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip()
+    record = json.loads(clean(f"cat {ROOT}/{DEPLOYMENT}/{current}/release.json").stdout)
+    gate = record["gates"][-1]
+    assert gate["passed"] and gate["kv_cache_tokens"]["predicted"] > 0 and gate["kv_cache_tokens"]["reported"] > 0
+    started = clean(f"docker inspect --format '{{{{.State.StartedAt}}}}' {CONTAINER}").stdout
+
+    code, again = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0 and task(again, "Triton serves")["status"] == "ok"  # a no-op restarts nothing
+    assert clean(f"docker inspect --format '{{{{.State.StartedAt}}}}' {CONTAINER}").stdout == started
+
+    code, bad = cli(capsys, "deploy", "-i", inventory, "-e", '{"tritonops_engine_args": {"no_such_engine_arg": 1}, '
+                    '"tritonops_engine_args_unchecked": ["no_such_engine_arg"]}')
+    serve = task(bad, "Triton serves")
+    assert code == 1 and serve["status"] == "failed"
+    assert serve["msg"].startswith("rolled back: unknown engine argument") and "no_such_engine_arg" in serve["msg"]
+    assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == current  # not switched
+    assert generate(clean)  # the previous release answers again
+    assert f"{CONTAINER}--" in clean("docker ps -a --format '{{.Names}}'").stdout  # the failed one kept
+
+    code, state = cli(capsys, "status", "-i", inventory)
+    serving = state[0]["serving"]
+    assert code == 0 and serving["container"] == "running" and serving["ready"]
+    assert serving["kv_predicted"] > 0 and serving["kv_reported"] > 0
+    assert serving["models"][0]["metrics"]["requests"] >= 2
+
+    code, changed = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=8")
+    assert code == 0 and task(changed, "Triton serves")["status"] == "changed"
+    newer = clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip()
+    assert newer != current
+    code, back = cli(capsys, "rollback", "-i", inventory)
+    assert code == 0, back["results"]
+    assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == current
+    assert generate(clean)
