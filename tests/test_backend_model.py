@@ -319,8 +319,8 @@ def test_metrics_use_vllm_names_and_count_tokens(backend):
     model = backend()
     run(model, Request("one two three", parameters={"max_tokens": 5}),
         Request("four five", stream=True, parameters={"max_tokens": 3}))
-    model.metrics.close()  # drains the update thread
     m = _metrics()
+    model.metrics.close()  # drains the update thread, then lets go of the metrics and families
     assert m["vllm:prompt_tokens_total"].metrics[0].value == 5
     assert m["vllm:generation_tokens_total"].metrics[0].value == 8
     assert m["vllm:prompt_tokens_total"].metrics[0].labels == {"model": "m", "version": "1"}
@@ -328,6 +328,7 @@ def test_metrics_use_vllm_names_and_count_tokens(backend):
     assert len(m["vllm:e2e_request_latency_seconds"].metrics[0].observed) == 2
     assert m["vllm:request_success_total"].metrics[0].labels["finished_reason"] == "length"
     assert m["vllm:num_requests_running"].metrics[0].value == 0
+    assert not model.metrics.families and not model.metrics.metrics
     model.metrics = None  # closed above
 
 

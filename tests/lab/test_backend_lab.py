@@ -267,3 +267,4 @@ def test_the_server_stops_cleanly_and_stops_the_engine(lab, servers):
     assert _ssh(lab, f"docker inspect -f '{{{{.State.ExitCode}}}}' {b}").strip() == "0"
     logs = _ssh(lab, f"docker logs {b} 2>&1", check=False)
     assert "[vllm] engine stopped (shutdown)" in logs
+    assert "Segfault" not in logs and "successfully unloaded 'vllm_model' version 1" in logs
