@@ -54,10 +54,11 @@ def main() -> int:
         assert plan.fits, plan.problems
         model_json = {**plan.model_json, "model": "hf-config", "tokenizer": "tokenizer", "load_format": "dummy",
                       "seed": 0, "disable_log_stats": False}
+        repository = out / name  # one repository per model: each engine gets the GPU to itself
         for path, text in render_model_repository([RepositoryModel(name, 1, model_json)]).items():
-            (out / path).parent.mkdir(parents=True, exist_ok=True)
-            (out / path).write_text(text)
-        version = out / name / "1"
+            (repository / path).parent.mkdir(parents=True, exist_ok=True)
+            (repository / path).write_text(text)
+        version = repository / name / "1"
         (version / "hf-config").mkdir()
         shutil.copy(source / "config.json", version / "hf-config" / "config.json")
         subprocess.run([sys.executable, str(Path(args.kit) / "make_tokenizer.py"), str(source / "config.json"),

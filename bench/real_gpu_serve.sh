@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the lent H200 (the device tool's `run`), from the checkout's root: serve the model repository
 # tritonops rendered (bench/real_gpu_repo.py -> .gpukit-cache/tritonops-repo) with tritonops' own vLLM
-# backend (tritonops/image/assets/vllm_backend_model.py.txt installed as backends/vllm/model.py, as the
+# backend, one repository per model (tritonops/image/assets/vllm_backend_model.py.txt installed as backends/vllm/model.py, as the
 # vllm_env image does) on the real tritonserver 2.51 and real vLLM 0.25.0 of ../shared/gpu-kit.
 #
 #   here:    bash ../shared/gpu-kit/prepare && python bench/real_gpu_repo.py .gpukit-cache/tritonops-repo
@@ -17,4 +17,4 @@ bash "$KIT/device-run"                       # stash this call's part; unpack on
 [ -d "$TS/backends" ] || exit 0              # still waiting for parts
 mkdir -p "$TS/backends/vllm"
 cp tritonops/image/assets/vllm_backend_model.py.txt "$TS/backends/vllm/model.py"
-exec bash "$KIT/device-run" .gpukit-cache/tritonops-repo "$MODEL"
+exec bash "$KIT/device-run" ".gpukit-cache/tritonops-repo/$MODEL" "$MODEL"
