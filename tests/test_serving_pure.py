@@ -41,6 +41,9 @@ def test_ports_shm_and_restricted_apis_are_honoured():
     ("ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in "
      "KV cache (3664). Try increasing `gpu_memory_utilization`", "context larger than KV cache"),
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "out of memory"),
+    ("ValueError: User-specified max_model_len (65536) is greater than the derived max_model_len "
+     "(max_position_embeddings=32768 or model_max_length=None in model's config.json).",
+     "context longer than the model allows"),
     ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
      "dtype unsupported by the GPU"),
     ("CUDA driver version is insufficient for CUDA runtime version", "driver too old"),

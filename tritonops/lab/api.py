@@ -12,7 +12,7 @@ from tritonops.lab import engine, keys
 from tritonops.lab.health import sshd_answers, wait_for_sshd
 from tritonops.lab.image_specs import TRITON_TAG
 from tritonops.lab.images import default_cache_dir, ensure_images, saved_image
-from tritonops.lab.inventory import render_inventory, render_known_hosts
+from tritonops.lab.inventory import constraints_path, constraints_text, render_inventory, render_known_hosts
 from tritonops.lab.models import models_dir, remove_models, write_models
 from tritonops.lab.plan import PORT_BASE, HostAction, assign_ports, plan_hosts, spec_hash
 from tritonops.lab.profile_file import GpuFaults, render_profile
@@ -152,6 +152,9 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
                                [(h.container, 22, key) for h, key in host_keys])
     bastion = next((h for h in hosts if h.name == request.bastion), None) if request.behind_bastion else None
     inventory = render_inventory(state, bastion)
+    constraints = constraints_path(sd)
+    if not constraints.exists() or constraints.read_text() != constraints_text():
+        constraints.write_text(constraints_text())  # named by the inventory: image builds see the stand-in change
     models = write_models(sd)  # before the inventory that names them
     if models:
         notes.append(f"wrote the lab models under {models_dir(sd)} ({len(models)} file(s) changed)")
@@ -165,9 +168,10 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
 
 
 def _serve_wheelhouse(state: LabState) -> list[str]:
-    """Start the lab's package index on the build host unless it already answers there."""
+    """Start the lab's package index on the build host unless the current one already answers there."""
     from tritonops.lab.inventory import WHEELHOUSE_PORT, build_host
     from tritonops.lab.wheelhouse import index_answers, serve_on_host
+    from tritonops.lab.wheelhouse.index import index_is_current
     from tritonops.transport.ssh import SshTransport
 
     builder = build_host(state)
@@ -178,7 +182,7 @@ def _serve_wheelhouse(state: LabState) -> list[str]:
     except Exception as err:
         return [f"could not reach {builder} to serve the package index: {err}"]
     try:
-        if index_answers(transport, WHEELHOUSE_PORT):
+        if index_answers(transport, WHEELHOUSE_PORT) and index_is_current(transport):
             return []
         return [f"serving the lab package index at {serve_on_host(transport, WHEELHOUSE_PORT)} on {builder}"]
     except Exception as err:

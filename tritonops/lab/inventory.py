@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from tritonops.lab.state import LabHost, LabState
@@ -38,6 +40,22 @@ def image_vars(builder: str) -> dict:
     }
 
 
+def constraints_path(state_dir: Path) -> Path:
+    return Path(state_dir) / "vllm-constraints.txt"
+
+
+def constraints_text() -> str:
+    """A pip constraints file naming the stand-in vllm wheel's sha256: the image's content hash covers the
+    constraints, so a changed stand-in makes a new image (the pin alone would not)."""
+    import hashlib
+
+    from tritonops.lab.wheelhouse import LAB_VLLM_VERSION
+    from tritonops.lab.wheelhouse.wheel import wheel_bytes
+
+    return (f"# the lab's stand-in vllm {LAB_VLLM_VERSION} wheel, sha256 "
+            f"{hashlib.sha256(wheel_bytes(LAB_VLLM_VERSION)).hexdigest()}\n")
+
+
 def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str = "jump",
                      models: bool = True) -> str:
     """The lab's GPU hosts (a bastion is not one of them). With `bastion`, each host is named by its
@@ -51,6 +69,7 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
     builder = build_host(state)
     if builder:
         groups["lab_full"]["vars"] = image_vars(builder)
+        groups["lab_full"]["vars"]["tritonops_pip_constraints"] = str(constraints_path(state.state_dir))
     if models and any(h.kind == "full" for h in state.hosts):
         groups["lab_full"].setdefault("vars", {})["tritonops_model"] = str(model_path(state.state_dir, FULL_HOST_MODEL))
     for host in state.hosts:

@@ -27,6 +27,8 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = (
     ("context larger than KV cache", re.compile(
         r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
         r"\((\d+)\)|max_model_len \((\d+)\) is larger than|estimated maximum model length is (\d+)", re.I)),
+    ("context longer than the model allows", re.compile(
+        r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len", re.I)),
     ("out of memory", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError|"
                                  r"No available memory for the cache blocks|insufficient memory", re.I)),
     ("dtype unsupported by the GPU", re.compile(r"Bfloat16 is only supported on GPUs with compute capability|"

@@ -67,6 +67,24 @@ def index_url(port: int) -> str:
     return f"http://127.0.0.1:{int(port)}/simple"
 
 
+STAMP = ".tritonops-index-stamp"
+
+
+def index_stamp(versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> str:
+    """A digest of the index's files: the served index is current when the host's stamp equals it."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, data in sorted(index_files(versions).items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+def index_is_current(transport, directory: str = INDEX_DIR, versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> bool:
+    result = transport.run(f"cat {shlex.quote(directory)}/{STAMP}", timeout=10)
+    return result.ok and result.stdout.strip() == index_stamp(versions)
+
+
 def index_answers(transport, port: int) -> bool:
     """Whether the index on the host's 127.0.0.1:<port> serves the vllm project page."""
     probe = ("python3 -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2).read()' "
@@ -80,8 +98,9 @@ def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VE
     index URL as the host (and a build container on the host's network) sees it."""
     d = shlex.quote(directory)
     stop_on_host(transport, directory)
-    result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=_tar(index_files(versions)),
-                           timeout=60)
+    files = index_files(versions)
+    files[STAMP] = index_stamp(versions).encode()
+    result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=_tar(files), timeout=60)
     if not result.ok:
         raise RuntimeError(f"copying the wheelhouse to {transport.name} failed: {result.tail()}")
     start = (f"cd {d} && setsid nohup python3 -m http.server {int(port)} --bind 127.0.0.1 --directory {d} "
