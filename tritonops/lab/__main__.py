@@ -1,10 +1,10 @@
-"""`python -m tritonops.lab releases -i INVENTORY`: lab helpers that are not tritonops commands."""
+"""`python -m tritonops.lab releases|generate -i INVENTORY`: lab helpers that are not tritonops commands."""
 
 import sys
 
-from tritonops.lab import releases
+from tritonops.lab import generate, releases
 
-HELPERS = {"releases": releases.main}
+HELPERS = {"releases": releases.main, "generate": generate.main}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in HELPERS:

@@ -1,0 +1,47 @@
+"""`python -m tritonops.lab generate -i INVENTORY [PROMPT]`: one generate request to every host's Triton
+(on the host's loopback, over SSH: the lab's Triton ports are inside the lab hosts), printing each
+answer. A lab helper for ./lab-demo; exits 1 unless every host answered with text."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+
+from tritonops.results import HostResult
+from tritonops.transport.sessions import HostSession, SessionPool
+
+PROGRAM = r'''
+import json, sys, urllib.request
+port, model, prompt = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+body = json.dumps({"text_input": prompt, "parameters": {"stream": False, "max_tokens": 12}}).encode()
+request = urllib.request.Request("http://127.0.0.1:%d/v2/models/%s/generate" % (port, model), data=body,
+                                 headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(request, timeout=60) as response:
+    print(json.loads(response.read())["text_output"])
+'''
+
+
+def main(argv: list[str]) -> int:
+    from tritonops.inventory import load_inventory
+
+    parser = argparse.ArgumentParser(prog="python -m tritonops.lab generate")
+    parser.add_argument("-i", "--inventory", required=True)
+    parser.add_argument("--model", default="vllm_model")
+    parser.add_argument("prompt", nargs="?", default="The capital of France is")
+    args = parser.parse_args(argv)
+    hosts = load_inventory([args.inventory]).hosts
+    by_name = {host.name: host for host in hosts}
+
+    def ask(session: HostSession) -> HostResult:
+        port = int(by_name[session.name].vars.get("tritonops_http_port", 8000))
+        command = shlex.join(("python3", "-c", PROGRAM, str(port), args.model, args.prompt))
+        result = session.transport.run(command, timeout=90)
+        text = result.stdout.strip()
+        return HostResult(session.name, "ok" if result.ok and text else "failed", text if result.ok else result.tail(2))
+
+    with SessionPool([host.connection for host in hosts]) as pool:
+        results = pool.run(ask)
+    for result in results:
+        print(f"{result.host}: {json.dumps(result.msg)}" if result.ok else f"{result.host}: FAILED {result.msg}")
+    return 0 if results.all_ok else 1
