@@ -101,3 +101,29 @@ def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_stat
     assert code == 0, back["results"]
     assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == current
     assert generate(clean)
+
+
+def test_a_crash_after_the_gate_is_restarted_by_docker_and_status_counts_it(capsys, inventory, clean):
+    from tritonops.waiting import wait_until
+
+    code, _ = cli(capsys, "deploy", "-i", inventory)  # serving (the test above may have left it so already)
+    assert code == 0
+    clean(f"kill -9 $(docker inspect --format '{{{{.State.Pid}}}}' {CONTAINER})")  # the server dies under it
+
+    def restarted_and_ready():
+        code, state = cli(capsys, "status", "-i", inventory)
+        serving = state[0]["serving"]
+        return serving if code == 0 and serving["restarts"] >= 1 and serving["ready"] else None
+
+    serving = wait_until(restarted_and_ready, timeout_s=90, interval_s=1)
+    assert serving, "Docker did not restart the container, or status did not see it"
+    assert generate(clean)
+
+
+def test_the_admin_apis_are_restricted_by_a_key_made_on_the_host(clean):
+    key_file = f"{ROOT}/{DEPLOYMENT}/admin.key"
+    assert clean(f"stat -c %a {key_file}").stdout.strip() == "600"
+    key = clean(f"cat {key_file}").stdout.strip()
+    index = "curl -s -o /dev/null -w '%{http_code}' -X POST localhost:18000/v2/repository/index"
+    assert clean(index).stdout == "403"  # without the key
+    assert clean(index.replace("curl -s", f"curl -s -H 'tritonops-admin-key: {key}'")).stdout == "200"

@@ -46,6 +46,7 @@ class ContainerSettings(Args):
     admin_key_file: str | None = None
     prompt: str = "The capital of France is"
     max_tokens: int = 8
+    keep_releases: int = 5           # after a release passes: older ones removed (never current or previous)
 
     @field_validator("triton_args")
     @classmethod
@@ -154,7 +155,8 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "ports": [settings.http_port, settings.grpc_port, settings.metrics_port],
                "bind": settings.bind_address, "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
-               "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS)}
+               "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
+               "keep": settings.keep_releases}
     return ServeStep(spec, payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))
 
 

@@ -48,7 +48,7 @@ def logs(name, lines=400):
 def gate(name, deadline_s):
     """(passed, why, seconds to ready, answer) for the container `name`."""
     begin = time.time()
-    stage, ready_s, interval = "live", None, 0.5
+    stage, ready_s, interval = "live", None, 0.25
     while time.time() - begin < deadline_s:
         state = inspect(name)
         if state is None:
@@ -80,8 +80,29 @@ def gate(name, deadline_s):
                     answers[model] = text[:200]
                 return True, "", ready_s, answers
         time.sleep(interval)
-        interval = min(interval * 1.5, 2.0)
+        interval = min(interval * 1.5, 0.5)  # a local HTTP request: cheap; Triton's readiness is noticed within 0.5 s
     return False, "not ready within %d s (waiting for %s)" % (deadline_s, stage), ready_s, None
+
+def ensure_admin_key(path):
+    """The restricted APIs' key: made here (0600, random) the first time, so it never travels."""
+    if path and not os.path.exists(path):
+        import secrets
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(24) + "\n")
+
+def prune(keep, current, previous):
+    """Keep the newest `keep` releases (and always current and previous); their parked containers too."""
+    folder = os.path.join(spec["root"], "releases")
+    names = sorted(n for n in os.listdir(folder) if not n.startswith("."))
+    doomed = [n for n in names[:-keep] if n not in (current, previous)] if keep > 0 else []
+    for name in doomed:
+        import shutil
+        shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        for suffix in ("", "-failed"):
+            remove("%s--%s%s" % (spec["container"], name, suffix))
+    return doomed
 
 def switch_current(release):
     link = os.path.join(spec["root"], "current")
@@ -156,6 +177,7 @@ if current:
         remove(name)
 remove(name)
 argv = list(spec["run_argv"])
+ensure_admin_key(spec.get("admin_key_file"))
 if spec.get("admin_key_file"):
     with open(spec["admin_key_file"]) as handle:
         key = handle.read().strip()
@@ -174,7 +196,8 @@ gate_record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed
 if passed:
     record_gate(release, gate_record)
     switch_current(release)
-    finish({"status": "switched", "previous": previous, "ready_s": ready_s, "answers": answers, "log": log,
+    pruned = prune(spec.get("keep", 0), release, previous)
+    finish({"status": "switched", "pruned": pruned, "previous": previous, "ready_s": ready_s, "answers": answers, "log": log,
             "kv_cache_tokens": gate_record["kv_cache_tokens"]})
 failed = "%s--%s-failed" % (name, release)
 remove(failed)
