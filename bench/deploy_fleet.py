@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""A full deploy (weights, release, Triton started and gated) to 1, 2 and 3 lab hosts at once, against
+the one-host time; then a no-op redeploy of the same hosts (restarts, bytes).
+
+Each size deploys a deployment of its own (`bench-fleet-N`, its own ports), so every run does the
+whole job: weights pushed, release written, container started and gated. Removed afterwards.
+
+    tritonops lab up && python bench/deploy_fleet.py [-i inventory/lab.yml]
+Goal: N hosts in parallel within 1.2x of one host; the no-op: 0 restarts, 0 bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tritonops.cli.cmd_deploy import default_playbook, default_roles_path  # noqa: E402
+from tritonops.deploy.flow import deploy  # noqa: E402
+from tritonops.deploy.run import DeployOptions  # noqa: E402
+from tritonops.inventory import load_inventory  # noqa: E402
+
+
+def ssh(host, command: str) -> str:
+    spec = host.connection
+    argv = ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-p", str(spec.port or 22)]
+    for key in spec.key_files:
+        argv += ["-i", key]
+    if spec.known_hosts_file:
+        argv += ["-o", f"UserKnownHostsFile={spec.known_hosts_file}"]
+    argv += [f"{spec.user or 'root'}@{spec.host}", command]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-i", "--inventory", default=str(REPO / "inventory" / "lab.yml"))
+    args = parser.parse_args()
+    hosts = load_inventory([args.inventory]).hosts
+    playbook = default_playbook("deploy.yml")
+    rows = []
+    for count in range(1, len(hosts) + 1):
+        chosen = hosts[:count]
+        name = f"bench-fleet-{count}"
+        extra = {"tritonops_deployment": name, "tritonops_http_port": 9100 + 10 * count,
+                 "tritonops_grpc_port": 9101 + 10 * count, "tritonops_metrics_port": 9102 + 10 * count}
+        options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook),
+                                limit=",".join(h.name for h in chosen), extra_vars=extra)
+        started = time.perf_counter()
+        first = deploy([args.inventory], options)
+        seconds = time.perf_counter() - started
+        if not first.ok:
+            print(f"{count} host(s): failed: " + "; ".join(f"{r.host} {r.task}: {r.msg}" for r in first.results if r.failed))
+            return 1
+        before = {h.name: ssh(h, f"docker inspect --format '{{{{.State.StartedAt}}}}' tritonops-{name}") for h in chosen}
+        started = time.perf_counter()
+        again = deploy([args.inventory], options)
+        noop = time.perf_counter() - started
+        after = {h.name: ssh(h, f"docker inspect --format '{{{{.State.StartedAt}}}}' tritonops-{name}") for h in chosen}
+        restarts = sum(before[n] != after[n] for n in before)
+        changed = sum(r.status == "changed" for r in again.results)
+        gates = [r.elapsed_s for r in first.results if r.task.startswith("Triton serves")]
+        rows.append((count, seconds, max(gates), noop, restarts, changed, again.image_bytes))
+        for h in chosen:
+            ssh(h, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={name}) >/dev/null 2>&1; "
+                   f"rm -rf /opt/tritonops/{shlex.quote(name)}")
+    single = rows[0][1]
+    print(f"{'hosts':>5} {'deploy s':>9} {'x one host':>10} {'serve+gate s':>12} {'no-op s':>8} "
+          f"{'restarts':>8} {'changed':>7} {'image B':>7}")
+    for count, seconds, gate, noop, restarts, changed, image in rows:
+        print(f"{count:>5} {seconds:>9.2f} {seconds / single:>10.2f} {gate:>12.2f} {noop:>8.2f} {restarts:>8} "
+              f"{changed:>7} {image:>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
