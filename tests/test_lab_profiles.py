@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import FIXTURES
 from tritonops.lab.image_specs import asset_text
 from tritonops.lab.profile_file import GpuFaults, SimulatedProcess, gpu_uuid, parse_profile, render_profile
 from tritonops.lab.profiles import PROFILES, get_profile
 from tritonops.errors import InputError
 
-H200_FIXTURE = SHARED / "fixtures" / "nvml" / "nvml-h200x2.json"
+H200_FIXTURE = FIXTURES / "nvml" / "nvml-h200x2.json"  # copied from ../shared/fixtures/nvml
 
 
-@pytest.mark.skipif(not H200_FIXTURE.exists(), reason="shared NVML fixtures not present")
 def test_h200_profile_matches_the_captured_h200():
     real = json.loads(H200_FIXTURE.read_text())
     values = parse_profile(render_profile(PROFILES["h200x2"], "node"))

@@ -5,7 +5,7 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES
 from tritonops.facts.model import GpuFacts, NvidiaFacts, ProbeReport
 from tritonops.facts.probe_parse import (
     ProbeOutputError,
@@ -70,9 +70,7 @@ def test_busy_gpu_lists_the_process_and_less_free_memory():
 
 
 def test_shared_fixture_parses_too_although_its_p2p_call_failed():
-    path = SHARED / "fixtures" / "nvml" / "nvml-h200x2.json"
-    if not path.exists():
-        pytest.skip("shared/ fixtures not present")
+    path = FIXTURES / "nvml" / "nvml-h200x2.json"  # copied from ../shared/fixtures/nvml
     nvidia = parse_nvml(json.loads(path.read_text()))
     assert len(nvidia.gpus) == 2
     assert nvidia.gpus[1].cuda_total_bytes == H200_CUDA_TOTAL

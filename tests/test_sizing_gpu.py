@@ -10,7 +10,7 @@ from tritonops.facts.model import (DockerFacts, GpuFacts, GpuProcess, HostFacts,
 from tritonops.sizing.gpu_catalog import GPU_CATALOG
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog, gpu_spec_from_facts, gpu_spec_from_numbers
 
-NVML = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "nvml" / "nvml-h200x1.json"
+NVML = Path(__file__).resolve().parent / "fixtures" / "nvml" / "nvml-h200x1.json"  # from ../shared/fixtures/nvml
 REQUIRED = ("t4", "v100-16gb", "v100-32gb", "2080ti", "3090", "4090", "a10", "l4", "l40s", "a100-40gb",
             "a100-80gb", "h100", "h200")
 
@@ -27,7 +27,6 @@ def test_h200_numbers_are_the_fixture_readings():
         (150_754_820_096, 150_109_880_320, (9, 0))
 
 
-@pytest.mark.skipif(not NVML.exists(), reason="shared fixtures not present")
 def test_h200_catalog_matches_the_nvml_fixture():
     gpu = json.loads(NVML.read_text())["gpus"][0]
     assert GPU_CATALOG["h200"].memory_total_bytes == gpu["memory_v2"]["total"]
