@@ -47,3 +47,20 @@ def test_a_garbled_lock_file_is_shown_not_crashed_on(tmp_path):
     (tmp_path / "lock").write_text("not json")
     refused = acquire(LocalTransport(), str(tmp_path), LockOwner.here("deploy"))
     assert not refused.acquired and "not json" in refused.held_by
+
+
+def test_a_lock_left_by_a_gone_run_of_this_controller_is_taken_over(tmp_path):
+    import socket
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs
+    host = LocalTransport()
+    left = LockOwner("t", "me", socket.gethostname(), gone.pid, "deploy", "2026-12-01T08:00:00Z")
+    assert acquire(host, str(tmp_path), left).acquired
+    taken = acquire(host, str(tmp_path), LockOwner.here("deploy"))
+    assert taken.acquired and f"pid {gone.pid}" in taken.held_by
+    elsewhere = LockOwner("t2", "me", "another-controller", gone.pid, "deploy", "2026-12-01T08:00:00Z")
+    (tmp_path / "lock").unlink()
+    assert acquire(host, str(tmp_path), elsewhere).acquired
+    assert not acquire(host, str(tmp_path), LockOwner.here("deploy")).acquired  # another machine's run: refused

@@ -1,8 +1,9 @@
 """The host lock: one run that writes at a time on a deployment (`<root>/lock`, owner inside).
 
 A second run is refused naming the owner (who, from where, which command, since when). A lock older
-than `stale_after_s` is taken over (the holder is gone: a killed run), and `--break-lock` takes it
-over at any age. Only the holder's token removes it. Taken with O_EXCL on the host, so two
+than `stale_after_s` is taken over (the holder is gone: a killed run), so is one left by a run of this
+controller whose process is gone (it lost the host before it could unlock), and `--break-lock` takes
+it over at any age. Only the holder's token removes it. Taken with O_EXCL on the host, so two
 controllers racing for the same host cannot both win.
 """
 
@@ -49,6 +50,7 @@ class LockOutcome:
     acquired: bool
     held_by: str = ""    # the other owner, described (refused, or broken)
     age_s: float = 0.0
+    held_text: str = ""  # the lock file's text as found
 
 
 def describe_owner(text: str) -> str:
@@ -63,15 +65,38 @@ def describe_owner(text: str) -> str:
 
 def acquire(transport: Transport, root: str, owner: LockOwner, *, stale_after_s: float = DEFAULT_STALE_AFTER_S,
             break_lock: bool = False) -> LockOutcome:
+    """Take the lock; a lock left by a run of this same controller whose process is gone (a run that
+    lost the host before it could unlock) is taken over, as a stale one is."""
+    outcome = _acquire(transport, root, owner, stale_after_s, break_lock)
+    if not outcome.acquired and not break_lock and _gone_from_here(outcome.held_text):
+        outcome = _acquire(transport, root, owner, stale_after_s, True)
+    return outcome
+
+
+def _gone_from_here(text: str) -> bool:
+    try:
+        held = json.loads(text)
+        if held["controller"] != socket.gethostname():
+            return False
+        os.kill(int(held["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, KeyError, TypeError, PermissionError, OverflowError):
+        return False
+    return False
+
+
+def _acquire(transport: Transport, root: str, owner: LockOwner, stale_after_s: float,
+             break_lock: bool) -> LockOutcome:
     path = posixpath.join(root, LOCK_FILE)
     argv = host_program.argv("lock", path, f"{stale_after_s:g}", "1" if break_lock else "0")
     result = transport.run(shlex.join(argv), stdin=owner.to_json().encode(), timeout=60)
     if not result.ok:
         raise HostError(transport.name, f"cannot take the lock {path}: {result.tail(2)}")
     answer = json.loads(result.stdout)
-    held = describe_owner(answer["owner"] if "owner" in answer else answer.get("broke", ""))
-    return LockOutcome(bool(answer["acquired"]), held if ("owner" in answer or "broke" in answer) else "",
-                       float(answer.get("age_s", 0.0)))
+    text = answer["owner"] if "owner" in answer else answer.get("broke", "")
+    return LockOutcome(bool(answer["acquired"]), describe_owner(text) if ("owner" in answer or "broke" in answer) else "",
+                       float(answer.get("age_s", 0.0)), text)
 
 
 def release(transport: Transport, root: str, owner: LockOwner) -> None:
