@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import ClassVar, Iterable
 
+from pydantic import field_validator
+
 from tritonops.operations.base import Args
 from tritonops.operations.facts import Facts, FileQuery, Query
 from tritonops.operations.registry import register
@@ -15,6 +17,17 @@ class PutFileArgs(Args):
     path: str
     content: str
     mode: int = 0o644
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _octal_text(cls, mode):
+        """'0640' (a quoted YAML value) is octal, as chmod reads it; an unquoted 0640 YAML already made octal."""
+        if isinstance(mode, str):
+            try:
+                return int(mode, 8)
+            except ValueError:
+                raise ValueError(f"mode {mode!r} is not an octal file mode") from None
+        return mode
 
 
 class PutFileOperation:
