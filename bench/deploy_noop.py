@@ -73,6 +73,21 @@ def main() -> int:
         deploys.append(time.perf_counter() - started)
         moved.append(report)
 
+    # the same, as a user runs them: `tritonops probe` and `tritonops deploy` from a shell
+    import subprocess
+
+    def cli(*argv) -> float:
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "tritonops", *argv, "-i", args.inventory, *(
+            ["--limit", args.limit] if args.limit else []), "--json"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return time.perf_counter() - started
+
+    extra_cli = [item for pair in (("-e", e) for e in args.extra_vars) for item in pair]
+    model_cli = ["--model", args.model] if args.model else []
+    cli_probes = [cli("probe") for _ in range(args.repeat)]
+    cli_deploys = [cli("deploy", *model_cli, *extra_cli) for _ in range(args.repeat)]
+
     last = moved[-1]
     writes = sum(r.status == "changed" for report in moved for r in report.results)
     weights_bytes = sum(getattr(r.payload, "bytes_moved", 0) or 0 for report in moved for r in report.results
@@ -82,6 +97,9 @@ def main() -> int:
     print(f"deploy: best {min(deploys):.2f} s, median {statistics.median(deploys):.2f} s "
           f"(no-op; ratio to probe: best {min(deploys) / min(probes):.2f}x, "
           f"median {statistics.median(deploys) / statistics.median(probes):.2f}x)")
+    print(f"as commands (python start-up included): probe best {min(cli_probes):.2f} s, deploy best "
+          f"{min(cli_deploys):.2f} s, ratio {min(cli_deploys) / min(cli_probes):.2f}x "
+          f"(median {statistics.median(cli_deploys) / statistics.median(cli_probes):.2f}x)")
     print(f"no-op deploys: image bytes {sum(r.image_bytes for r in moved)}, weights bytes {weights_bytes}, "
           f"writes (tasks changed) {writes}, all ok: {all(r.ok for r in moved)}")
     print(f"one no-op deploy over SSH command channels: {last.traffic.commands} commands, "
