@@ -127,3 +127,24 @@ def test_the_admin_apis_are_restricted_by_a_key_made_on_the_host(clean):
     index = "curl -s -o /dev/null -w '%{http_code}' -X POST localhost:18000/v2/repository/index"
     assert clean(index).stdout == "403"  # without the key
     assert clean(index.replace("curl -s", f"curl -s -H 'tritonops-admin-key: {key}'")).stdout == "200"
+
+
+def test_a_gpu_another_process_holds_is_refused_before_anything_is_stopped(capsys, lab, inventory, clean):
+    from tritonops.lab.api import set_gpu_faults
+    from tritonops.lab.profile_file import GpuFaults, SimulatedProcess
+
+    code, _ = cli(capsys, "deploy", "-i", inventory)  # the deployment serves
+    assert code == 0
+    started = clean(f"docker inspect --format '{{{{.State.StartedAt}}}}' {CONTAINER}").stdout
+    intruder = clean("sleep 300 >/dev/null 2>&1 & echo $!").stdout.strip()  # a live process on the host
+    set_gpu_faults(lab, FULL_2080TI, GpuFaults(processes=((0, SimulatedProcess(int(intruder), 256 << 20)),)))
+    try:
+        code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=4")
+    finally:
+        set_gpu_faults(lab, FULL_2080TI, GpuFaults())
+        clean(f"kill {intruder}")
+    serve = task(report, "Triton serves")
+    assert code == 1 and serve["msg"] == (f"refused before anything was stopped: GPU busy: GPU 0 is held by pid "
+                                          f"{intruder} (0.2 GiB)"), serve["msg"]
+    assert clean(f"docker inspect --format '{{{{.State.StartedAt}}}}' {CONTAINER}").stdout == started  # untouched
+    assert generate(clean)

@@ -57,13 +57,13 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
 
     with SessionPool([host.connection for host in hosts], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
-        facts = {}
+        probed = {}
         for result in pool.run(_facts_phase, task="facts"):
             record(result)
             if result.ok:
-                facts[result.host] = result.payload
-        alive = [host for host in hosts if host.name in facts]
-        plans = plan_hosts(alive, facts, options.request, models, model_errors, default_model=options.default_model,
+                probed[result.host] = result.payload
+        alive = [host for host in hosts if host.name in probed]
+        plans = plan_hosts(alive, probed, options.request, models, model_errors, default_model=options.default_model,
                            default_name=options.model_name, metrics=options.metrics)
         report.plans = {plan.host: plan for plan in plans}
         ready = []
@@ -76,7 +76,7 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
 
         def compiled_for(names, images):
             facts = {name: _host_facts(by_name[name], report.plans[name], images.get(name, NO_IMAGE),
-                                       deployments[name], created, options, digest) for name in names}
+                                       deployments[name], created, options, digest, probed[name]) for name in names}
             return facts, compile_playbook(playbook, list(inventory_paths), limit=options.limit,
                                            extra_vars=options.extra_vars, host_facts=facts, tags=options.tags,
                                            skip_tags=options.skip_tags, only_hosts=names)
@@ -154,7 +154,7 @@ def _controller_sha256(folder: str) -> str:
 
 
 def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, str], created: str,
-                options: DeployOptions, inventory: str) -> dict[str, Any]:
+                options: DeployOptions, inventory: str, probed=None) -> dict[str, Any]:
     """What the roles see of tritonops' own planning for this host (like Ansible facts)."""
     root, name = deployment
     models, repository = [], []
@@ -171,16 +171,21 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
     engines = [model.plan for model in plan.models]
     weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
+    gpus = list(range(max(engine.tensor_parallel_size for engine in engines)))
     serve = {  # what starting this release needs; kept in release.json too, so a rollback needs only the host
         "models": sorted({m["name"] for m in models}),
-        "gpus": list(range(max(engine.tensor_parallel_size for engine in engines))),
+        "gpus": gpus,
         "weights_dirs": sorted({m["weights_dir"] for m in models}),
         "deadline_s": gate_deadline_s(weights_bytes),
         "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),
     }
+    held = [{"gpu": gpu.index, "pid": process.pid, "bytes": process.used_memory_bytes or 0}
+            for gpu in (probed.nvidia.gpus if probed is not None and probed.nvidia else ()) if gpu.index in gpus
+            for process in gpu.processes]
     return {
         "tritonops_deploy": {
             "root": posixpath.join(root, name),
+            "gpu_processes": held,  # what the probe saw on the release's GPUs: the serve step refuses foreign ones
             "models": models,
             "weights": list(unique_weights.values()),
             "manifests": sorted({m["manifest"] for m in models}),

@@ -65,6 +65,7 @@ class ServeArgs(ContainerSettings):
     weights_dirs: list[str] = []
     deadline_s: float = 300.0
     kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
+    gpu_processes: list[dict] = []  # {gpu, pid, bytes} the probe saw on the release's GPUs
 
 
 def inspect_argv(deployment: str) -> tuple[str, ...]:
@@ -136,7 +137,9 @@ class ServeOperation:
             return
         serve = {"models": args.models, "gpus": args.gpus, "weights_dirs": args.weights_dirs,
                  "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens}
-        yield serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args)
+        step = serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args)
+        step.payload["gpu_processes"] = list(args.gpu_processes)
+        yield step
 
 
 def serve_step(root: str, deployment: str, release: str, image_id: str, serve: dict,

@@ -155,6 +155,33 @@ if current and current["running"] and current["release"] == release and current[
     if passed:
         switch_current(release)
         finish({"status": "unchanged", "restarts": current["restarts"], "answers": answers})
+def descendants(root_pid):
+    """Processes under `root_pid` (a container's), from /proc's parent links."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [root_pid]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+ours = set()
+if current and current["running"]:
+    code, out, _ = docker("inspect", "--format", "{{.State.Pid}}", name)
+    if code == 0 and out.strip().isdigit():
+        ours = descendants(int(out.strip()))
+foreign = [p for p in spec.get("gpu_processes", []) if p["pid"] not in ours and os.path.exists("/proc/%d" % p["pid"])]
+if foreign:
+    finish({"status": "refused", "why": "GPU busy: " + ", ".join(
+        "GPU %d is held by pid %d (%.1f GiB)" % (p["gpu"], p["pid"], p["bytes"] / 2**30) for p in foreign)})
 if not (current and current["running"]):
     import socket
     for port in spec["ports"]:
