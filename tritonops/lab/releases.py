@@ -1,6 +1,6 @@
 """What `tritonops deploy` left on each host: its releases and the newest one's release.json, read
-over SSH. A lab helper for ./lab-demo (`python -m tritonops.lab releases -i inventory/lab.yml`) until
-tritonops has a `status` command; it changes nothing on the hosts."""
+over SSH: every release's files, which `tritonops status` does not list. A lab helper for ./lab-demo
+(`python -m tritonops.lab releases -i inventory/lab.yml`); it changes nothing on the hosts."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 
-DEFAULT_ROOT = "/opt/tritonops"  # as tritonops.deploy.flow
-DEFAULT_DEPLOYMENT = "default"
 
 
 @dataclass
@@ -25,8 +23,9 @@ class HostReleases:
 
 
 def _folder(host) -> str:
-    root = str(host.vars.get("tritonops_root") or DEFAULT_ROOT)
-    return posixpath.join(root, str(host.vars.get("tritonops_deployment") or DEFAULT_DEPLOYMENT))
+    from tritonops.deploy.run import deployment_of
+
+    return posixpath.join(*deployment_of(host))
 
 
 def read_host(host) -> HostReleases:
