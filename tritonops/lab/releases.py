@@ -1,6 +1,7 @@
-"""What `tritonops deploy` left on each host: its releases and the newest one's release.json, read
-over SSH: every release's files, which `tritonops status` does not list. A lab helper for ./lab-demo
-(`python -m tritonops.lab releases -i inventory/lab.yml`); it changes nothing on the hosts."""
+"""What `tritonops deploy` left on each host: its releases, the newest one's release.json and files,
+and the weights folders, read over SSH (`tritonops status` does not list files). A lab helper for
+./lab-demo (`python -m tritonops.lab releases -i inventory/lab.yml`); it changes nothing on the hosts.
+The listing is a stdlib program run as an argument list over the run's SessionPool."""
 
 from __future__ import annotations
 
@@ -9,6 +10,27 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 
+from tritonops.results import HostResult
+from tritonops.transport.sessions import HostSession
+
+LISTING = r'''
+import json, os, sys
+folder = sys.argv[1]
+def names(path):
+    return sorted(n for n in os.listdir(path) if not n.startswith(".")) if os.path.isdir(path) else []
+releases = names(os.path.join(folder, "releases"))
+newest, files = None, []
+if releases:
+    top = os.path.join(folder, "releases", releases[-1])
+    files = sorted(os.path.relpath(os.path.join(d, n), top) for d, _, ns in os.walk(top) for n in ns)
+    try:
+        with open(os.path.join(top, "release.json")) as handle:
+            newest = json.load(handle)
+    except (OSError, ValueError):
+        newest = None
+json.dump({"releases": releases, "newest": newest, "files": files, "models": names(os.path.join(folder, "models"))},
+          sys.stdout)
+'''
 
 
 @dataclass
@@ -28,41 +50,14 @@ def _folder(host) -> str:
     return posixpath.join(*deployment_of(host))
 
 
-def read_host(host) -> HostReleases:
-    from tritonops.transport.sessions import open_transport
-
-    folder = _folder(host)
-    result = HostReleases(host.name, folder)
-    q = shlex.quote
-    script = (f"cd {q(folder)} 2>/dev/null || exit 0; ls -1 releases 2>/dev/null | grep -v '^[.]' | sort; echo '--';"
-              f" ls -1 models 2>/dev/null | grep -v '^[.]'; echo '--';"
-              f" r=$(ls -1 releases 2>/dev/null | grep -v '^[.]' | sort | tail -n 1);"
-              f" [ -n \"$r\" ] && (cd releases/\"$r\" && find . -type f | sort && echo '--' && cat release.json)")
-    try:
-        transport = open_transport(host.connection)
-    except Exception as err:
-        result.error = f"unreachable: {err}"
-        return result
-    try:
-        out = transport.run(script, timeout=60)
-    except Exception as err:
-        result.error = f"{type(err).__name__}: {err}"
-        return result
-    finally:
-        transport.close()
+def read_host(session: HostSession, folder: str) -> HostResult:
+    out = session.transport.run(shlex.join(("python3", "-c", LISTING, folder)), timeout=60)
     if not out.ok:
-        result.error = f"exit {out.exit_code}: {out.stderr.strip()[-300:]}"
-        return result
-    parts = out.stdout.split("--\n", 3) + ["", "", "", ""]
-    result.releases = parts[0].split()
-    result.weights = [posixpath.join(folder, "models", name) for name in parts[1].split()]
-    result.files = [line[2:] for line in parts[2].splitlines() if line.startswith("./")]
-    if parts[3].strip():
-        try:
-            result.newest = json.loads(parts[3])
-        except ValueError:
-            result.error = "release.json is not JSON"
-    return result
+        return HostResult(session.name, "failed", f"exit {out.exit_code}: {out.tail(2)}")
+    listing = json.loads(out.stdout)
+    found = HostReleases(session.name, folder, listing["releases"], listing["newest"], listing["files"],
+                         [posixpath.join(folder, "models", name) for name in listing["models"]])
+    return HostResult(session.name, "ok", "", found)
 
 
 def describe(r: HostReleases) -> list[str]:
@@ -89,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from tritonops.inventory import load_inventory
+    from tritonops.transport.sessions import SessionPool
 
     parser = argparse.ArgumentParser(prog="python -m tritonops.lab releases",
                                      description="Each host's releases (what `tritonops deploy` left there).")
@@ -97,10 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     hosts = load_inventory(args.inventory).select(args.limit)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(8) as pool:
-        found = list(pool.map(read_host, hosts))
+    folders = {host.name: _folder(host) for host in hosts}
+    with SessionPool([host.connection for host in hosts]) as pool:
+        results = pool.run(lambda session: read_host(session, folders[session.name]))
+    found = [r.payload or HostReleases(r.host, folders[r.host], error=r.msg) for r in results]
     if args.json:
         print(json.dumps([r.__dict__ for r in found], indent=1))
     else:

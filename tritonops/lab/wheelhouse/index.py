@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import html
-import io
 import shlex
-import tarfile
 import threading
 import time
 from functools import partial
@@ -18,6 +16,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tritonops.lab.wheelhouse.wheel import wheel_bytes, wheel_name
+from tritonops.tarball import tar_bytes
 
 LAB_VLLM_VERSION = "0.10.2"  # the pin the lab's inventory uses (vLLM of NGC 25.10)
 INDEX_DIR = "/opt/tritonops-lab/wheelhouse"
@@ -52,16 +51,6 @@ def build_index(root: Path | str, versions: tuple[str, ...] = (LAB_VLLM_VERSION,
     return root
 
 
-def _tar(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for rel, data in files.items():
-            info = tarfile.TarInfo(rel)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def index_url(port: int) -> str:
     """The index as the host (and a build container on the host's network) sees it."""
     return f"http://127.0.0.1:{int(port)}/simple"
@@ -81,7 +70,7 @@ def index_stamp(versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> str:
 
 
 def index_is_current(transport, directory: str = INDEX_DIR, versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> bool:
-    result = transport.run(f"cat {shlex.quote(directory)}/{STAMP}", timeout=10)
+    result = transport.run(shlex.join(("cat", f"{directory}/{STAMP}")), timeout=10)
     return result.ok and result.stdout.strip() == index_stamp(versions)
 
 
@@ -100,7 +89,7 @@ def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VE
     stop_on_host(transport, directory)
     files = index_files(versions)
     files[STAMP] = index_stamp(versions).encode()
-    result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=_tar(files), timeout=60)
+    result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=tar_bytes(files), timeout=60)
     if not result.ok:
         raise RuntimeError(f"copying the wheelhouse to {transport.name} failed: {result.tail()}")
     start = (f"cd {d} && setsid nohup python3 -m http.server {int(port)} --bind 127.0.0.1 --directory {d} "
