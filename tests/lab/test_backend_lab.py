@@ -18,13 +18,11 @@ What is real: Docker, tritonserver, the Python backend stub, HTTP, metrics, the 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
 import shlex
 import subprocess
-import tarfile
 import time
 
 import pytest
@@ -41,6 +39,7 @@ from tritonops.lab.request import HostSpec, LabRequest
 from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, serve_on_host, wheel_bytes
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.transport.sessions import open_transport
+from tritonops.tarball import tar_bytes
 
 pytestmark = pytest.mark.lab
 
@@ -62,16 +61,6 @@ def _ssh(lab, command: str, stdin: bytes | None = None, timeout: float = 120.0, 
     if check and proc.returncode != 0:
         raise AssertionError(f"'{command}' exited {proc.returncode}\n{out}\n{proc.stderr.decode(errors='replace')}")
     return out
-
-
-def _tar(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def _image(lab, tmp_path) -> str:
@@ -154,7 +143,7 @@ def servers(lab, tmp_path_factory):
     }).items()})
     files.update({f"repo-b/{p}": d for p, d in _repository({"vllm_model": weights}).items()})
     files["a100.profile"] = render_profile(PROFILES["a100x4"], FULL_2080TI).encode()
-    _ssh(lab, f"rm -rf {ROOT} && mkdir -p {ROOT} && tar -xf - -C {ROOT}", stdin=_tar(files))
+    _ssh(lab, f"rm -rf {ROOT} && mkdir -p {ROOT} && tar -xf - -C {ROOT}", stdin=tar_bytes(files))
     a, b = f"{NAME}-a", f"{NAME}-b"
     try:
         _start(lab, a, image, "repo-a")

@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import threading
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from tritonops.lab import api as lab_api
 from tritonops.lab.request import HostSpec, LabRequest
 from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, serve_on_host
 from tritonops.transport.pool import open_transport
+from tritonops.tarball import tar_bytes
 
 pytestmark = pytest.mark.lab
 
@@ -63,13 +63,7 @@ def _base_with_pip(engine: HostEngine, wheel: Path) -> str:
     dockerfile = (f"FROM {LAB_TRITON}\nCOPY {wheel.name} /tmp/\n"
                   f"RUN python3 /tmp/{wheel.name}/pip install --no-index --no-cache-dir --break-system-packages "
                   f"/tmp/{wheel.name} && rm /tmp/{wheel.name}\n")
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in (("Dockerfile", dockerfile.encode()), (wheel.name, wheel.read_bytes())):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
+    buf = io.BytesIO(tar_bytes({"Dockerfile": dockerfile.encode(), wheel.name: wheel.read_bytes()}))
     for _ in engine.api.build(fileobj=buf, custom_context=True, tag=PIP_BASE, rm=True, forcerm=True, decode=True):
         pass
     assert engine.image(PIP_BASE) is not None, "could not derive the pip base image"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
@@ -17,6 +15,7 @@ from tritonops.image.docker_ssh import docker_client
 from tritonops.image.preflight import EngineFacts
 from tritonops.image.spec import split_tag
 from tritonops.transport.base import Transport
+from tritonops.tarball import tar_bytes
 
 CHUNK = 1 << 20
 
@@ -116,12 +115,7 @@ class HostEngine:
             pass
 
     def put_file(self, container: str, directory: str, name: str, data: bytes, mode: int = 0o755) -> None:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), mode
-            tar.addfile(info, io.BytesIO(data))
-        self.api.put_archive(container, directory, buf.getvalue())
+        self.api.put_archive(container, directory, tar_bytes([(name, data, mode)]))
 
     # ---- streams ---------------------------------------------------------------------------
     def save(self, image_id: str) -> Iterator[bytes]:

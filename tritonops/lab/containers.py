@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import tarfile
 import time
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from docker.errors import APIError, NotFound
 from tritonops.lab.plan import ExistingHost
 from tritonops.waiting import wait_until
 from tritonops.lab.request import HostSpec
+from tritonops.tarball import tar_bytes
 
 LABEL_LAB = "tritonops.lab"  # value: the lab's name prefix
 LABEL_HOST = "tritonops.lab.host"
@@ -76,22 +75,12 @@ def ensure_network(client, prefix: str) -> str:
     return name
 
 
-def _tar(files: list[tuple[str, bytes, int]]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path, data, mode in files:
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def put_profile(container, profile_text: str | None) -> None:
     """Write (or, for a host without a driver, remove) the GPU profile file."""
     if profile_text is None:
         container.exec_run(["rm", "-f", PROFILE_PATH])
     else:
-        container.put_archive("/", _tar([(PROFILE_PATH, profile_text.encode(), 0o644)]))
+        container.put_archive("/", tar_bytes([(PROFILE_PATH, profile_text.encode(), 0o644)], mtime=int(time.time())))
 
 
 def create_host(client, prefix: str, spec: HostSpec, image_id: str, port: int, network: str, spec_hash: str,
@@ -122,7 +111,7 @@ def create_host(client, prefix: str, spec: HostSpec, image_id: str, port: int, n
         files.append((PROFILE_PATH, profile_text.encode(), 0o644))
     if spec.kind == "bastion":
         files.append((*BASTION_SSHD_CONFIG, 0o644))
-    container.put_archive("/", _tar(files))
+    container.put_archive("/", tar_bytes(files, mtime=int(time.time())))
     container.start()
     return container
 

@@ -6,11 +6,10 @@ the lab cache), unpacked into a lab host's python3 site folder, as an operator w
 
 from __future__ import annotations
 
-import io
 import shlex
 import subprocess
 import sys
-import tarfile
+from tritonops.tarball import tar_bytes
 from pathlib import Path
 
 HOST_PYTHON = "3.11"  # Debian bookworm's python3 on lab hosts
@@ -34,16 +33,12 @@ def install_on_host(transport, wheels: list[Path]) -> bool:
     """Unpack the wheels into the host python3's site folder; False when it already imports huggingface_hub."""
     if transport.run("python3 -c 'import huggingface_hub'", timeout=60).ok:
         return False
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for wheel in wheels:
-            tar.add(str(wheel), arcname=wheel.name)
     stage = shlex.quote(STAGE)
     script = (f"rm -rf {stage} && mkdir -p {stage} && tar -xf - -C {stage} && "
               "site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])') && "
               f"mkdir -p \"$site\" && for w in {stage}/*.whl; do python3 -m zipfile -e \"$w\" \"$site\"; done && "
               f"rm -rf {stage} && python3 -c 'import huggingface_hub'")
-    result = transport.run(script, stdin=buf.getvalue(), timeout=300)
+    result = transport.run(script, stdin=tar_bytes({wheel.name: wheel.read_bytes() for wheel in wheels}), timeout=300)
     if not result.ok:
         raise RuntimeError(f"installing huggingface_hub on {transport.name} failed: {result.tail()}")
     return True
