@@ -155,3 +155,19 @@ def test_a_key_the_user_vouches_for_is_written_unchecked_and_only_that_key(tmp_p
                            "      tritonops_engine_args: {brand_new_flag: 3, other_flag: 1}\n"
                            "      tritonops_engine_args_unchecked: [brand_new_flag]\n")
     assert not other.ok and "other_flag" in other.errors[0]
+
+
+def test_a_sized_key_is_forced_only_when_vouched_for_and_the_model_never(tmp_path):
+    sized = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n")
+    planned = json.loads(sized.files["vllm_model/1/model.json"])["max_model_len"]
+    forced = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                            f"      tritonops_engine_args: {{max_model_len: {planned * 4}}}\n"
+                            "      tritonops_engine_args_unchecked: [max_model_len]\n")
+    assert forced.ok and json.loads(forced.files["vllm_model/1/model.json"])["max_model_len"] == planned * 4
+    refused = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                             "      tritonops_engine_args: {max_model_len: 9}\n")
+    assert not refused.ok and "or list it in tritonops_engine_args_unchecked" in refused.error
+    model = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                           "      tritonops_engine_args: {model: other/model}\n"
+                           "      tritonops_engine_args_unchecked: [model]\n")
+    assert not model.ok and "'model' is chosen and checked by sizing" in model.error

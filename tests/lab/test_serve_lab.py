@@ -1,7 +1,8 @@
 """Deploy, part 2 on a real lab host: the release's Triton container (real tritonserver 2.51, the
 image's backend, the lab's CPU engine) starts, passes the gate (live, ready, a generate that returns
 text) and `current` switches; a no-op redeploy restarts nothing; a release the engine rejects is
-rolled back with its reason while the previous release serves again; `rollback` goes back; `status`
+rolled back with its reason while the previous release serves again (an unknown engine argument;
+a context forced past what the simulated card holds); `rollback` goes back; `status`
 reports it all. One deployment (`dep-serve`) on the test lab's full host.
 """
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from tritonops.cli.main import main
+from tritonops.lab.hub.model import tiny_model
 from tritonops.lab.testing import FULL_2080TI
 
 ROOT = "/opt/tritonops"
@@ -63,7 +65,20 @@ def generate(clean) -> str:
     return json.loads(out)["text_output"]
 
 
-def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_status(capsys, inventory, clean):
+def forced_context(tmp_path) -> dict:
+    """Extra vars for a release whose context the card cannot hold: a wide model (1 MiB of KV per
+    token in float16, a 32k context) whose max_model_len sizing caps near 15k on the 2080 Ti, forced
+    to the model's 32k unchecked. Sizing does not see it; the engine's own arithmetic refuses it."""
+    model = tmp_path / "wide-llama"
+    model.mkdir()
+    for name, data in tiny_model(7, hidden=4096, layers=32, heads=32, vocab=64, max_positions=32768).items():
+        (model / name).write_bytes(data)
+    return {"tritonops_model": str(model), "tritonops_engine_args": {"max_model_len": 32768},
+            "tritonops_engine_args_unchecked": ["max_model_len"]}
+
+
+def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_status(capsys, inventory, clean,
+                                                                                     tmp_path):
     code, first = cli(capsys, "deploy", "-i", inventory)
     assert code == 0, [r["msg"] for r in first["results"] if r["status"] == "failed"]
     assert task(first, "Triton serves")["status"] == "changed"
@@ -92,6 +107,13 @@ def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_stat
     assert code == 0 and serving["container"] == "running" and serving["ready"]
     assert serving["kv_predicted"] > 0 and serving["kv_reported"] > 0
     assert serving["models"][0]["metrics"]["requests"] >= 2
+
+    code, forced = cli(capsys, "deploy", "-i", inventory, "-e", json.dumps(forced_context(tmp_path)))
+    serve = task(forced, "Triton serves")
+    assert code == 1 and serve["status"] == "failed", serve
+    assert serve["msg"].startswith("rolled back: context larger than KV cache"), serve["msg"]
+    assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == current
+    assert generate(clean)  # the previous release (its own model) answers again
 
     code, changed = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=8")
     assert code == 0 and task(changed, "Triton serves")["status"] == "changed"

@@ -81,14 +81,16 @@ def model_entries(host, default_model: str | None, default_name: str = "vllm_mod
     """The host's model entries; InputError (with file:line) for a bad one. Empty when the host
     names no model and there is no default."""
     variables = host.vars
-    host_args = engine_args(variables.get(ENGINE_ARGS_VAR), ENGINE_ARGS_VAR, host_where(host, ENGINE_ARGS_VAR))
     vouched = _vouched(variables.get(UNCHECKED_VAR), host_where(host, UNCHECKED_VAR))
+    host_args = engine_args(variables.get(ENGINE_ARGS_VAR), ENGINE_ARGS_VAR, host_where(host, ENGINE_ARGS_VAR),
+                            vouched)
     if variables.get(MODELS_VAR) is not None:
         where = host_where(host, MODELS_VAR)
         if variables.get(MODEL_VAR):
             raise InputError(f"set {MODEL_VAR} or {MODELS_VAR}, not both (the single-model form is "
                              f"{MODEL_VAR} with --model-name)", where)
-        entries = [replace(entry, vouched=vouched) for entry in _entries(variables[MODELS_VAR], host_args, where)]
+        entries = [replace(entry, vouched=vouched)
+                   for entry in _entries(variables[MODELS_VAR], host_args, where, vouched)]
     else:
         ref = variables.get(MODEL_VAR) or default_model
         if not ref:
@@ -111,13 +113,13 @@ def _vouched(value: Any, where: str | None) -> frozenset:
     return frozenset(value)
 
 
-def _entries(value: Any, host_args: dict, where: str | None) -> list[ModelEntry]:
+def _entries(value: Any, host_args: dict, where: str | None, vouched: frozenset) -> list[ModelEntry]:
     if not isinstance(value, list) or not value:
         raise InputError(f"{MODELS_VAR} must be a non-empty list of models ({{name: ..., model: ..., "
                          "version: 1}})", where)
     entries, seen, count = [], set(), 0
     for index, item in enumerate(value):
-        entry = _entry(item, f"{MODELS_VAR}[{index}]", host_args, where)
+        entry = _entry(item, f"{MODELS_VAR}[{index}]", host_args, where, vouched)
         for version in entry.versions:
             if (entry.name, version) in seen:
                 raise InputError(f"{entry.label}: model {entry.name} version {version} is already listed", where)
@@ -130,7 +132,7 @@ def _entries(value: Any, host_args: dict, where: str | None) -> list[ModelEntry]
     return entries
 
 
-def _entry(item: Any, label: str, host_args: dict, where: str | None) -> ModelEntry:
+def _entry(item: Any, label: str, host_args: dict, where: str | None, vouched: frozenset) -> ModelEntry:
     if not isinstance(item, dict):
         raise InputError(f"{label} must be a mapping (name, model, version, ...), not "
                          f"{type(item).__name__}", where)
@@ -157,14 +159,17 @@ def _entry(item: Any, label: str, host_args: dict, where: str | None) -> ModelEn
         raise InputError(f"{label}.versions lists a version twice", where)
     overrides = {field_name: request_number(field_name, item[key], where, name=f"{label}.{key}")
                  for key, field_name in ENTRY_NUMBERS.items() if item.get(key) is not None}
-    args = {**host_args, **engine_args(item.get("engine_args"), f"{label}.engine_args", where)}
+    args = {**host_args, **engine_args(item.get("engine_args"), f"{label}.engine_args", where, vouched)}
     return ModelEntry(name=name, model_ref=ref, versions=versions, overrides=overrides, engine_args=args,
                       label=f"{label} ({name})", where=where)
 
 
-def engine_args(value: Any, label: str, where: str | None) -> dict:
-    """Extra model.json keys: a mapping of names to JSON values, none that sizing owns. Whether
-    the vLLM version knows each key is checked when the host is planned (engine_arg_keys)."""
+def engine_args(value: Any, label: str, where: str | None, vouched: frozenset = frozenset()) -> dict:
+    """Extra model.json keys: a mapping of names to JSON values, none that sizing owns unless the
+    user vouches for it (UNCHECKED_VAR): then the value is written as given over sizing's choice
+    (a context the user knows fits, say) and the health gate is the check. The model itself is
+    never forced this way. Whether the vLLM version knows each key is checked when the host is
+    planned (engine_arg_keys)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -172,10 +177,11 @@ def engine_args(value: Any, label: str, where: str | None) -> dict:
     for key, item in value.items():
         if not isinstance(key, str):
             raise InputError(f"{label}: engine argument names are strings, not {key!r}", where)
-        if key in SIZED_KEYS:
+        if key in SIZED_KEYS and (key == "model" or key not in vouched):
             via = SIZED_KEYS[key]
             how = f"set it through {via}" if via else "tritonops does not size it (leave it out)"
-            raise InputError(f"{label}: '{key}' is chosen and checked by sizing; {how}", where)
+            force = "" if key == "model" else f", or list it in {UNCHECKED_VAR} to force it unchecked"
+            raise InputError(f"{label}: '{key}' is chosen and checked by sizing; {how}{force}", where)
         _json_value(item, f"{label}.{key}", where, 0)
     if len(json.dumps(value)) > MAX_ENGINE_ARGS_BYTES:
         raise InputError(f"{label} is larger than {MAX_ENGINE_ARGS_BYTES // 1024} KiB as JSON", where)
