@@ -22,8 +22,11 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 import yaml
@@ -53,6 +56,7 @@ FULL_2080TI = "bk-full-2080ti"
 # finish starting: the server hangs after its model table, before HTTP. Not needed here.
 GPU_METRICS_OFF = "--allow-gpu-metrics=false"
 WEIGHTS = "/weights/tiny-llama"
+GRPC_PORT = 28001  # server A's gRPC port on the lab host's loopback, reached through an SSH tunnel
 
 
 def _ssh(lab, command: str, stdin: bytes | None = None, timeout: float = 120.0, check: bool = True):
@@ -146,7 +150,7 @@ def servers(lab, tmp_path_factory):
     _ssh(lab, f"rm -rf {ROOT} && mkdir -p {ROOT} && tar -xf - -C {ROOT}", stdin=tar_bytes(files))
     a, b = f"{NAME}-a", f"{NAME}-b"
     try:
-        _start(lab, a, image, "repo-a")
+        _start(lab, a, image, "repo-a", f"-p 127.0.0.1:{GRPC_PORT}:8001")
         _start(lab, b, image, "repo-b", f"-v {ROOT}/a100.profile:/etc/tritonops-lab/a100:ro "
                                         "-e TRITONOPS_LAB_GPU_PROFILE=/etc/tritonops-lab/a100")
         _wait_model(lab, a, "vllm_model")
@@ -166,6 +170,77 @@ def test_generate_answers_with_text(lab, servers):
                              {"text_input": "hello lab", "exclude_input_in_output": True,
                               "parameters": {"max_tokens": 8}}))
     assert "hello lab" + again["text_output"] == text  # deterministic
+
+
+@contextmanager
+def _tunnel(lab, remote_port: int):
+    """A local port forwarded to the lab host's loopback `remote_port` by OpenSSH (`-L`)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        local = probe.getsockname()[1]
+    argv = lab.ssh_argv(FULL_2080TI)
+    argv[-1:-1] = ["-N", "-o", "ExitOnForwardFailure=yes", "-L", f"127.0.0.1:{local}:127.0.0.1:{remote_port}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", local), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"ssh -L failed: {proc.stderr.read().decode(errors='replace')}")
+                time.sleep(0.1)
+        yield local
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_tritonclient_grpc_streaming_works_unchanged(lab, servers):
+    """The client NVIDIA's vLLM backend documents: tritonclient.grpc, a decoupled stream, the
+    inputs as tensors (text_input, stream, sampling_parameters, exclude_input_in_output)."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    def tensor(name, value, dtype):
+        data = np.array([value], dtype=object if dtype == "BYTES" else bool)
+        item = grpcclient.InferInput(name, [1], dtype)
+        item.set_data_from_numpy(data)
+        return item
+
+    chunks, errors, final = [], [], threading.Event()
+
+    def on_response(result, error):
+        if error is not None:
+            errors.append(str(error))
+            final.set()
+            return
+        if result.get_response().parameters["triton_final_response"].bool_param:
+            final.set()
+        out = result.as_numpy("text_output")
+        if out is not None:
+            chunks.append(out[0].decode())
+
+    with _tunnel(lab, GRPC_PORT) as port:
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
+        assert client.is_model_ready("vllm_model")
+        client.start_stream(callback=on_response)
+        client.async_stream_infer("vllm_model", [
+            tensor("text_input", "grpc says", "BYTES"), tensor("stream", True, "BOOL"),
+            tensor("sampling_parameters", json.dumps({"max_tokens": 6}), "BYTES"),
+            tensor("exclude_input_in_output", True, "BOOL")],
+            request_id="grpc-1", enable_empty_final_response=True)
+        assert final.wait(30), chunks
+        client.stop_stream()
+        client.close()
+    assert not errors, errors
+    words = "".join(chunks).split()
+    assert len([c for c in chunks if c]) >= 5 and len(words) == 6, chunks
+    whole = json.loads(_curl(lab, servers["a"], "/v2/models/vllm_model/generate",
+                             {"text_input": "grpc says", "exclude_input_in_output": True,
+                              "parameters": {"max_tokens": 6}}))
+    assert "".join(chunks) == whole["text_output"]  # the same text as the HTTP endpoint
 
 
 def test_generate_stream_sends_several_chunks(lab, servers):
