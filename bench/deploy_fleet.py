@@ -6,12 +6,19 @@ Each size deploys a deployment of its own (`bench-fleet-N`, its own ports), so e
 whole job: weights pushed, release written, container started and gated. Removed afterwards.
 
     tritonops lab up && python bench/deploy_fleet.py [-i inventory/lab.yml]
-Goal: N hosts in parallel within 1.2x of one host; the no-op: 0 restarts, 0 bytes.
+Goal: N hosts in parallel within 1.2x of one host; the no-op: 0 restarts, 0 bytes; the gate notices
+Triton's models ready within 1 s.
+
+"ready -> gate" is measured on each host: a watcher started over SSH before the deploy polls the
+model's /ready every 20 ms and notes when it first answers 200; the gate records when it saw every
+model ready (release.json, gates[-1].models_ready_at); the difference is the gate's lag (the
+watcher's 20 ms resolution aside). Both clocks are the host's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import subprocess
 import sys
@@ -27,15 +34,50 @@ from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 
 
-def ssh(host, command: str) -> str:
+# Runs on the host: poll a model's /ready every 20 ms, print the Unix time it first answers 200.
+WATCHER = """
+import sys, time, urllib.request
+url, end = "http://127.0.0.1:%d/v2/models/%s/ready" % (int(sys.argv[1]), sys.argv[2]), time.time() + 600
+while time.time() < end:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as answer:
+            if answer.status == 200:
+                print(time.time())
+                break
+    except OSError:
+        pass
+    time.sleep(0.02)
+"""
+
+
+def ssh_argv(host, command: str) -> list[str]:
     spec = host.connection
     argv = ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-p", str(spec.port or 22)]
     for key in spec.key_files:
         argv += ["-i", key]
     if spec.known_hosts_file:
         argv += ["-o", f"UserKnownHostsFile={spec.known_hosts_file}"]
-    argv += [f"{spec.user or 'root'}@{spec.host}", command]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+    return argv + [f"{spec.user or 'root'}@{spec.host}", command]
+
+
+def ssh(host, command: str) -> str:
+    return subprocess.run(ssh_argv(host, command), capture_output=True, text=True, timeout=120).stdout
+
+
+def watch_ready(host, port: int, model: str) -> subprocess.Popen:
+    command = f"python3 -c {shlex.quote(WATCHER)} {int(port)} {shlex.quote(model)}"
+    return subprocess.Popen(ssh_argv(host, command), stdout=subprocess.PIPE, text=True)
+
+
+def gate_lag(host, deployment: str, watcher: subprocess.Popen) -> float | None:
+    """Seconds between the model answering ready and the gate noticing, on `host`."""
+    out, _ = watcher.communicate(timeout=60)
+    record = ssh(host, f"cat /opt/tritonops/{shlex.quote(deployment)}/current/release.json")
+    try:
+        noticed = json.loads(record)["gates"][-1]["models_ready_at"]
+        return float(noticed) - float(out.strip())
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
 
 
 def main() -> int:
@@ -52,9 +94,11 @@ def main() -> int:
                  "tritonops_grpc_port": 9101 + 10 * count, "tritonops_metrics_port": 9102 + 10 * count}
         options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook),
                                 limit=",".join(h.name for h in chosen), extra_vars=extra)
+        watchers = {h.name: watch_ready(h, extra["tritonops_http_port"], "vllm_model") for h in chosen}
         started = time.perf_counter()
         first = deploy([args.inventory], options)
         seconds = time.perf_counter() - started
+        lags = [gate_lag(h, name, watchers[h.name]) for h in chosen]
         if not first.ok:
             print(f"{count} host(s): failed: " + "; ".join(f"{r.host} {r.task}: {r.msg}" for r in first.results if r.failed))
             return 1
@@ -66,16 +110,17 @@ def main() -> int:
         restarts = sum(before[n] != after[n] for n in before)
         changed = sum(r.status == "changed" for r in again.results)
         gates = [r.elapsed_s for r in first.results if r.task.startswith("Triton serves")]
-        rows.append((count, seconds, max(gates), noop, restarts, changed, again.image_bytes))
+        lag = max((x for x in lags if x is not None), default=float("nan"))
+        rows.append((count, seconds, max(gates), lag, noop, restarts, changed, again.image_bytes))
         for h in chosen:
             ssh(h, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={name}) >/dev/null 2>&1; "
                    f"rm -rf /opt/tritonops/{shlex.quote(name)}")
     single = rows[0][1]
-    print(f"{'hosts':>5} {'deploy s':>9} {'x one host':>10} {'serve+gate s':>12} {'no-op s':>8} "
-          f"{'restarts':>8} {'changed':>7} {'image B':>7}")
-    for count, seconds, gate, noop, restarts, changed, image in rows:
-        print(f"{count:>5} {seconds:>9.2f} {seconds / single:>10.2f} {gate:>12.2f} {noop:>8.2f} {restarts:>8} "
-              f"{changed:>7} {image:>7}")
+    print(f"{'hosts':>5} {'deploy s':>9} {'x one host':>10} {'serve+gate s':>12} {'ready->gate s':>13} "
+          f"{'no-op s':>8} {'restarts':>8} {'changed':>7} {'image B':>7}")
+    for count, seconds, gate, lag, noop, restarts, changed, image in rows:
+        print(f"{count:>5} {seconds:>9.2f} {seconds / single:>10.2f} {gate:>12.2f} {lag:>13.2f} {noop:>8.2f} "
+              f"{restarts:>8} {changed:>7} {image:>7}")
     return 0
 
 

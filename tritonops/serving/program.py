@@ -46,16 +46,17 @@ def logs(name, lines=400):
     return (out + err).splitlines()[-lines:]
 
 def gate(name, deadline_s):
-    """(passed, why, seconds to ready, answer) for the container `name`."""
+    """(passed, why, seconds to ready, answers, when every model was seen ready) for the container
+    `name`; the last is a Unix time, for measuring how soon the gate notices."""
     begin = time.time()
     stage, ready_s, interval = "live", None, 0.25
     while time.time() - begin < deadline_s:
         state = inspect(name)
         if state is None:
-            return False, "the container is gone", None, None
+            return False, "the container is gone", None, None, None
         if not state["running"] or state["restarts"] > 0 or state["status"] == "restarting":
             return False, "the container stopped (status %s, exit code %s, restarts %d)" % (
-                state["status"], state["exit_code"], state["restarts"]), None, None
+                state["status"], state["exit_code"], state["restarts"]), None, None, None
         if stage == "live":
             if http("GET", "/v2/health/live")[0] == 200:
                 stage = "ready"
@@ -65,7 +66,7 @@ def gate(name, deadline_s):
         if stage == "models":
             pending = [m for m in spec["models"] if http("GET", "/v2/models/%s/ready" % m)[0] != 200]
             if not pending:
-                answers = {}
+                seen_ready, answers = time.time(), {}
                 for model in spec["models"]:
                     code, body = http("POST", "/v2/models/%s/generate" % model,
                                       {"text_input": spec["prompt"],
@@ -76,12 +77,13 @@ def gate(name, deadline_s):
                     except ValueError:
                         text = None
                     if not text:
-                        return False, "generate on %s answered %s: %s" % (model, code, body[:300]), ready_s, None
+                        return (False, "generate on %s answered %s: %s" % (model, code, body[:300]), ready_s, None,
+                                seen_ready)
                     answers[model] = text[:200]
-                return True, "", ready_s, answers
+                return True, "", ready_s, answers, seen_ready
         time.sleep(interval)
         interval = min(interval * 1.5, 0.5)  # a local HTTP request: cheap; Triton's readiness is noticed within 0.5 s
-    return False, "not ready within %d s (waiting for %s)" % (deadline_s, stage), ready_s, None
+    return False, "not ready within %d s (waiting for %s)" % (deadline_s, stage), ready_s, None, None
 
 def ensure_admin_key(path):
     """The restricted APIs' key: made here (0600, random) the first time, so it never travels."""
@@ -151,7 +153,7 @@ def finish(outcome):
 name, release = spec["container"], spec["release"]
 current = inspect(name)
 if current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]:
-    passed, why, ready_s, answers = gate(name, min(60, spec["deadline_s"]))
+    passed, why, ready_s, answers, _ = gate(name, min(60, spec["deadline_s"]))
     if passed:
         switch_current(release)
         finish({"status": "unchanged", "restarts": current["restarts"], "answers": answers})
@@ -212,12 +214,13 @@ if spec.get("admin_key_file"):
              "--grpc-restricted-protocol=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key)]
 code, out, err = docker(*argv[1:])
 if code == 0:
-    passed, why, ready_s, answers = gate(name, spec["deadline_s"])
+    passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"])
     log = logs(name)
 else:
-    passed, why, ready_s, answers, log = False, "docker run failed: " + err.strip()[-300:], None, None, err.splitlines()
+    passed, why, ready_s, answers, seen_ready = False, "docker run failed: " + err.strip()[-300:], None, None, None
+    log = err.splitlines()
 gate_record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": passed, "why": why,
-               "ready_s": ready_s, "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
+               "ready_s": ready_s, "models_ready_at": seen_ready, "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
                                                        "reported": reported_kv_tokens(log)},
                "log_tail": log[-60:]}
 if passed:
@@ -236,7 +239,7 @@ outcome = {"status": "failed", "why": why, "log": log, "previous": previous, "ke
 if parked and inspect(parked) is not None:
     docker("rename", parked, name)
     docker("start", name)
-    back, back_why, _, back_answers = gate(name, spec["deadline_s"])
+    back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"])
     outcome.update(status="rolled_back" if back else "failed", rolled_back=back, rollback_why=back_why,
                    answers=back_answers)
 finish(outcome)
