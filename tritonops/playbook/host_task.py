@@ -5,6 +5,8 @@ task's queries answered in one round trip when the batch starts, see runner.py) 
 has changed on the host since: the first step carried out drops the prefetch, so no task ever sees
 facts older than the host's last change. In check mode the steps are only reported (nothing
 changes, so the prefetch serves the whole play); a task is `changed` when it had steps to do.
+A step that learns something worth saying while it runs (the serve step: log shipping degraded)
+has `done_note(result) -> str | None`; its note follows the step's description in the result.
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
         if diff and steps:
             diffs.append(file_diffs(session.transport, steps, facts))
         for step in steps:
+            said = step.describe()
             if not check:
                 session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
-                run_step(session.transport, step)
-            done.append(step.describe())
+                result = run_step(session.transport, step)
+                note = step.done_note(result) if hasattr(step, "done_note") else None
+                said = f"{said} ({note})" if note else said
+            done.append(said)
     status = "changed" if done else "ok"
     msg = "; ".join(done[:MSG_STEPS]) + (f"; and {len(done) - MSG_STEPS} more" if len(done) > MSG_STEPS else "")
     if check and done:
