@@ -1,0 +1,97 @@
+"""Per model, the figures users work out by hand from Triton's :8002/metrics. Pure.
+
+Counts and cumulative times are summed over a model's versions. Average times per request, in ms:
+  request, queue          nv_inference_{request,queue}_duration_us ÷ nv_inference_request_success
+                          (both count successful requests, cached ones included)
+  compute_input/infer/output  nv_inference_compute_*_duration_us ÷ nv_inference_count
+                          (both leave cached requests out; a request carrying a batch of n counts n)
+Where the engine reports them (NVIDIA's vLLM backend with REPORT_CUSTOM_METRICS): KV-cache usage
+(`vllm:kv_cache_usage_perc`, older `vllm:gpu_cache_usage_perc`, a fraction 0..1; the highest of the
+model's engines) and requests running / waiting (`vllm:num_requests_running` / `_waiting`, summed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tritonops.metrics.exposition import Exposition, parse_exposition
+
+PER_REQUEST = {"request": "nv_inference_request_duration_us", "queue": "nv_inference_queue_duration_us"}
+PER_INFERENCE = {"compute_input": "nv_inference_compute_input_duration_us",
+                 "compute_infer": "nv_inference_compute_infer_duration_us",
+                 "compute_output": "nv_inference_compute_output_duration_us"}
+TIMES = tuple(PER_REQUEST) + tuple(PER_INFERENCE)  # the order they are shown in
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
+_COUNTS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
+           "nv_inference_exec_count", "nv_inference_pending_request_count")
+
+
+class MetricsPageError(ValueError):
+    """The page is not Triton's metrics (not the text format, or no nv_* family at all)."""
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    model: str
+    requests: int = 0          # successful
+    failures: int = 0          # every failure reason
+    inferences: int = 0
+    executions: int = 0
+    pending: int | None = None
+    average_ms: dict[str, float] = field(default_factory=dict)  # TIMES present with a non-zero divisor
+    kv_cache_usage: float | None = None   # 0..1
+    running: int | None = None
+    waiting: int | None = None
+
+
+@dataclass(frozen=True)
+class HostFigures:
+    models: tuple[ModelFigures, ...]
+    engine_metrics: bool       # vllm:* families on the page
+
+
+def model_figures(page: Exposition) -> dict[str, ModelFigures]:
+    """Every model with an nv_inference_* or vllm:* sample, by name."""
+    sums: dict[str, dict[str, float]] = {}
+    gauges: dict[str, dict[str, list[float]]] = {}
+    for sample in page.samples:
+        model = sample.label("model") or sample.label("model_name")
+        if model is None:
+            continue
+        if sample.name.startswith("nv_inference_"):
+            found = sums.setdefault(model, {})
+            found[sample.name] = found.get(sample.name, 0.0) + sample.value
+        elif sample.name in (*KV_USAGE, RUNNING, WAITING):
+            gauges.setdefault(model, {}).setdefault(sample.name, []).append(sample.value)
+    return {model: _figures(model, sums.get(model, {}), gauges.get(model, {}))
+            for model in sorted(set(sums) | set(gauges))}
+
+
+def _figures(model: str, sums: dict[str, float], gauges: dict[str, list[float]]) -> ModelFigures:
+    requests, failures, inferences, executions, pending = (sums.get(name) for name in _COUNTS)
+    averages = {}
+    for names, divisor in ((PER_REQUEST, requests), (PER_INFERENCE, inferences)):
+        for name, metric in names.items():
+            if divisor and metric in sums:
+                averages[name] = round(sums[metric] / divisor / 1000.0, 3)
+    usage = [value for name in KV_USAGE for value in gauges.get(name, ())]
+    return ModelFigures(model, int(requests or 0), int(failures or 0), int(inferences or 0), int(executions or 0),
+                        None if pending is None else int(pending), averages,
+                        max(usage) if usage else None, _total(gauges.get(RUNNING)), _total(gauges.get(WAITING)))
+
+
+def _total(values: list[float] | None) -> int | None:
+    return None if values is None else int(sum(values))
+
+
+def host_figures(text: str) -> HostFigures:
+    """A whole :8002/metrics page -> figures; MetricsPageError when it is not Triton's metrics."""
+    page = parse_exposition(text)
+    if page.errors:
+        more = f" (and {len(page.errors) - 1} more)" if len(page.errors) > 1 else ""
+        raise MetricsPageError(f"not Prometheus text: {page.errors[0]}{more}")
+    if not any(sample.name.startswith("nv_") for sample in page.samples):
+        raise MetricsPageError(f"no Triton metrics (nv_*) among its {len(page.samples)} samples")
+    return HostFigures(tuple(model_figures(page).values()),
+                       any(sample.name.startswith("vllm:") for sample in page.samples))
