@@ -9,10 +9,10 @@ times; `host_status` puts it together.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from tritonops.metrics.exposition import parse_exposition
 from tritonops.operations.facts import CommandQuery
 from tritonops.serving.releases import Deployed
 
@@ -34,8 +34,6 @@ out["metrics"] = text if code == 200 else None
 json.dump(out, sys.stdout)
 '''
 
-_SAMPLE = re.compile(r'^(nv_inference_[a-z_]+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
-_LABEL = re.compile(r'(\w+)="([^"]*)"')
 _DURATIONS = {"request": "nv_inference_request_duration_us", "queue": "nv_inference_queue_duration_us",
               "compute_input": "nv_inference_compute_input_duration_us",
               "compute_infer": "nv_inference_compute_infer_duration_us",
@@ -56,16 +54,12 @@ class ModelMetrics:
 def parse_metrics(text: str) -> dict[str, ModelMetrics]:
     """Triton's Prometheus text -> per model (summed over versions) counts and average times."""
     sums: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line.strip())
-        if not match:
-            continue
-        labels = dict(_LABEL.findall(match.group(2)))
-        model = labels.get("model")
-        if model is None:
+    for sample in parse_exposition(text).samples:  # lines that are not the format are left out here
+        model = sample.label("model")
+        if model is None or not sample.name.startswith("nv_inference_"):
             continue
         sums.setdefault(model, {})
-        sums[model][match.group(1)] = sums[model].get(match.group(1), 0.0) + float(match.group(3))
+        sums[model][sample.name] = sums[model].get(sample.name, 0.0) + sample.value
     found = {}
     for model, values in sums.items():
         requests = int(values.get("nv_inference_request_success", 0))
