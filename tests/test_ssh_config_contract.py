@@ -1,11 +1,11 @@
-"""The two private paramiko hooks tritonops.inventory.ssh_config overrides still exist and are called
+"""The two private paramiko hooks tritonops.inventory.safe_ssh_config overrides still exist and are called
 the way it expects (paramiko is pinned below 6 in pyproject.toml for this reason)."""
 
 import inspect
 
 import paramiko
 
-from tritonops.inventory.ssh_config import _SafeSshConfig
+from tritonops.inventory.safe_ssh_config import SafeSshConfig
 
 
 def test_paramiko_hooks_have_the_arguments_we_override():
@@ -16,7 +16,7 @@ def test_paramiko_hooks_have_the_arguments_we_override():
 
 
 def test_lookup_goes_through_our_hooks(tmp_path):
-    config = _SafeSshConfig(str(tmp_path / "config"))
+    config = SafeSshConfig(str(tmp_path / "config"))
     config.parse(iter(['Match exec "true"\n', "  User through-exec\n", "Host *\n", "  ProxyCommand nc %h %p\n"]))
     found = config.lookup("example")
     assert found["user"] == "through-exec"

@@ -7,13 +7,13 @@ from typing import Sequence
 from tritonops.facts.model import HostFacts, HostProbe, ProbeReport
 from tritonops.facts.probe_parse import ProbeOutputError, parse_probe_output
 from tritonops.facts import probe_payload
+from tritonops.facts.defaults import DEFAULT_ROOT, PROBE_TIMEOUT_S
 from tritonops.results import HostResult
 from tritonops.transport.base import Transport
 from tritonops.transport.pool import run_on_hosts
 from tritonops.transport.spec import ConnectionSpec
 
-DEFAULT_ROOT = "/opt/tritonops"
-PROBE_TIMEOUT_S = 60.0
+__all__ = ["DEFAULT_ROOT", "PROBE_TIMEOUT_S", "probe_hosts", "probe_task", "problems", "read_facts"]
 
 
 def read_facts(transport: Transport, *, disk_path: str = DEFAULT_ROOT, python: str = "python3",

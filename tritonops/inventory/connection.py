@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
-
-import paramiko
+from typing import TYPE_CHECKING, Any
 
 from tritonops.errors import InputError
 from tritonops.inventory.model import Setting
@@ -19,6 +17,9 @@ from tritonops.inventory.ssh_options import SshOptions, parse_ssh_args, parse_ti
 from tritonops.transport.proxy import check_proxy_command
 from tritonops.transport.spec import ConnectionSpec
 from tritonops.values.ssh_target import host_address, parse_target, ssh_port, ssh_user
+
+if TYPE_CHECKING:
+    import paramiko
 
 _ALIASES = {  # the name tritonops reads -> older Ansible spellings also accepted
     "ansible_host": ("ansible_host", "ansible_ssh_host"),

@@ -4,11 +4,22 @@ Entry point: `size_engine(model_spec, gpu_spec, request) -> EnginePlan`; a fleet
 `tritonops.planning`. `model_source.load_model_spec` is the only I/O.
 """
 
-from tritonops.sizing.chooser import size_engine
-from tritonops.sizing.engine_plan import Alternative, EnginePlan, SizingRequest
-from tritonops.sizing.gpu_spec import GpuSpec
-from tritonops.sizing.model_spec import ModelSpec
-from tritonops.sizing.versions import DEFAULT_VLLM_VERSION, VllmProfile, profile_for
+import importlib
 
-__all__ = ["Alternative", "DEFAULT_VLLM_VERSION", "EnginePlan", "GpuSpec", "ModelSpec", "SizingRequest",
-           "VllmProfile", "profile_for", "size_engine"]
+# Where each name lives. Loaded on first use (PEP 562), so `tritonops.sizing.versions` and the other
+# small modules the CLI's parser reads do not bring the whole engine (and pydantic) with them.
+_EXPORTS = {
+    "size_engine": "chooser",
+    "Alternative": "engine_plan", "EnginePlan": "engine_plan", "SizingRequest": "engine_plan",
+    "GpuSpec": "gpu_spec",
+    "ModelSpec": "model_spec",
+    "DEFAULT_VLLM_VERSION": "versions", "VllmProfile": "versions", "profile_for": "versions",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

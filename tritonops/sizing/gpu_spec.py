@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tritonops.errors import InputError
-from tritonops.facts.model import HostFacts
 from tritonops.sizing.gpu_catalog import GPU_CATALOG, find_gpu
 from tritonops.sizing.units import GIB
 from tritonops.values.numbers import real_number, whole_number
+
+if TYPE_CHECKING:
+    from tritonops.facts.model import HostFacts  # only named: the CLI's parser imports this module
 
 # the most GPUs one host (one vLLM engine's tensor-parallel group) is taken to have: the
 # largest single nodes have 8-16; a bigger count is a typo, and sizing loops over the counts
