@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from tritonops.cli.engine_options import add_engine_options, request_from_args
 from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
 from tritonops.cli.selection import add_host_key_option, inventory_paths
-from tritonops.playbook.events import HostDone, PlayStarted, TaskStarted
 from tritonops.values.names import safe_name
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -101,6 +102,8 @@ class _Progress:
         self._line(result.task, result)
 
     def event(self, event) -> None:
+        from tritonops.playbook.events import HostDone, PlayStarted, TaskStarted
+
         if isinstance(event, PlayStarted):
             mode = " (check: nothing changes)" if event.check else ""
             self.out.info(line(styled(f"PLAY {event.play}{mode}", "bold")))
@@ -136,6 +139,8 @@ def _print_report(out, report, args, title: str = "DEPLOY RECAP") -> None:
 
 
 def recap_table(recap, title: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     table.add_column("host")
     for status in STATUS_STYLE:

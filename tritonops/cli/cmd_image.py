@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
@@ -44,6 +42,8 @@ def run_build(args, out) -> int:
         out.json({"hosts": [_row(r) for r in report.results], "images": report.images,
                   "bytes_out_of_controller": report.bytes_out, "bytes_by_host": report.bytes_by_host})
     else:
+        from rich.table import Table
+
         table = Table()
         for column in ("host", "status", "action", "image ID", "bytes received", "message"):
             table.add_column(column, overflow="fold")
@@ -71,6 +71,8 @@ def run_status(args, out) -> int:
     if args.json:
         out.json({"hosts": [_row(r) for r in group]})
     else:
+        from rich.table import Table
+
         table = Table()
         for column in ("host", "status", "mode", "image", "image ID", "vLLM", "base digest", "note"):
             table.add_column(column, overflow="fold")

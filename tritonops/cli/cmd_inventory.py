@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from tritonops.cli.output import styled
 from tritonops.cli.selection import inventory_paths
-from tritonops.inventory import Host, Inventory, load_inventory
 from tritonops.redact import is_secret_name, redact_text, redact_value
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from tritonops.inventory import Host, Inventory
 
 
 def register(subparsers, common) -> None:
@@ -26,6 +28,8 @@ def register(subparsers, common) -> None:
 
 
 def run(args, out) -> int:
+    from tritonops.inventory import load_inventory
+
     inventory = load_inventory(inventory_paths(args.inventory))
     for warning in inventory.warnings:
         out.info(f"warning: {warning}")
@@ -78,6 +82,8 @@ def _group_filter(inventory: Inventory, hosts: tuple[Host, ...]):
 
 
 def _host_table(inventory: Inventory, hosts: tuple[Host, ...]) -> Table:
+    from rich.table import Table
+
     table = Table(title=styled(f"{len(hosts)} of {len(inventory.hosts)} hosts ({', '.join(inventory.sources)})"),
                   title_justify="left")
     for column in ("host", "groups", "address", "port", "user", "key", "proxy", "known_hosts"):
@@ -98,6 +104,8 @@ def _host_table(inventory: Inventory, hosts: tuple[Host, ...]) -> Table:
 
 
 def _print_host(host: Host, out) -> None:
+    from rich.table import Table
+
     table = Table(title=styled(f"{host.name}  (groups: {', '.join(host.groups)})"), title_justify="left")
     for column in ("variable", "value", "source"):
         table.add_column(column)

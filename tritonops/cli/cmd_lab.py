@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from tritonops.cli.output import status_text, styled
 from tritonops.lab.plan import PORT_BASE
-from tritonops.lab.state import DEFAULT_PREFIX, LabState
+from tritonops.lab.state import DEFAULT_PREFIX, LabState  # light: dataclasses and constants
 
 
 def register(subparsers, common) -> None:
@@ -70,6 +68,8 @@ def run_status(args, out) -> int:
 
 
 def _render(state: LabState, out, results: bool) -> None:
+    from rich.table import Table
+
     if out.json_mode:
         out.json(state.to_json())
         return

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
-from tritonops.facts.model import HostFacts, ProbeReport
-from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
 from tritonops.values.files import read_regular_text
 from tritonops.values.names import safe_name
+
+if TYPE_CHECKING:
+    from tritonops.facts.model import HostFacts, ProbeReport
+    from tritonops.planning import HostDeployPlan
 
 REPORT_MAX_BYTES = 64 * 2**20   # a probe report is some kilobytes per host
 
@@ -42,6 +45,8 @@ def register(subparsers, common) -> None:
 
 
 def _read_report(path: Path) -> ProbeReport:
+    from tritonops.facts.model import ProbeReport
+
     text = read_regular_text(path, max_bytes=REPORT_MAX_BYTES, what="probe report")   # never a FIFO's wait
     try:
         return ProbeReport.model_validate(json.loads(text))
@@ -67,6 +72,8 @@ def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, s
 
 
 def run(args, out) -> int:
+    from tritonops.planning import load_models_for, plan_hosts
+
     if not args.inventory:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
     safe_name(args.model_name, "model name", "--model-name")

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
-from tritonops.facts.model import ProbeReport
-from tritonops.facts.probe import DEFAULT_ROOT, probe_hosts
-from tritonops.facts.summary import compute_capabilities, free_vram_summary, gib, gpu_summary
+from tritonops.facts.defaults import DEFAULT_ROOT
 from tritonops.transport.spec import ConnectionSpec
 from tritonops.values.numbers import real_number
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from tritonops.facts.model import ProbeReport
 
 MAX_WAIT_S = 3600.0
 
@@ -47,6 +50,8 @@ def target_specs(args) -> list[ConnectionSpec]:
 
 
 def run(args, out) -> int:
+    from tritonops.facts.probe import probe_hosts
+
     report = probe_hosts(target_specs(args), args.forks, accept_new_host_keys=args.accept_new_host_keys,
                          disk_path=args.root,
                          timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S))
@@ -58,6 +63,10 @@ def run(args, out) -> int:
 
 
 def probe_table(report: ProbeReport) -> Table:
+    from rich.table import Table
+
+    from tritonops.facts.summary import compute_capabilities, free_vram_summary, gib, gpu_summary
+
     table = Table(title=None, show_lines=False)
     for column in ("host", "status", "GPUs", "CC", "free VRAM", "driver / CUDA", "RAM", "disk free",
                    "docker", "toolkit", "note"):

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.errors import InputError
-from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.gpu_catalog import GPU_CATALOG
 from tritonops.sizing.gpu_spec import MAX_GPUS_PER_HOST, gpu_spec_from_catalog, gpu_spec_from_numbers
-from tritonops.sizing.model_catalog import catalog_ids
 
 
 def register(subparsers, common) -> None:
@@ -47,6 +43,7 @@ def run(args, out) -> int:
         return _list(args, out)
     if not args.model:
         raise InputError("which model? give --model DIR or a Hugging Face id", "--model")
+    from tritonops.sizing.chooser import size_engine
     from tritonops.sizing.model_source import load_model_spec
 
     gpus = gpus_from_args(args)
@@ -60,6 +57,8 @@ def run(args, out) -> int:
 
 
 def _list(args, out) -> int:
+    from tritonops.sizing.model_catalog import catalog_ids
+
     if args.list_gpus:
         rows = [{"key": g.key, "nvml_names": list(g.nvml_names), "memory_total_bytes": g.memory_total_bytes,
                  "cuda_total_bytes": g.cuda_total_bytes, "compute_capability": "%d.%d" % g.compute_capability,
@@ -67,6 +66,8 @@ def _list(args, out) -> int:
         if args.json:
             out.json(rows)
         else:
+            from rich.table import Table
+
             table = Table("key", "NVML name", "NVML total", "CUDA total", "CC", "source")
             for r in rows:
                 table.add_row(r["key"], r["nvml_names"][0], f"{r['memory_total_bytes'] / 2**30:.2f} GiB",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from tritonops.cli.cmd_deploy import default_playbook, default_roles_path
 from tritonops.cli.output import status_text, styled
 from tritonops.cli.selection import add_host_key_option, inventory_paths
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def register(subparsers, common) -> None:
@@ -42,6 +44,8 @@ def _ms(value) -> str:
 
 
 def _table(results) -> Table:
+    from rich.table import Table
+
     table = Table(title="STATUS", title_justify="left")
     for column in ("host", "status", "release", "container", "uptime", "restarts", "health", "model", "ready",
                    "KV tokens (plan / vLLM)", "requests", "avg ms (request / queue / infer)"):

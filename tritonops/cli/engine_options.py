@@ -3,13 +3,13 @@ that shows an `EnginePlan`."""
 
 from __future__ import annotations
 
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from tritonops.cli.output import line, styled
-from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
-from tritonops.sizing.explain import headline, memory_line, plan_rows
-from tritonops.sizing.request_numbers import flag, request_number
 from tritonops.sizing.versions import DEFAULT_VLLM_VERSION
+
+if TYPE_CHECKING:
+    from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
 
 
 def add_engine_options(parser) -> None:
@@ -42,6 +42,9 @@ _NUMBER_FLAGS = ("tensor_parallel_size", "gpu_memory_utilization", "max_model_le
 
 
 def request_from_args(args, model_ref: str) -> SizingRequest:
+    from tritonops.sizing.engine_plan import SizingRequest
+    from tritonops.sizing.request_numbers import flag, request_number
+
     numbers = {field: request_number(field, getattr(args, field), flag(field))
                for field in _NUMBER_FLAGS if getattr(args, field, None) is not None}
     return SizingRequest(
@@ -50,6 +53,10 @@ def request_from_args(args, model_ref: str) -> SizingRequest:
 
 
 def print_plan(out, plan: EnginePlan, title: str | None = None) -> None:
+    from rich.table import Table
+
+    from tritonops.sizing.explain import headline, memory_line, plan_rows
+
     out.print(styled(title or headline(plan), "bold" if plan.fits else "bold red"))
     table = Table(show_header=True, header_style="bold")
     table.add_column("engine argument")

@@ -1,19 +1,22 @@
 """`tritonops` entry point: global options, one module per command.
 
-Each command module exposes `register(subparsers, common)` and `run(args, out)`
-returning the exit code. Global options (-i, --limit, --forks, --json, -v) are
-accepted before or after the command name.
+Each command module `tritonops/cli/cmd_<name>.py` exposes `register(subparsers, common)` and
+`run(args, out)` returning the exit code; adding a command is one line in COMMANDS. Global options
+(-i, --limit, --forks, --json, -v) are accepted before or after the command name.
+
+Every command module is imported to build the parser, so a module imports at its top only the
+standard library and light tritonops modules; what its `run` needs (rich, pydantic, paramiko,
+docker, jinja2, yaml) is imported inside the functions that use it. `--help`, `--version` and
+usage errors then cost the interpreter and argparse only (tests/test_startup_imports.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 
 from tritonops import __version__
-from tritonops.cli.output import Output
 from tritonops.errors import TritonopsError
 
 COMMANDS = (
@@ -65,6 +68,8 @@ def _quiet_libraries(verbosity: int) -> None:
     """paramiko logs its transport threads' failures, tracebacks included, through logging's
     last-resort handler onto stderr; each host's result already says what happened in one line.
     -vvv lets them through for debugging."""
+    import logging
+
     paramiko_log = logging.getLogger("paramiko")
     if not paramiko_log.handlers:
         paramiko_log.addHandler(logging.NullHandler())
@@ -74,6 +79,8 @@ def _quiet_libraries(verbosity: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from tritonops.cli.output import Output
+
     out = Output(json_mode=args.json, verbosity=args.verbose)
     _quiet_libraries(args.verbose)
     if not args.command:

@@ -1,5 +1,7 @@
 """Where the CLI writes: rich tables for people, JSON for scripts, one-line errors.
 
+rich is loaded when the first table or line is drawn, not on import: `--json` and `--help` never load it.
+
 Everything printed is text, never markup: host names, messages and values from inventories may hold
 `[...]`, `:smile:` or escape sequences, so the consoles have markup, emoji and highlighting off,
 strings are stripped of control characters and escape sequences (`text.printable`) when rendered,
@@ -11,13 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from tritonops.redact import redact_text
 from tritonops.text import printable, terminal_safe
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta",
                 "skipped": "cyan"}
@@ -25,6 +27,8 @@ STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachabl
 
 def styled(text: Any, style: str = "") -> Text:
     """`text` shown literally (no markup), without control characters, in `style`."""
+    from rich.text import Text
+
     return Text(printable(text, keep_newlines=True), style=style)
 
 
@@ -34,6 +38,8 @@ def status_text(status: str) -> Text:
 
 def line(*parts: Any) -> Text:
     """One line from plain strings and `styled(...)` parts."""
+    from rich.text import Text
+
     return Text.assemble(*(part if isinstance(part, Text) else styled(part) for part in parts))
 
 
@@ -60,32 +66,37 @@ class _RedactingWriter:
         return getattr(self._stream, "encoding", "utf-8")
 
 
-class _TextConsole(Console):
-    """A console that renders strings as plain text without control characters."""
-
-    def render_str(self, text: str, **kwargs) -> Text:
-        kwargs.update(markup=False, emoji=False, highlight=False)
-        return super().render_str(printable(text, keep_newlines=True), **kwargs)
-
-
 class Output:
     def __init__(self, json_mode: bool = False, verbosity: int = 0, file=None, err_file=None):
         self.json_mode = json_mode
         self.verbosity = verbosity
-        stream = file or sys.stdout
-        # Piped output (CI logs, `| less`) gets a wide table rather than rich's 80 columns.
-        width = None if stream.isatty() else 200
-        plain = dict(markup=False, emoji=False, highlight=False)
-        self.console = _TextConsole(file=_RedactingWriter(stream), soft_wrap=False, width=width, **plain)
-        self.err_console = _TextConsole(file=_RedactingWriter(err_file or sys.stderr), stderr=err_file is None,
-                                        soft_wrap=True, **plain)
+        self._stream = file or sys.stdout
+        self._err_file = err_file
+        self._console = None
+        self._err_console = None
+
+    @property
+    def console(self):
+        if self._console is None:
+            # Piped output (CI logs, `| less`) gets a wide table rather than rich's 80 columns.
+            width = None if self._stream.isatty() else 200
+            self._console = _text_console(_RedactingWriter(self._stream), soft_wrap=False, width=width)
+        return self._console
+
+    @property
+    def err_console(self):
+        if self._err_console is None:
+            self._err_console = _text_console(_RedactingWriter(self._err_file or sys.stderr),
+                                              stderr=self._err_file is None, soft_wrap=True)
+        return self._err_console
 
     def print(self, *renderables: Any) -> None:
         self.console.print(*(_plain_text(item) for item in renderables))
 
     def json(self, data: Any) -> None:
-        self.console.file.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
-        self.console.file.flush()
+        writer = _RedactingWriter(self._stream)
+        writer.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+        writer.flush()
 
     def info(self, text: Any) -> None:
         """Progress and notes: stderr, so --json output stays clean."""
@@ -95,7 +106,21 @@ class Output:
         self.err_console.print(line(styled("error:", "bold red"), " ", printable(text)))
 
 
+def _text_console(file, **options):
+    """A rich console that renders strings as plain text without control characters."""
+    from rich.console import Console
+
+    class _TextConsole(Console):
+        def render_str(self, text: str, **kwargs):
+            kwargs.update(markup=False, emoji=False, highlight=False)
+            return super().render_str(printable(text, keep_newlines=True), **kwargs)
+
+    return _TextConsole(file=file, markup=False, emoji=False, highlight=False, **options)
+
+
 def _plain_text(item: Any) -> Any:
+    from rich.text import Text
+
     if isinstance(item, Text) and item.plain != printable(item.plain, keep_newlines=True):
         return Text(printable(item.plain, keep_newlines=True), style=item.style)  # spans would no longer fit
     return item

@@ -1,0 +1,88 @@
+"""Start-up: `tritonops --help`, `--version` and usage errors load no third-party library, and a
+command loads only what it uses. Checked on the import graph (sys.modules in a fresh interpreter),
+not on a timing: a heavy import added at the top of any command module fails here on every machine.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tritonops.cli.main import COMMANDS
+
+# What each costs at start-up (python -X importtime, 2-core lab machine): paramiko (with
+# cryptography) ~0.2 s, pydantic and the facts model ~0.15 s, fabric/invoke ~0.1 s, rich ~0.08 s,
+# jinja2 ~0.04 s, docker (with requests) ~0.1 s.
+HEAVY = frozenset({"rich", "pydantic", "pydantic_core", "yaml", "jinja2", "paramiko", "fabric", "invoke",
+                   "docker", "requests", "urllib3", "cryptography", "nacl", "bcrypt", "pynvml", "regex",
+                   "jsonschema", "markupsafe"})
+
+# Runs main(argv) in a fresh interpreter and prints the top-level packages it loaded.
+PROBE = """
+import json, sys
+from tritonops.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exit:
+    code = exit.code
+sys.stdout.flush()
+print("\\n@@", json.dumps({"code": code, "modules": sorted({name.split(".")[0] for name in sys.modules})}))
+"""
+
+
+def loaded(*argv: str, env: dict | None = None) -> tuple[int, set[str]]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env,
+                          timeout=120)
+    report = json.loads(done.stdout.rsplit("\n@@ ", 1)[1])
+    return report["code"], set(report["modules"])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], [], ["no-such-command"], ["probe", "--no-such-flag"],
+                                  ["--forks", "x", "probe"]])
+def test_help_version_and_usage_errors_load_no_library(argv):
+    code, modules = loaded(*argv)
+    assert code in (0, 2)
+    assert not modules & HEAVY, sorted(modules & HEAVY)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_commands_help_loads_no_library(command):
+    code, modules = loaded(command, "--help")
+    assert code == 0
+    assert not modules & HEAVY, sorted(modules & HEAVY)
+
+
+def test_every_command_module_is_in_the_table():
+    """A cmd_*.py left out of COMMANDS would be a command nobody can run."""
+    from pathlib import Path
+
+    import tritonops.cli
+
+    modules = {path.stem[len("cmd_"):] for path in Path(tritonops.cli.__file__).parent.glob("cmd_*.py")}
+    assert modules == set(COMMANDS)
+
+
+def test_probe_of_this_machine_as_json_loads_neither_rich_nor_ssh():
+    """`probe --local --json`: the facts model (pydantic) and the probe bundle (pynvml), nothing to draw
+    tables with and no SSH library."""
+    code, modules = loaded("probe", "--local", "--json")
+    assert code in (0, 1)
+    assert "pydantic" in modules
+    assert not modules & {"rich", "paramiko", "fabric", "invoke", "docker", "jinja2", "yaml", "cryptography"}
+
+
+def test_inventory_as_json_does_not_load_ssh_or_tables(tmp_path):
+    """Reading an inventory needs YAML; paramiko only when there is an SSH client config to read."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n    gpu1:\n      ansible_host: 10.0.0.1\n")
+    code, modules = loaded("inventory", "-i", str(inventory), "--json")
+    assert code == 0
+    assert "yaml" in modules
+    assert not modules & {"rich", "paramiko", "fabric", "invoke", "docker", "jinja2", "pydantic", "cryptography"}
+
+
+def test_size_lists_gpus_as_json_without_ssh_or_tables():
+    code, modules = loaded("size", "--list-gpus", "--json")
+    assert code == 0
+    assert not modules & {"rich", "paramiko", "fabric", "invoke", "docker", "jinja2", "yaml", "cryptography"}
