@@ -18,10 +18,31 @@ def test_docker_run_for_a_tensor_parallel_release():
         "--restart", "unless-stopped", "--gpus", '"device=0,1"',
         "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--ipc", "host",
         "--publish", "0.0.0.0:8000:8000", "--publish", "0.0.0.0:8001:8001", "--publish", "0.0.0.0:8002:8002",
+        "--log-driver", "json-file", "--log-opt", "mode=non-blocking", "--log-opt", "max-buffer-size=4m",
+        "--log-opt", "max-size=50m", "--log-opt", "max-file=5",
+        "--log-opt", "labels=tritonops.deployment,tritonops.release",
         "--volume", f"{SPEC.release_dir}:{SPEC.release_dir}:ro",
         "--volume", f"{SPEC.weights_dirs[0]}:{SPEC.weights_dirs[0]}:ro",
         "sha256:" + "9" * 64, "tritonserver", f"--model-repository={SPEC.release_dir}/model_repository",
         "--log-format=ISO8601", "--exit-timeout-secs=30", "--strict-readiness=true")
+
+
+def test_the_container_logger_runs_tritonserver_with_the_lines_fields_and_the_driver_ships():
+    from dataclasses import replace
+    from tritonops.logs.shipping import log_shipping
+    logger = "/opt/tritonops/prod/bin/container_logger.py"
+    spec = replace(SPEC, logger_path=logger, host_name="gpu-7", models=("chat", "embed"),
+                   log=log_shipping("syslog", "tcp://logs.example:514", tag="tritonops/prod"))
+    argv = run_argv(spec)
+    image = argv.index(SPEC.image_id)
+    assert argv[image - 2:image] == ("--volume", f"{logger}:{logger}:ro")
+    assert argv[image + 1:image + 14] == ("python3", logger, "--host", "gpu-7", "--deployment", "prod", "--release",
+                                          SPEC.release, "--models", "chat,embed", "--", "tritonserver",
+                                          f"--model-repository={SPEC.release_dir}/model_repository")
+    opts = [argv[i + 1] for i, a in enumerate(argv) if a == "--log-opt"]
+    assert argv[argv.index("--log-driver") + 1] == "syslog"
+    assert opts == ["mode=non-blocking", "max-buffer-size=4m", "labels=tritonops.deployment,tritonops.release",
+                    "syslog-format=rfc5424micro", "tag=tritonops/prod", "syslog-address=tcp://logs.example:514"]
 
 
 def test_ports_shm_and_restricted_apis_are_honoured():

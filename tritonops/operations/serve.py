@@ -15,10 +15,12 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
+from tritonops.logs.ecs import LOGGER_SOURCE
+from tritonops.logs.shipping import DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, log_shipping
 from tritonops.operations.base import Args
 from tritonops.operations.facts import CommandQuery, DirQuery, Facts, FileQuery, Query
 from tritonops.operations.registry import register
@@ -47,6 +49,39 @@ class ContainerSettings(Args):
     prompt: str = "The capital of France is"
     max_tokens: int = 8
     keep_releases: int = 5           # after a release passes: older ones removed (never current or previous)
+    host_name: str = ""              # the inventory name, the log lines' host.name
+    log_driver: str = "json-file"    # Docker logging driver (logs.shipping.DRIVERS)
+    log_collector: str | None = None  # its address (syslog, fluentd, gelf)
+    log_max_size: str = "50m"        # json-file / local rotation
+    log_max_file: int = 5
+    log_buffer_size: str = "4m"      # non-blocking mode's buffer
+    log_options: dict[str, Any] = {}  # more options of the driver; checked last, with the fields above
+
+    @field_validator("log_driver")
+    @classmethod
+    def _known_driver(cls, driver: str) -> str:
+        if driver not in DRIVERS:
+            raise ValueError(f"tritonops_log_driver {driver!r} is not one tritonops ships with; allowed: "
+                             f"{', '.join(DRIVERS)}")
+        return driver
+
+    @field_validator("log_options")
+    @classmethod
+    def _shipping_settings(cls, options: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        data = info.data
+        if "log_driver" in data:
+            try:
+                log_shipping(data["log_driver"], data.get("log_collector"), options,
+                             max_size=data.get("log_max_size", "50m"), max_file=data.get("log_max_file", 5),
+                             buffer_size=data.get("log_buffer_size", "4m"))
+            except LogSettingError as err:
+                raise ValueError(str(err)) from None
+        return options
+
+    def shipping(self, deployment: str) -> LogShipping:
+        return log_shipping(self.log_driver, self.log_collector, self.log_options, max_size=self.log_max_size,
+                            max_file=self.log_max_file, buffer_size=self.log_buffer_size,
+                            tag=f"tritonops/{deployment}")
 
     @field_validator("triton_args")
     @classmethod
@@ -85,6 +120,11 @@ class ServeStep:
 
     def describe(self) -> str:
         return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
+
+    def done_note(self, result: CommandResult) -> str | None:
+        """Said after the step ran: log shipping that fell back to the host's local logs."""
+        shipping = json.loads(result.stdout).get("shipping") or ""
+        return f"log shipping degraded: {shipping}" if shipping else None
 
     def run_on(self, transport: Transport) -> CommandResult:
         command = shlex.join(("python3", "-c", program.SOURCE))
@@ -151,9 +191,14 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                      ports=Ports(settings.http_port, settings.grpc_port, settings.metrics_port, settings.bind_address),
                      shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
                      triton_args=tuple(settings.triton_args),
-                     admin_key_file=settings.admin_key_file)
+                     admin_key_file=settings.admin_key_file, log=settings.shipping(deployment),
+                     logger_path=posixpath.join(root, "bin", "container_logger.py"),
+                     host_name=settings.host_name, models=tuple(serve["models"]))
     payload = {"root": root, "container": spec.container, "release": release, "image_id": image_id,
-               "run_argv": list(run_argv(spec)), "admin_key_file": settings.admin_key_file,
+               "run_argv": list(run_argv(spec)), "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)),
+               "log_driver": spec.log.driver, "log_collector": spec.log.collector,
+               "logger_path": spec.logger_path, "logger_source": LOGGER_SOURCE,
+               "admin_key_file": settings.admin_key_file,
                "restricted": RESTRICTED_APIS, "admin_header": ADMIN_HEADER, "http_port": settings.http_port,
                "ports": [settings.http_port, settings.grpc_port, settings.metrics_port],
                "bind": settings.bind_address, "models": list(serve["models"]), "deadline_s": serve["deadline_s"],

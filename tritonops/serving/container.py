@@ -11,6 +11,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
+from tritonops.logs.shipping import LOCAL_FALLBACK, LogShipping, log_argv
+
 LABEL_DEPLOYMENT = "tritonops.deployment"
 LABEL_RELEASE = "tritonops.release"
 RESTRICTED_APIS = "model-repository,model-config,shared-memory,statistics,trace,logging"
@@ -41,6 +43,10 @@ class ServeSpec:
     restart: str = "unless-stopped"
     exit_timeout_s: int = 30
     admin_key_file: str | None = None  # on the host: the restricted APIs' key (None: not restricted)
+    log: LogShipping = LOCAL_FALLBACK  # the Docker logging driver and its options
+    logger_path: str | None = None     # on the host: container_logger.py (None: tritonserver's own lines)
+    host_name: str = ""                # the inventory name, for the log lines' host.name
+    models: tuple[str, ...] = ()       # Triton model names, for the log lines' labels.model
 
     @property
     def container(self) -> str:
@@ -55,9 +61,12 @@ def container_name(deployment: str) -> str:
     return f"tritonops-{deployment}"
 
 
-def run_argv(spec: ServeSpec, admin_key: str | None = None) -> tuple[str, ...]:
+def run_argv(spec: ServeSpec, admin_key: str | None = None, log: LogShipping | None = None) -> tuple[str, ...]:
     """`docker run` for the release. `admin_key`: the restricted APIs' key, given to tritonserver only
-    (it is read from the host's key file by the serve program, never sent from the controller)."""
+    (it is read from the host's key file by the serve program, never sent from the controller).
+    `log`: other log settings than the spec's (the local fallback when the collector is down).
+    With a `logger_path`, tritonserver runs under the container logger (one ECS JSON object per
+    line, docs/logs.md), mounted read-only from the host."""
     argv = ["docker", "run", "--detach", "--name", spec.container,
             "--label", f"{LABEL_DEPLOYMENT}={spec.deployment}", "--label", f"{LABEL_RELEASE}={spec.release}",
             "--restart", spec.restart,
@@ -67,9 +76,16 @@ def run_argv(spec: ServeSpec, admin_key: str | None = None) -> tuple[str, ...]:
     argv += ["--shm-size", spec.shm_size] if spec.shm_size else ["--ipc", "host"]
     for host_port, port in ((spec.ports.http, 8000), (spec.ports.grpc, 8001), (spec.ports.metrics, 8002)):
         argv += ["--publish", f"{spec.ports.bind}:{host_port}:{port}"]
+    argv += log_argv(log or spec.log)
     for folder in (spec.release_dir, *spec.weights_dirs):
         argv += ["--volume", f"{folder}:{folder}:ro"]
-    argv += [spec.image_id, "tritonserver", f"--model-repository={spec.model_repository}",
+    if spec.logger_path:
+        argv += ["--volume", f"{spec.logger_path}:{spec.logger_path}:ro"]
+    argv.append(spec.image_id)
+    if spec.logger_path:
+        argv += ["python3", spec.logger_path, "--host", spec.host_name, "--deployment", spec.deployment,
+                 "--release", spec.release, "--models", ",".join(spec.models), "--"]
+    argv += ["tritonserver", f"--model-repository={spec.model_repository}",
              "--log-format=ISO8601", f"--exit-timeout-secs={spec.exit_timeout_s}", "--strict-readiness=true",
              *spec.triton_args]
     if admin_key is not None:

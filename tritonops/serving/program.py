@@ -41,9 +41,39 @@ def http(method, path, body=None, timeout=10):
     except (OSError, ValueError) as err:
         return 0, str(err)
 
+def message(line):
+    """A container logger line (one ECS JSON object) read back as its message."""
+    if line.startswith("{"):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(doc, dict) and isinstance(doc.get("message"), str):
+            return doc["message"]
+    return line
+
 def logs(name, lines=400):
     code, out, err = docker("logs", "--tail", str(lines), name)
-    return (out + err).splitlines()[-lines:]
+    return [message(line) for line in (out + err).splitlines()[-lines:]]
+
+def install_logger(path, source):
+    """The container logger, next to the releases: written when missing or different."""
+    try:
+        with open(path) as handle:
+            if handle.read() == source:
+                return
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    tmp = path + ".tritonops-new"
+    with open(tmp, "w") as handle:
+        handle.write(source)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+def logging_driver_failed(err):
+    """docker run's error when the logging driver could not start (a collector down, unreachable)."""
+    return "logging driver" in err or ("logger" in err.lower() and "failed" in err.lower())
 
 def gate(name, deadline_s):
     """(passed, why, seconds to ready, answers, when every model was seen ready) for the container
@@ -205,14 +235,24 @@ if current:
     else:
         remove(name)
 remove(name)
-argv = list(spec["run_argv"])
+argv, fallback = list(spec["run_argv"]), list(spec["fallback_run_argv"])
 ensure_admin_key(spec.get("admin_key_file"))
 if spec.get("admin_key_file"):
     with open(spec["admin_key_file"]) as handle:
         key = handle.read().strip()
-    argv += ["--http-restricted-api=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key),
-             "--grpc-restricted-protocol=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key)]
+    restricted = ["--http-restricted-api=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key),
+                  "--grpc-restricted-protocol=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key)]
+    argv, fallback = argv + restricted, fallback + restricted
+if spec.get("logger_path"):
+    install_logger(spec["logger_path"], spec["logger_source"])
+shipping = ""
 code, out, err = docker(*argv[1:])
+if code != 0 and logging_driver_failed(err):
+    # shipping never blocks serving: the host's rotated local logs instead, said in the result
+    shipping = "%s to %s failed (%s); logs kept on the host (json-file) for this release" % (
+        spec["log_driver"], spec.get("log_collector") or "the host", err.strip().splitlines()[-1][-200:] if err.strip() else "?")
+    remove(name)
+    code, out, err = docker(*fallback[1:])
 if code == 0:
     passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"])
     log = logs(name)
@@ -222,20 +262,20 @@ else:
 gate_record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": passed, "why": why,
                "ready_s": ready_s, "models_ready_at": seen_ready, "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
                                                        "reported": reported_kv_tokens(log)},
-               "log_tail": log[-60:]}
+               "shipping": shipping or "ok", "log_tail": log[-60:]}
 if passed:
     record_gate(release, gate_record)
     switch_current(release)
     pruned = prune(spec.get("keep", 0), release, previous)
     finish({"status": "switched", "pruned": pruned, "previous": previous, "ready_s": ready_s, "answers": answers, "log": log,
-            "kv_cache_tokens": gate_record["kv_cache_tokens"]})
+            "kv_cache_tokens": gate_record["kv_cache_tokens"], "shipping": shipping})
 failed = "%s--%s-failed" % (name, release)
 remove(failed)
 if inspect(name) is not None:
     docker("stop", "--time", "10", name)
     docker("rename", name, failed)
 record_gate(release, gate_record)
-outcome = {"status": "failed", "why": why, "log": log, "previous": previous, "kept_as": failed}
+outcome = {"status": "failed", "why": why, "log": log, "previous": previous, "kept_as": failed, "shipping": shipping}
 if parked and inspect(parked) is not None:
     docker("rename", parked, name)
     docker("start", name)
