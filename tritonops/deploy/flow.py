@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 from tritonops import __version__
 from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
+from tritonops.deploy.targets import write_targets
 from tritonops.deploy.weights_spec import WeightsSpec, weights_spec
 from tritonops.facts.probe import read_facts
 from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
@@ -90,6 +91,7 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
                 report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
         finally:
             report.traffic = pool.traffic()
+    write_targets(inventory_paths, options, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)
     return report
 
 

@@ -1,0 +1,158 @@
+"""After a deploy: the Prometheus file_sd targets file (and the alerting rules next to it) that the
+inventory names in `tritonops_prometheus_file_sd`, on the controller. Not in --check.
+
+What each host serves is read from the host once the run is over (its `current` release and the
+models in that release's release.json, like `status` does), so a host whose new release was rolled
+back is listed with the release that serves, and a no-op redeploy lists the same release as before.
+A host that cannot be read keeps its earlier group; a host that serves nothing loses it. Hosts of
+other deployments, and hosts the run did not select (`--limit`), keep theirs. The file is replaced
+atomically (written beside it, then renamed) under an flock, so two deploys sharing it do not lose
+each other's hosts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import posixpath
+import tempfile
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+from tritonops.deploy.run import DeployOptions, DeployReport, Record, deployment_of, run_hosts
+from tritonops.errors import InputError
+from tritonops.metrics.rules import RULES_FILE, render_rules
+from tritonops.metrics.targets import HostTarget, merged_groups, read_targets, render_targets, scrape_address
+from tritonops.operations.execute import read_facts
+from tritonops.playbook import load_playbook
+from tritonops.results import HostResult
+from tritonops.serving.releases import parse_releases, releases_query
+from tritonops.transport.sessions import HostSession, SessionPool
+from tritonops.values.numbers import whole_number
+
+FILE_VAR = "tritonops_prometheus_file_sd"
+ADDRESS_VAR = "tritonops_metrics_address"
+TASK = "targets"
+
+
+def write_targets(inventory_paths: Sequence[str], options: DeployOptions, report: DeployReport,
+                  record: Record) -> None:
+    """Each selected host with `tritonops_prometheus_file_sd` set gets a result (task "targets")."""
+    if options.check:
+        return
+    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
+    _, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
+    where = {}
+    for host in hosts:  # every value checked before a host is read; a bad one fails that host's result only
+        if host.vars.get(FILE_VAR):
+            try:
+                where[host.name] = _settings(host)
+            except InputError as err:
+                record(HostResult(host.name, "failed", str(err), task=TASK))
+    hosts = [host for host in hosts if host.name in where]
+    if not hosts:
+        return
+    gpus = {result.host: result.payload for result in report.phases
+            if result.task == "facts" and result.ok and result.payload is not None}
+    served = _read_served(hosts, options)
+    by_file: dict[str, list] = {}
+    for host in hosts:
+        by_file.setdefault(where[host.name]["file"], []).append(host)
+    for path, members in by_file.items():
+        targets, replaced, notes = [], [], {}
+        for host in members:
+            settings, found = where[host.name], served[host.name]
+            if not found.ok:
+                notes[host.name] = (found.status, f"{found.msg}; its earlier target (if any) is kept")
+                continue
+            replaced.append((settings["deployment"], host.name))
+            current, models = found.payload
+            if current is None:
+                notes[host.name] = ("ok", f"serves no release: not a target in {path}")
+                continue
+            gpu_type, count = _gpus(gpus.get(host.name))
+            targets.append(HostTarget(host.name, settings["address"], settings["port"], settings["deployment"],
+                                      current, tuple(models), gpu_type, count))
+        changed = _replace(path, lambda text: render_targets(merged_groups(read_targets(text, path), replaced, targets)))
+        changed |= _replace(os.path.join(os.path.dirname(path), RULES_FILE), lambda _: render_rules())
+        for target in targets:
+            record(HostResult(target.host, "changed" if changed else "ok",
+                              f"{target.address}:{target.port} ({target.release}) in {path}", task=TASK))
+        for name, (status, msg) in notes.items():
+            record(HostResult(name, status, msg, task=TASK))
+
+
+def _settings(host) -> dict:
+    def at(name):
+        return host.setting(name).where if name in host.history else None
+
+    path = os.path.expanduser(str(host.vars[FILE_VAR]))
+    if not os.path.isabs(path) or not path.endswith(".json") or any(c in path for c in "\n\0"):
+        raise InputError(f"{FILE_VAR} must be an absolute path ending in .json (Prometheus file_sd), not {path!r}",
+                         at(FILE_VAR))
+    port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
+                        at("tritonops_metrics_port"), minimum=1, maximum=65535)
+    override = host.vars.get(ADDRESS_VAR) or None
+    address = scrape_address(host.name, host.connection.host, str(host.vars.get("tritonops_bind_address") or ""),
+                             override, at(ADDRESS_VAR) if override else at("tritonops_bind_address"))
+    return {"file": os.path.normpath(path), "port": port, "address": address, "deployment": deployment_of(host)[1]}
+
+
+def _read_served(hosts, options: DeployOptions):
+    """host -> result whose payload is (current release or None, its Triton model names)."""
+    by_name = {host.name: host for host in hosts}
+
+    def phase(session: HostSession) -> HostResult:
+        root, deployment = deployment_of(by_name[session.name])
+        query = releases_query(posixpath.join(root, deployment), deployment)
+        deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
+        release = deployed.release(deployed.current) if deployed.current else None
+        models = tuple((release.serve or {}).get("models") or release.models) if release else ()
+        return HostResult(session.name, "ok", "", (deployed.current if release else None, models))
+
+    with SessionPool([host.connection for host in hosts], forks=options.forks,
+                     accept_new_host_keys=options.accept_new_host_keys) as pool:
+        return {result.host: result for result in pool.run(phase, task=TASK)}
+
+
+def _gpus(facts) -> tuple[str, int]:
+    found = list(facts.nvidia.gpus) if facts is not None and facts.nvidia and facts.nvidia.gpus else []
+    return (found[0].name if found else "", len(found))
+
+
+def _replace(path: str, render) -> bool:
+    """Write render(old text) to `path` atomically when it differs; True when it changed."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    with _locked(path + ".lock"):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                old = handle.read()
+        except FileNotFoundError:
+            old = None
+        new = render(old or "")
+        if new == old:
+            return False
+        handle, partial = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(new)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(partial, 0o644)
+            os.replace(partial, path)
+        except BaseException:
+            if os.path.exists(partial):
+                os.unlink(partial)
+            raise
+        return True
+
+
+@contextmanager
+def _locked(path: str) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
