@@ -26,8 +26,6 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_bind_address": "address Triton's ports are bound to (default 0.0.0.0)",
     "tritonops_metrics_address": "address Prometheus scrapes this host's metrics port at (default: a specific bind address, else ansible_host)",
     "tritonops_prometheus_file_sd": "Prometheus file_sd JSON file on the controller that deploy keeps the fleet's targets in (empty: none)",
-    "tritonops_metrics_address": "address Prometheus scrapes this host's metrics port at (default: a specific bind address, else ansible_host)",
-    "tritonops_prometheus_file_sd": "Prometheus file_sd JSON file on the controller that deploy keeps the fleet's targets in (empty: none)",
     "tritonops_serve": "start the release's Triton container, gate it and switch current (default true)",
     "tritonops_ulimits": "docker run --ulimit values for the Triton container (default memlock=-1, stack=67108864)",
     "tritonops_triton_args": "more tritonserver flags for the Triton container (a list of --flag=value)",
