@@ -28,6 +28,7 @@ COMMANDS = (
     "deploy",
     "rollback",
     "status",
+    "metrics",
     "lab",
 )
 

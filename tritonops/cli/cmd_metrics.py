@@ -1,0 +1,70 @@
+"""`tritonops metrics`: per host and model, the figures on Triton's metrics port, read through SSH."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from tritonops.cli.cmd_deploy import default_playbook, default_roles_path
+from tritonops.cli.output import line, status_text
+from tritonops.cli.selection import add_host_key_option, inventory_paths
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+TIMES = ("queue", "compute_input", "compute_infer", "compute_output", "request")
+
+
+def register(subparsers, common) -> None:
+    parser = subparsers.add_parser(
+        "metrics", parents=[common], help="per host and model: requests, average times, KV cache (from :8002)",
+        description="Reads each host's Triton metrics page (tritonops_metrics_port, default 8002) on the host "
+                    "through SSH and shows per model: requests (success / failure), the average queue, "
+                    "compute input / infer / output and whole-request time per request in ms, and where the "
+                    "engine reports them vLLM's KV-cache usage and running / waiting requests. A host whose "
+                    "port is closed or answers something else is listed with its problem; exit 1 then.")
+    add_host_key_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args, out) -> int:
+    from tritonops.deploy.run import DeployOptions
+    from tritonops.metrics.fetch import fetch_metrics
+
+    playbook = default_playbook("deploy.yml")
+    results = fetch_metrics(inventory_paths(args.inventory), DeployOptions(
+        playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit, forks=args.forks,
+        accept_new_host_keys=args.accept_new_host_keys))
+    if args.json:
+        out.json([{"host": r.host, "status": r.status, "msg": r.msg,
+                   "metrics": dataclasses.asdict(r.payload) if r.payload else None} for r in results])
+    else:
+        out.print(_table(results))
+    return 0 if results.all_ok else 1
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def _table(results) -> Table:
+    from rich.table import Table
+
+    table = Table(title="METRICS (average ms per request)", title_justify="left")
+    for column in ("host", "model", "requests ok / failed", "queue", "input", "infer", "output", "request",
+                   "KV cache", "running / waiting"):
+        table.add_column(column, justify="left" if column in ("host", "model") else "right")
+    for result in results:
+        figures = result.payload
+        if figures is None:
+            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 8)
+            continue
+        if not figures.models:
+            table.add_row(result.host, "-", "no model", *("",) * 7)
+        for index, model in enumerate(figures.models):
+            kv = "-" if model.kv_cache_usage is None else f"{model.kv_cache_usage:.0%}"
+            engine = "-" if model.running is None and model.waiting is None else \
+                f"{model.running if model.running is not None else '-'} / {model.waiting if model.waiting is not None else '-'}"
+            table.add_row(result.host if index == 0 else "", model.model, f"{model.requests:,} / {model.failures:,}",
+                          *(_ms(model.average_ms.get(name)) for name in TIMES), kv, engine)
+    return table

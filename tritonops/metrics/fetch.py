@@ -1,0 +1,110 @@
+"""`tritonops metrics`: each host's :8002/metrics page read on the host through its SSH session (no
+other network path to the fleet is assumed), turned into per-model figures (figures.py).
+
+The page is fetched by a small program run as an argument list on the host (address and port are
+checked here and passed as arguments); it answers JSON: the HTTP status and the page, or why there
+was none. A host whose port is closed, answers an HTTP error or something that is not Triton's
+metrics gets a failed result saying so in one line; the others are unaffected.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from tritonops.metrics.figures import HostFigures, MetricsPageError, host_figures
+from tritonops.metrics.targets import WILDCARD_BINDS
+from tritonops.operations.facts import CommandQuery
+from tritonops.results import GroupResult, HostResult
+from tritonops.values.numbers import whole_number
+from tritonops.values.ssh_target import host_address
+
+MAX_PAGE = 32 * 1024 * 1024
+FETCH_SOURCE = r'''
+import json, socket, sys, urllib.error, urllib.request
+address, port, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+host = "[%s]" % address if ":" in address else address
+out = {"status": None, "page": None, "error": None}
+try:
+    with urllib.request.urlopen("http://%s:%d/metrics" % (host, port), timeout=10) as response:
+        out["status"] = response.status
+        out["page"] = response.read(limit + 1).decode("utf-8", "replace")
+except urllib.error.HTTPError as err:
+    out["status"] = err.code
+except urllib.error.URLError as err:
+    reason = err.reason
+    out["error"] = "closed (connection refused)" if isinstance(reason, ConnectionRefusedError) else \
+        "did not answer within 10 s" if isinstance(reason, (socket.timeout, TimeoutError)) else str(reason)
+except (socket.timeout, TimeoutError):
+    out["error"] = "did not answer within 10 s"
+except (OSError, ValueError) as err:
+    out["error"] = "%s: %s" % (type(err).__name__, err)
+json.dump(out, sys.stdout)
+'''
+
+
+def fetch_query(address: str, port: int) -> CommandQuery:
+    return CommandQuery(("python3", "-c", FETCH_SOURCE, address, str(port), str(MAX_PAGE)))
+
+
+def local_address(bind_address: str | None, where: str | None = None) -> str:
+    """Where the metrics port answers on the host itself: loopback, unless Triton is bound to one address."""
+    if (bind_address or "") in WILDCARD_BINDS:
+        return "127.0.0.1"
+    return host_address(bind_address, where)
+
+
+def page_verdict(port: int, stdout: str) -> HostFigures:
+    """The fetch program's answer -> figures; MetricsPageError saying what the port did instead. Pure."""
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        raise MetricsPageError(f"could not read metrics port {port} (the fetch program answered "
+                               f"{stdout.strip()[:80]!r})") from None
+    if answer.get("error"):
+        raise MetricsPageError(f"metrics port {port} {answer['error']}")
+    if answer.get("status") != 200:
+        raise MetricsPageError(f"metrics port {port} answered HTTP {answer.get('status')}")
+    page = answer.get("page") or ""
+    if len(page) > MAX_PAGE:
+        raise MetricsPageError(f"metrics port {port} answered more than {MAX_PAGE // 2**20} MiB")
+    try:
+        return host_figures(page)
+    except MetricsPageError as err:
+        raise MetricsPageError(f"metrics port {port} answered something else: {err}") from None
+
+
+def fetch_metrics(inventory_paths: Sequence[str], options) -> GroupResult[HostFigures]:
+    """One result per selected host: ok with HostFigures, or failed with the one-line problem."""
+    from tritonops.deploy.run import run_hosts
+    from tritonops.operations.execute import read_facts
+    from tritonops.playbook import load_playbook
+    from tritonops.transport.sessions import HostSession, SessionPool
+
+    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
+    _, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
+    queries = {}
+    for host in hosts:  # every value checked before any host is contacted
+        def at(name, host=host):
+            return host.setting(name).where if name in host.history else None
+        port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
+                            at("tritonops_metrics_port"), minimum=1, maximum=65535)
+        address = local_address(str(host.vars.get("tritonops_bind_address") or ""), at("tritonops_bind_address"))
+        queries[host.name] = (port, fetch_query(address, port))
+
+    def phase(session: HostSession) -> HostResult:
+        port, query = queries[session.name]
+        result = read_facts(session.transport, [query]).command(query.argv)
+        if not result.ok:
+            last = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}"])[-1]
+            return HostResult(session.name, "failed", f"could not run python3 on the host: {last[:200]}")
+        try:
+            figures = page_verdict(port, result.stdout)
+        except MetricsPageError as err:
+            return HostResult(session.name, "failed", str(err))
+        requests = sum(model.requests for model in figures.models)
+        return HostResult(session.name, "ok", f"{len(figures.models)} model(s), {requests:,} requests", figures)
+
+    with SessionPool([host.connection for host in hosts], forks=options.forks,
+                     accept_new_host_keys=options.accept_new_host_keys) as pool:
+        return pool.run(phase, task="metrics")
