@@ -1,10 +1,10 @@
-"""`python -m tritonops.lab releases|generate -i INVENTORY`: lab helpers that are not tritonops commands."""
+"""`python -m tritonops.lab releases|generate|prometheus ...`: lab helpers that are not tritonops commands."""
 
 import sys
 
-from tritonops.lab import generate, releases
+from tritonops.lab import generate, prometheus, releases
 
-HELPERS = {"releases": releases.main, "generate": generate.main}
+HELPERS = {"releases": releases.main, "generate": generate.main, "prometheus": prometheus.main}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in HELPERS:
