@@ -47,7 +47,18 @@ def add_playbook_options(parser, playbook: str) -> None:
     parser.add_argument("--skip-tags", action="append", default=[], metavar="TAGS", help="not tasks with these tags")
     parser.add_argument("--break-lock", action="store_true",
                         help="take over a host's deployment lock held by another run (only when that run is gone)")
+    parser.add_argument("--audit-log", metavar="PATH", default=None,
+                        help="append this run's events (JSON lines) here (default $TRITONOPS_AUDIT_LOG, else "
+                             "~/.local/state/tritonops/audit.log; 'none': not written)")
     add_host_key_option(parser)
+
+
+def audit_log_of(args):
+    """The audit log path from --audit-log (None: not written)."""
+    from tritonops.deploy.event_log import default_audit_log
+    if args.audit_log == "none":
+        return None
+    return Path(args.audit_log) if args.audit_log else default_audit_log()
 
 
 def register(subparsers, common) -> None:
@@ -81,7 +92,7 @@ def run(args, out) -> int:
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock,
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
-        metrics=not args.no_metrics)
+        metrics=not args.no_metrics, audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
     report = deploy(inventory_paths(args.inventory), options,
                     on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tritonops.cli.cmd_deploy import (_print_report, _Progress, _report_json, _tags, add_playbook_options,
-                                      default_playbook, default_roles_path)
+                                      audit_log_of, default_playbook, default_roles_path)
 from tritonops.cli.selection import inventory_paths
 
 
@@ -28,7 +28,8 @@ def run(args, out) -> int:
         playbook=playbook, roles_path=tuple(args.roles_path) + default_roles_path(playbook), limit=args.limit,
         extra_vars=parse_extra_vars(args.extra_vars), tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
-        accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock, command="rollback")
+        accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock, command="rollback",
+        audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
     report = rollback(inventory_paths(args.inventory), options, to=args.to,
                       on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)

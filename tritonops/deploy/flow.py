@@ -13,8 +13,10 @@ fails a phase leaving the run while the others go on:
   6. compile the playbook for the remaining hosts with what tritonops planned for each (the plan,
             the weights, the image, the release) as host facts (it is also compiled once right after
             the plan, before the lock: every template error comes before any write);
-  7. run    the playbook (weights, model repository, release; the triton role is the next step);
-  8. unlock.
+  7. run    the playbook (weights, model repository, release, Triton started and gated);
+  8. unlock;
+  9. events  this run's events per host (deploy.events) to the controller's audit log and, where the
+            host ships its Triton logs, the same way to the same collector (deploy.event_log).
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from tritonops import __version__
+from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
 from tritonops.deploy.targets import write_targets
 from tritonops.deploy.weights_spec import WeightsSpec, weights_spec
 from tritonops.facts.probe import read_facts
 from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
 from tritonops.playbook import compile_playbook, load_playbook, run_playbook
-from tritonops.playbook.events import OnEvent
+from tritonops.playbook.events import HostDone, OnEvent
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
@@ -49,7 +52,15 @@ NO_IMAGE = {"id": "", "reference": ""}  # before the image phase, and in --check
 def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: OnEvent | None = None,
            on_phase: Callable[[HostResult], None] | None = None, clock: Callable[[], float] = time.time) -> DeployReport:
     report = DeployReport(check=options.check)
-    record = report.recorder(on_phase)
+    record = report.recorder(on_phase, clock)
+    started = clock()
+
+    def seen(event) -> None:
+        if isinstance(event, HostDone):
+            report.timeline.append((clock(), event.result))
+        if on_event is not None:
+            on_event(event)
+
     playbook = load_playbook(options.playbook, roles_path=options.roles_path)
     inventory, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
     deployments = {host.name: deployment_of(host) for host in hosts}
@@ -88,7 +99,10 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
                 images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
                 ready = [name for name in ready if name in images]
                 report.host_facts, compiled = compiled_for(ready, images)
-                report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=on_event)
+                report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=seen)
+            if not options.check:
+                events_phase(pool, hosts, deployments, report, options, who=_who(), started=started,
+                             finished=clock())
         finally:
             report.traffic = pool.traffic()
     write_targets(inventory_paths, options, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)
@@ -196,12 +210,20 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
             "serve": serve,
             "release": {"created": created, "metadata": {
                 "tritonops_version": __version__, "inventory_digest": inventory,
-                "who": f"{getpass.getuser()}@{socket.gethostname()}", "serve": serve,
+                "who": _who(), "serve": serve,
                 "models": [{"name": m["name"], "version": m["version"], "model": m["model"], "engine": m["engine"]}
                            for m in models]}},
         },
         "ansible_check_mode": options.check,
     }
+
+
+def _who() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
 
 
 def inventory_digest(paths: Sequence[str]) -> str:

@@ -3,11 +3,13 @@ back to the named release, or to the newest earlier one that passed its gate."""
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Sequence
 
+from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
 from tritonops.playbook import compile_playbook, load_playbook, run_playbook
-from tritonops.playbook.events import OnEvent
+from tritonops.playbook.events import HostDone, OnEvent
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.names import safe_name
@@ -15,8 +17,18 @@ from tritonops.values.names import safe_name
 
 def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str | None = None,
              on_event: OnEvent | None = None, on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
+    from tritonops.deploy.flow import _who
+
     report = DeployReport(check=options.check)
     record = report.recorder(on_phase)
+    started = time.time()
+
+    def seen(event) -> None:
+        if isinstance(event, HostDone):
+            report.timeline.append((time.time(), event.result))
+        if on_event is not None:
+            on_event(event)
+
     playbook = load_playbook(options.playbook, roles_path=options.roles_path)
     extra = {**options.extra_vars, **({"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {})}
     _, hosts = run_hosts(playbook, inventory_paths, options, extra)
@@ -32,7 +44,10 @@ def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str 
         try:
             with locked(pool, [spec.name for spec in compiled.connections], deployments, options, record) as ready:
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
-                                          on_event=on_event)
+                                          on_event=seen)
+            if not options.check:
+                events_phase(pool, hosts, deployments, report, options, who=_who(), started=started,
+                             finished=time.time())
         finally:
             report.traffic = pool.traffic()
     return report

@@ -4,8 +4,10 @@ the playbook's role defaults), each host's checked deployment folder, and the lo
 from __future__ import annotations
 
 import posixpath
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from tritonops.deploy import lock as host_lock
@@ -42,6 +44,7 @@ class DeployOptions:
     model_name: str = "vllm_model"
     metrics: bool = True
     command: str = "deploy"
+    audit_log: Path | None = None   # the controller's audit log of deploy events (None: not written)
 
 
 @dataclass
@@ -53,10 +56,13 @@ class DeployReport:
     image_bytes: int = 0
     traffic: Traffic = field(default_factory=Traffic)  # command channels of every host's session
     check: bool = False
+    timeline: list[tuple[float, HostResult]] = field(default_factory=list)  # (when, result) as learned
+    events: dict[str, list[dict]] = field(default_factory=dict)  # host -> its deploy events (deploy.events)
+    after_run: list[HostResult] = field(default_factory=list)   # shipping the events, one per host
 
     @property
     def results(self) -> list[HostResult]:
-        return self.phases + list(self.run.results if self.run else ())
+        return self.phases + list(self.run.results if self.run else ()) + self.after_run
 
     @property
     def recap(self) -> Recap:
@@ -66,9 +72,10 @@ class DeployReport:
     def ok(self) -> bool:
         return self.recap.all_ok and (self.run is None or self.run.stopped_reason is None)
 
-    def recorder(self, on_phase: Record | None) -> Record:
+    def recorder(self, on_phase: Record | None, clock: Callable[[], float] = time.time) -> Record:
         def record(result: HostResult) -> None:
             self.phases.append(result)
+            self.timeline.append((clock(), result))
             if on_phase is not None:
                 on_phase(result)
         return record

@@ -1,0 +1,64 @@
+"""A run's events per host (pure), and the audit log written with them."""
+
+import json
+import os
+import stat
+
+from tritonops.deploy.event_log import append_audit, events_argv, shipping_of
+from tritonops.deploy.events import HostLabels, deploy_events
+from tritonops.logs.shipping import log_shipping
+from tritonops.results import HostResult
+
+REL = "20261201T080000Z-6533bf3f"
+T0 = 1796112000.0  # 2026-12-01T08:00:00Z
+
+
+def timeline():
+    return [
+        (T0 + 1, HostResult("a", "ok", "2 GPUs", task="facts")),
+        (T0 + 1.5, HostResult("b", "unreachable", "timed out", task="facts")),
+        (T0 + 2, HostResult("a", "changed", f"mkdir /opt/tritonops/prod/releases/{REL}", task="release", elapsed_s=0.4)),
+        (T0 + 9, HostResult("a", "failed", f"rolled back: unknown engine argument: 'x' (release {REL[:-1]}0 serves "
+                                           "again; the failed container is kept as y)",
+                            task="Triton serves the release (health gate)")),
+    ]
+
+
+def test_each_host_gets_started_phases_gate_and_finished_with_its_labels():
+    events = deploy_events(timeline(), {"a": HostLabels("prod", "chat"), "b": HostLabels("prod", "chat")},
+                           command="deploy", who="ops@ctl", started=T0, finished=T0 + 10)
+    a = events["a"]
+    assert [e["message"] for e in a] == [
+        "deploy started by ops@ctl", "facts: ok: 2 GPUs", f"release: changed: mkdir /opt/tritonops/prod/releases/{REL}",
+        f"gate failed, rolled back: unknown engine argument: 'x' (release {REL[:-1]}0 serves again; the failed "
+        "container is kept as y)", "deploy finished: failed"]
+    assert a[0]["@timestamp"] == "2026-12-01T08:00:00.000Z" and a[2]["@timestamp"] == "2026-12-01T08:00:02.000Z"
+    assert {e["service.name"] for e in a} == {"tritonops"} and {e["host.name"] for e in a} == {"a"}
+    assert a[3]["tritonops"] == {"action": "rollback", "status": "rolled_back", "reason": "unknown engine argument: 'x'"}
+    assert a[3]["log.level"] == "error" and a[3]["labels"]["model"] == "chat"
+    assert events["b"][1]["message"] == "facts: unreachable: timed out" and events["b"][-1]["tritonops"]["status"] == "failed"
+
+
+def test_the_release_label_is_the_last_release_id_the_host_mentioned():
+    events = deploy_events(timeline()[:3], {"a": HostLabels("prod", "chat")}, command="deploy", who="w",
+                           started=T0, finished=T0 + 3)
+    assert {e["labels"]["release"] for e in events["a"]} == {REL}
+
+
+def test_audit_log_appends_json_lines_in_a_private_file(tmp_path):
+    path = tmp_path / "state" / "tritonops" / "audit.log"
+    append_audit(path, [{"message": "one"}])
+    append_audit(path, [{"message": "two"}, {"message": "three"}])
+    assert [json.loads(line)["message"] for line in path.read_text().splitlines()] == ["one", "two", "three"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_events_go_through_the_hosts_own_logging_driver_and_only_when_it_ships():
+    shipping = shipping_of({"tritonops_log_driver": "syslog", "tritonops_log_collector": "tcp://c:514"}, "prod")
+    assert shipping == log_shipping("syslog", "tcp://c:514", tag="tritonops/prod") and shipping.ships
+    argv = events_argv(shipping, "sha256:abc", "prod")
+    assert argv[:8] == ("docker", "run", "--rm", "--interactive", "--network", "none", "--label",
+                        "tritonops.events=prod")
+    assert argv[-3:] == ("--entrypoint", "cat", "sha256:abc") and "syslog-address=tcp://c:514" in argv
+    assert not shipping_of({}, "prod").ships
+    assert shipping_of({"tritonops_log_driver": "nope"}, "prod") is None

@@ -1,0 +1,107 @@
+"""Where a deploy's events go: the controller's audit log (always, JSON lines, 0600) and, for hosts
+whose Triton logs are shipped, the same collector by the same Docker logging driver — a short-lived
+container on the host prints them (`cat`), so they take exactly the path the Triton lines take.
+A collector that cannot take them is said in the result, never a failure of the deploy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from tritonops.deploy.events import HostLabels, deploy_events
+from tritonops.deploy.run import DeployOptions, DeployReport
+from tritonops.logs.shipping import LogSettingError, LogShipping, log_argv, log_shipping
+from tritonops.results import HostResult
+from tritonops.serving.container import container_name
+from tritonops.transport.sessions import HostSession, SessionPool
+
+EVENTS_LABEL = "tritonops.events"  # the events container's label (not tritonops.deployment: it is not Triton)
+
+
+def default_audit_log() -> Path:
+    """$TRITONOPS_AUDIT_LOG, else $XDG_STATE_HOME/tritonops/audit.log (~/.local/state/...)."""
+    given = os.environ.get("TRITONOPS_AUDIT_LOG")
+    if given:
+        return Path(given)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "tritonops" / "audit.log"
+
+
+def append_audit(path: Path, docs: Iterable[Mapping[str, Any]]) -> None:
+    """Append one JSON line per event; the file is made 0600 (its folder 0700) when new."""
+    lines = "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs)
+    if not lines:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(lines)
+
+
+def shipping_of(variables: Mapping[str, Any], deployment: str) -> LogShipping | None:
+    """The host's log settings from its variables (the logging role's defaults under them); None
+    when they do not make valid settings (the serve task says why)."""
+    try:
+        return log_shipping(str(variables.get("tritonops_log_driver", "json-file")),
+                            variables.get("tritonops_log_collector") or None,
+                            variables.get("tritonops_log_options") or {},
+                            max_size=variables.get("tritonops_log_max_size", "50m"),
+                            max_file=variables.get("tritonops_log_max_file", 5),
+                            buffer_size=variables.get("tritonops_log_buffer_size", "4m"),
+                            tag=f"tritonops/{deployment}")
+    except (LogSettingError, TypeError, ValueError):
+        return None
+
+
+def events_argv(shipping: LogShipping, image_id: str, deployment: str) -> tuple[str, ...]:
+    """A container that prints its standard input through the host's logging driver, then goes."""
+    return ("docker", "run", "--rm", "--interactive", "--network", "none", "--label", f"{EVENTS_LABEL}={deployment}",
+            *log_argv(shipping), "--entrypoint", "cat", image_id)
+
+
+def events_phase(pool: SessionPool, hosts, deployments: dict[str, tuple[str, str]], report: DeployReport,
+                 options: DeployOptions, *, who: str, started: float, finished: float) -> None:
+    """The run's events per host into `report.events`, the audit log, and the hosts' collectors."""
+    labels = {host.name: HostLabels(deployments[host.name][1], ",".join(_model_names(report, host.name)))
+              for host in hosts}
+    report.events = deploy_events(report.timeline, labels, command=options.command, who=who,
+                                  started=started, finished=finished)
+    if options.audit_log is not None:
+        append_audit(options.audit_log, (doc for docs in report.events.values() for doc in docs))
+    shipped = {}
+    for host in hosts:
+        shipping = shipping_of(host.vars, deployments[host.name][1])
+        if shipping is not None and shipping.ships and host.name not in pool.unreachable:
+            image = report.host_facts.get(host.name, {}).get("tritonops_deploy", {}).get("image", {}).get("id")
+            shipped[host.name] = (shipping, image or None)
+    results = pool.run(lambda session: ship_events(session, *shipped[session.name], deployments[session.name][1],
+                                                   report.events[session.name]), list(shipped), task="events")
+    report.after_run.extend(results)
+
+
+def _model_names(report: DeployReport, host: str) -> list[str]:
+    plan = report.plans.get(host)
+    return sorted({instance.name for instance in plan.instances}) if plan is not None else []
+
+
+def ship_events(session: HostSession, shipping: LogShipping, image_id: str | None, deployment: str,
+                docs: list[dict]) -> HostResult:
+    """`image_id` None: the image of the deployment's Triton container (a rollback)."""
+    if image_id is None:
+        found = session.transport.run(shlex.join(("docker", "inspect", "--format", "{{.Image}}",
+                                                  container_name(deployment))), timeout=30)
+        image_id = found.stdout.strip() if found.ok else ""
+        if not image_id:
+            return HostResult(session.name, "ok", "log shipping degraded: deploy events not shipped (no image to "
+                              "run them through; they are in the controller's audit log)", task="events")
+    body = "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs).encode()
+    result = session.transport.run(shlex.join(events_argv(shipping, image_id, deployment)), stdin=body, timeout=60)
+    where = f"{shipping.driver} {shipping.collector or ''}".strip()
+    if result.ok:
+        return HostResult(session.name, "ok", f"{len(docs)} deploy events shipped ({where})", task="events")
+    return HostResult(session.name, "ok", f"log shipping degraded: deploy events not shipped to {where}: "
+                      f"{result.tail(1)} (they are in the controller's audit log)", task="events")
