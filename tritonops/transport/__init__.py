@@ -1,1 +1,1 @@
-"""Transport: run commands on hosts (SSH through fabric, or locally)."""
+"""Transport: run commands on hosts (SSH through paramiko, or locally)."""

@@ -1,8 +1,8 @@
 """Host-key checking: unknown keys refused unless the user opts in, changed keys always refused.
 
-fabric's Connection quietly accepts unknown keys (AutoAddPolicy); tritonops
-replaces that with these policies, like OpenSSH's StrictHostKeyChecking=yes
-and =accept-new.
+paramiko clients are often given AutoAddPolicy (fabric's are), which quietly accepts unknown
+keys; tritonops gives each client one of these policies instead, like OpenSSH's
+StrictHostKeyChecking=yes and =accept-new.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""SSH transport: a fabric Connection per host, strict host keys, timeouts."""
+"""SSH transport: a paramiko client per host (through ProxyJump bastions or a ProxyCommand), strict
+host keys, timeouts. docs/performance.md says why paramiko directly (no fabric) and what a connection
+costs."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import socket
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 
 import paramiko
-from fabric import Config, Connection
 
 from tritonops.transport.base import Traffic, CommandResult, CommandTimeout, HostKeyRefused, Unreachable
-from tritonops.transport.host_keys import AcceptNewHostKey, RefuseUnknownHostKey, changed_key_message
+from tritonops.transport.host_keys import (AcceptNewHostKey, RefuseUnknownHostKey, changed_key_message,
+                                          known_hosts_name)
 from tritonops.transport.proxy import ProxyValues, parse_jump_hops, proxy_command_line
 from tritonops.transport.spec import ConnectionSpec
 
@@ -26,16 +29,36 @@ def _known_hosts_file(spec: ConnectionSpec) -> str:
 
 
 def _client(spec: ConnectionSpec, accept_new: bool) -> paramiko.SSHClient:
-    """A paramiko client that knows only the spec's known_hosts file."""
+    """A paramiko client that knows, of the spec's known_hosts file, the keys of this host only."""
     known_hosts = _known_hosts_file(spec)
     client = paramiko.SSHClient()
-    if os.path.exists(known_hosts):
-        client.load_host_keys(known_hosts)
+    name = known_hosts_name(spec.host, spec.port)
+    for key_type, key in (_known_hosts(known_hosts).lookup(name) or {}).items():
+        client.get_host_keys().add(name, key_type, key)
     if accept_new or spec.strict_host_key_checking == "accept-new":
         client.set_missing_host_key_policy(AcceptNewHostKey(known_hosts))
     else:
         client.set_missing_host_key_policy(RefuseUnknownHostKey(known_hosts, HostKeyRefused))
     return client
+
+
+_parsed_known_hosts: dict[str, tuple[tuple[int, int], paramiko.HostKeys]] = {}
+_parsed_lock = threading.Lock()
+
+
+def _known_hosts(path: str) -> paramiko.HostKeys:
+    """The file parsed once per version (mtime and size) for all the hosts of a run: parsing it is
+    ~0.16 ms a line (128 lines: 21 ms), which per host was most of a connection's controller time."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return paramiko.HostKeys()
+    version = (stat.st_mtime_ns, stat.st_size)
+    with _parsed_lock:
+        cached = _parsed_known_hosts.get(path)
+        if cached is None or cached[0] != version:
+            cached = _parsed_known_hosts[path] = (version, paramiko.HostKeys(path))
+        return cached[1]
 
 
 class ProxyProcess(paramiko.ProxyCommand):
@@ -115,28 +138,18 @@ class ProxyProcess(paramiko.ProxyCommand):
                 stream.close()
 
 
-class _Connection(Connection):
-    """fabric's Connection, with the two gateways tritonops uses made exact.
+@dataclass
+class _Link:
+    """One open SSH connection: its paramiko client, and the ProxyCommand it rides on (if any)."""
 
-    A string gateway is a finished ProxyCommand line (tritonops.transport.proxy): it is run as it
-    is. fabric 3.2 would pass it through a throw-away SSHConfig, which expands %h/%p/%r/~ a second
-    time (unquoted) in text already expanded and quoted, and cuts it at newlines.
-    A Connection gateway is an already-open bastion; its refusal to forward becomes Unreachable.
-    """
-
-    spec: ConnectionSpec | None = None  # real attributes: fabric's DataProxy would store others in config
+    spec: ConnectionSpec
+    client: paramiko.SSHClient
     proxy: ProxyProcess | None = None
 
-    def open_gateway(self):
-        if isinstance(self.gateway, str):
-            self.proxy = ProxyProcess(self.gateway)
-            return self.proxy
-        try:
-            return super().open_gateway()
-        except paramiko.ChannelException as exc:
-            bastion = self.gateway.spec.label if self.gateway.spec else self.gateway.host
-            raise Unreachable(f"bastion {bastion} could not open a connection to {self.host}:{self.port}: "
-                              f"{exc.text or exc.code}") from exc
+    def close(self) -> None:
+        self.client.close()
+        if self.proxy is not None:  # the client closes it only when the SSH session had opened
+            self.proxy.close()
 
 
 def _hop_specs(spec: ConnectionSpec) -> list[ConnectionSpec]:
@@ -155,46 +168,62 @@ def _hop_specs(spec: ConnectionSpec) -> list[ConnectionSpec]:
 
 
 def _proxy_command_line(spec: ConnectionSpec) -> str | None:
+    """The finished ProxyCommand line (tritonops.transport.proxy): run as it is, never expanded again."""
     if not spec.proxy_command:
         return None
     values = ProxyValues(host=spec.host, port=spec.port or 22, user=spec.user or getpass.getuser(), name=spec.name)
     return proxy_command_line(spec.proxy_command, values, spec.name)
 
 
-def _connection(spec: ConnectionSpec, accept_new: bool, gateway: "str | _Connection | None") -> _Connection:
-    connect_kwargs: dict = {"banner_timeout": spec.connect_timeout_s, "auth_timeout": spec.connect_timeout_s}
+def _connect_kwargs(spec: ConnectionSpec) -> dict:
+    """SSHClient.connect's arguments. Key files given: only those (then the agent, as OpenSSH does);
+    none given: the agent, then ~/.ssh/id_*. GSSAPI stays off (paramiko's default)."""
+    kwargs: dict = {"hostname": spec.host, "port": spec.port or 22, "username": spec.user or getpass.getuser(),
+                    "timeout": spec.connect_timeout_s, "banner_timeout": spec.connect_timeout_s,
+                    "auth_timeout": spec.connect_timeout_s}
     if spec.key_files:
-        connect_kwargs["key_filename"] = [os.path.expanduser(path) for path in spec.key_files]
-        connect_kwargs["look_for_keys"] = False
+        kwargs["key_filename"] = [os.path.expanduser(path) for path in spec.key_files]
+        kwargs["look_for_keys"] = False
     if spec.password:
-        connect_kwargs["password"] = spec.password
-    # ~/.ssh/config was applied when the inventory resolved the spec: fabric must not read it again.
-    config = Config(overrides={"load_ssh_configs": False}, lazy=True)
-    connection = _Connection(
-        host=spec.host, user=spec.user or getpass.getuser(), port=spec.port or 22, config=config,
-        connect_timeout=spec.connect_timeout_s, connect_kwargs=connect_kwargs, gateway=gateway,
-    )
-    connection.spec = spec
-    connection.client = _client(spec, accept_new)
-    return connection
+        kwargs["password"] = spec.password
+    return kwargs
 
 
-def _open(connection: _Connection, spec: ConnectionSpec, role: str = "") -> None:
-    """Open one SSH connection; every way it can fail becomes one line (HostKeyRefused / Unreachable).
-
-    `role` ("bastion ") says what is being reached when it is not the host itself.
-    """
+def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", role: str = "") -> _Link:
+    """Open one SSH connection: directly, through a ProxyCommand (`via` is its finished line) or through
+    an open bastion (`via` is its link); every way it can fail becomes one line (HostKeyRefused /
+    Unreachable). `role` ("bastion ") says what is being reached when it is not the host itself."""
+    link = _Link(spec, _client(spec, accept_new))
     try:
-        connection.open()
+        sock = None
+        if isinstance(via, str):
+            link.proxy = sock = ProxyProcess(via)
+        elif via is not None:
+            sock = _forwarded(via, spec)
+        link.client.connect(**_connect_kwargs(spec), sock=sock)
     except (Unreachable, paramiko.SSHException, OSError, EOFError) as exc:
-        error = _open_error(exc, connection, spec, role)
-        _close(connection)
+        error = _open_error(exc, link, spec, role)
+        link.close()
         if error is exc:
             raise
         raise error from exc
+    except BaseException:
+        link.close()
+        raise
+    return link
 
 
-def _open_error(exc: Exception, connection: _Connection, spec: ConnectionSpec, role: str) -> Unreachable:
+def _forwarded(bastion: _Link, spec: ConnectionSpec) -> paramiko.Channel:
+    """A direct-tcpip channel from the bastion to the host; its refusal becomes Unreachable."""
+    try:
+        return bastion.client.get_transport().open_channel(
+            "direct-tcpip", (spec.host, spec.port or 22), ("", 0), timeout=spec.connect_timeout_s)
+    except paramiko.ChannelException as exc:
+        raise Unreachable(f"bastion {bastion.spec.label} could not open a connection to {spec.host}:"
+                          f"{spec.port or 22}: {exc.text or exc.code}") from exc
+
+
+def _open_error(exc: Exception, link: _Link, spec: ConnectionSpec, role: str) -> Unreachable:
     what = f"{role}{spec.label}"
     if isinstance(exc, paramiko.BadHostKeyException):
         return HostKeyRefused(role + changed_key_message(spec.host, spec.port, _known_hosts_file(spec), exc))
@@ -207,54 +236,45 @@ def _open_error(exc: Exception, connection: _Connection, spec: ConnectionSpec, r
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return Unreachable(f"timed out connecting to {what} after {spec.connect_timeout_s:g}s")
     reason = str(exc) or type(exc).__name__
-    ended = connection.proxy.ended() if connection.proxy is not None else None
+    ended = link.proxy.ended() if link.proxy is not None else None
     if ended is not None:
         reason = f"its ProxyCommand ended ({ended})"
     return Unreachable(f"cannot connect to {what}: {' '.join(reason.split())}")
 
 
-def _close(connection: _Connection) -> None:
-    connection.close()
-    if connection.proxy is not None:  # fabric closes it only when the SSH session had opened
-        connection.proxy.close()
-
-
 class SshTransport:
     """Commands on one host over SSH. Open with `SshTransport.open(spec)`."""
 
-    def __init__(self, spec: ConnectionSpec, connection: Connection, bastions: tuple[Connection, ...] = ()):
+    def __init__(self, spec: ConnectionSpec, link: _Link, bastions: tuple[_Link, ...] = ()):
         self.spec = spec
         self.name = spec.name
-        self._connection = connection
-        self._bastions = bastions  # open ProxyJump hops, nearest first; fabric leaves them open
+        self._link = link
+        self._bastions = bastions  # open ProxyJump hops, nearest first; closed after the host
         self.traffic = Traffic()
 
     @classmethod
     def open(cls, spec: ConnectionSpec, *, accept_new_host_keys: bool = False) -> "SshTransport":
         """Connect (through each ProxyJump bastion, or the ProxyCommand); failures raise Unreachable."""
-        hops: list[_Connection] = []
-        gateway: str | _Connection | None = _proxy_command_line(spec)
+        hops: list[_Link] = []
+        via: str | _Link | None = _proxy_command_line(spec)
         try:
             for hop_spec in _hop_specs(spec):  # ProxyJump a,b: reach a, then b through a, then the host
-                hop = _connection(hop_spec, accept_new_host_keys, gateway)
-                _open(hop, hop_spec, role="bastion ")
-                hops.append(hop)
-                gateway = hop
-            connection = _connection(spec, accept_new_host_keys, gateway)
-            _open(connection, spec)
+                via = _open(hop_spec, accept_new_host_keys, via, role="bastion ")
+                hops.append(via)
+            link = _open(spec, accept_new_host_keys, via)
         except BaseException:
             for hop in reversed(hops):
-                _close(hop)
+                hop.close()
             raise
-        return cls(spec, connection, tuple(hops))
+        return cls(spec, link, tuple(hops))
 
     @property
     def ssh_client(self) -> paramiko.SSHClient:
         """The open paramiko client, for protocols that ride the same session (docker dial-stdio)."""
-        return self._connection.client
+        return self._link.client
 
     def run(self, command: str, *, stdin: bytes | None = None, timeout: float | None = None) -> CommandResult:
-        transport = self._connection.client.get_transport()
+        transport = self._link.client.get_transport()
         if transport is None or not transport.is_active():
             raise Unreachable(f"connection to {self.spec.label} was lost")
         channel = transport.open_session()
@@ -263,17 +283,19 @@ class SshTransport:
             out, err = bytearray(), bytearray()
             threading.Thread(target=_send_stdin, args=(channel, stdin), daemon=True).start()
             deadline = None if timeout is None else time.monotonic() + timeout
+            # Woken by the channel (its fileno is a pipe paramiko sets when stdout or stderr data, EOF or
+            # the close arrives), not by polling: 64 hosts polling every 5 ms kept a 2-core controller busy.
             while True:
                 if channel.recv_ready():
                     out += channel.recv(65536)
                 elif channel.recv_stderr_ready():
                     err += channel.recv_stderr(65536)
-                elif (channel.exit_status_ready() and channel.eof_received) or channel.closed:
-                    break  # all output arrived: the server sends EOF after the last byte of both streams
-                else:
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise CommandTimeout(f"command timed out after {timeout:g}s on {self.spec.label}")
-                    time.sleep(0.005)
+                elif channel.eof_received or channel.closed:
+                    break  # the server sends EOF after the last byte of both streams
+                elif not select.select([channel], [], [], _remaining(deadline))[0] and _remaining(deadline) == 0:
+                    raise CommandTimeout(f"command timed out after {timeout:g}s on {self.spec.label}")
+            if not channel.status_event.wait(_remaining(deadline)):  # the exit status follows EOF (or the close)
+                raise CommandTimeout(f"command timed out after {timeout:g}s on {self.spec.label}")
             code = channel.recv_exit_status()
             self.traffic.add(len(command.encode()) + len(stdin or b""), len(out) + len(err))
             return CommandResult(command, code, out.decode(errors="replace"), err.decode(errors="replace"))
@@ -281,9 +303,14 @@ class SshTransport:
             channel.close()
 
     def close(self) -> None:
-        _close(self._connection)
+        self._link.close()
         for bastion in reversed(self._bastions):
-            _close(bastion)
+            bastion.close()
+
+
+def _remaining(deadline: float | None) -> float | None:
+    """Seconds left until `deadline` (never below 0), or None for no deadline."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _send_stdin(channel: paramiko.Channel, stdin: bytes | None) -> None:
