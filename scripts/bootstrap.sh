@@ -12,6 +12,7 @@ command -v ssh >/dev/null || need_apt+=(openssh-client)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v curl >/dev/null || need_apt+=(curl)
+command -v prometheus >/dev/null || need_apt+=(prometheus)  # the lab's Prometheus and promtool (docs/metrics.md)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
