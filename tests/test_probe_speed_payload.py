@@ -1,0 +1,112 @@
+"""The probe bundle stays small and fast to run on a host, and the pynvml it carries is complete for
+what the probe calls: a name the probe needs cannot have been sliced away (checked statically on
+every global the slice reads, and by running the slice next to the real module)."""
+
+import builtins
+import importlib.util
+import inspect
+import json
+import subprocess
+import symtable
+import sys
+import types
+from pathlib import Path
+
+import pynvml
+import pytest
+
+from tritonops.facts import probe_payload, probe_program
+from tritonops.facts.probe_parse import parse_probe_output
+from tritonops.facts.pynvml_slice import probe_names, slice_module
+
+FULL = Path(importlib.util.find_spec("pynvml").origin).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def sliced() -> str:
+    return probe_payload.pynvml_source()
+
+
+def module_of(source: str, name: str = "pynvml_slice_under_test") -> types.ModuleType:
+    module = types.ModuleType(name)
+    saved = sys.modules.get(name)
+    sys.modules[name] = module  # pynvml finds itself in sys.modules to make its exception classes
+    try:
+        exec(compile(source.replace("sys.modules[__name__]", f"sys.modules[{name!r}]"), "pynvml.py", "exec"),
+             module.__dict__)
+    finally:
+        if saved is None:
+            sys.modules.pop(name, None)
+    return module
+
+
+def globals_read(source: str) -> set[str]:
+    """Every global name the code reads: at module level, and free in any function or class body."""
+    found = set()
+
+    def walk(table: symtable.SymbolTable) -> None:
+        for symbol in table.get_symbols():
+            if symbol.is_referenced() and (table.get_type() == "module" or symbol.is_global()):
+                found.add(symbol.get_name())
+        for child in table.get_children():
+            walk(child)
+
+    walk(symtable.symtable(source, "pynvml.py", "exec"))
+    return found
+
+
+def test_every_name_the_probe_uses_is_in_the_slice(sliced):
+    module = module_of(sliced)
+    used = {name for name in probe_names(inspect.getsource(probe_program)) if hasattr(pynvml, name)}
+    assert {"nvmlInit", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses", "nvmlMemory_v2"} <= used
+    assert not {name for name in used if not hasattr(module, name)}
+
+
+def test_every_global_the_slice_reads_is_defined_in_it(sliced):
+    """Defined: what the slice's module holds once run (its star imports and the exception classes it
+    makes at run time included)."""
+    missing = globals_read(sliced) - set(vars(module_of(sliced))) - set(dir(builtins))
+    assert not missing, sorted(missing)
+    broken = sliced.replace("def _nvmlCheckReturn(", "def _nvmlCheckReturn_gone(")
+    assert "_nvmlCheckReturn" in globals_read(broken) - set(vars(module_of(broken))) - set(dir(builtins))
+
+
+def test_nvml_errors_keep_their_classes_and_names(sliced):
+    """The probe reports errors by class name (NVMLError_GpuIsLost): the slice makes the same ones."""
+    module = module_of(sliced)
+    codes = {name: getattr(pynvml, name) for name in dir(pynvml) if name.startswith("NVML_ERROR_")}
+    assert len(codes) > 20
+    for code in codes.values():
+        assert type(module.NVMLError(code)).__name__ == type(pynvml.NVMLError(code)).__name__
+
+
+def test_the_slice_is_a_small_part_of_pynvml(sliced):
+    assert len(sliced) < len(FULL) / 8
+    assert len(probe_payload.bundle()) < 20_000  # was 72 kB with the whole module
+
+
+def test_slicing_keeps_original_text_and_order():
+    source = ("import os\n# a comment\nA = 1\nB = A + 1\n\n@dec\ndef f():\n    return B\n"
+              "def dec(fn):\n    return fn\ndef unused():\n    return os\nNVML_ERROR_X = 9\n")
+    assert slice_module(source, {"f"}) == ("import os\nA = 1\nB = A + 1\n@dec\ndef f():\n    return B\n"
+                                           "def dec(fn):\n    return fn\nNVML_ERROR_X = 9\n")
+
+
+def test_the_bundle_runs_the_probe_on_this_machine(tmp_path):
+    """End to end with the machine's own python3, as a host would run it (here without an NVIDIA driver)."""
+    done = subprocess.run(["/bin/sh", "-c", probe_payload.command(str(tmp_path))], input=probe_payload.bundle(),
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    facts = parse_probe_output(done.stdout.decode())
+    assert facts.system.disk_path == str(tmp_path)
+    raw = json.loads(done.stdout)
+    assert raw["nvml"].get("error") or raw["nvml"].get("gpus") is not None
+
+
+def test_the_bundle_is_cached_by_its_inputs(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = probe_payload._cached_build()
+    (cached,) = (tmp_path / "tritonops").glob("probe-*.b64")
+    assert cached.read_bytes() == built == probe_payload.bundle()
+    cached.write_bytes(b"stale")  # the same inputs read the file back: the name is their digest
+    assert probe_payload._cached_build() == b"stale"
