@@ -1,3 +1,23 @@
-"""Lab fixtures (`lab`, `lab_ssh`): see tritonops/lab/testing.py."""
+"""Lab fixtures (`lab`, `lab_ssh`): see tritonops/lab/testing.py. `lab_prometheus`: the test lab's
+Prometheus (tritonops/lab/prometheus.py) on 127.0.0.1:9190, under the test lab's state dir."""
+
+import os
+
+import pytest
 
 from tritonops.lab.testing import lab, lab_ssh  # noqa: F401
+
+LAB_PROMETHEUS_PORT = 9190
+
+
+@pytest.fixture(scope="session")
+def lab_prometheus(lab):  # noqa: F811
+    from tritonops.lab import prometheus
+    from tritonops.lab.containers import network_name
+
+    found = {h.name: prometheus.container_address(h.container, network_name(lab.prefix)) for h in lab.hosts}
+    server = prometheus.lab_prometheus(lab.state_dir, LAB_PROMETHEUS_PORT)
+    prometheus.up(server, {name: address for name, address in found.items() if address})
+    yield server
+    if not os.environ.get("TRITONOPS_LAB_KEEP"):
+        prometheus.down(server)
