@@ -73,8 +73,15 @@ def write_targets(inventory_paths: Sequence[str], options: DeployOptions, report
             gpu_type, count = _gpus(gpus.get(host.name))
             targets.append(HostTarget(host.name, settings["address"], settings["port"], settings["deployment"],
                                       current, tuple(models), gpu_type, count))
-        changed = _replace(path, lambda text: render_targets(merged_groups(read_targets(text, path), replaced, targets)))
-        changed |= _replace(os.path.join(os.path.dirname(path), RULES_FILE), lambda _: render_rules())
+        try:
+            changed = _replace(path, lambda text: render_targets(merged_groups(read_targets(text, path), replaced,
+                                                                               targets)))
+            changed |= _replace(os.path.join(os.path.dirname(path), RULES_FILE), lambda _: render_rules())
+        except (InputError, OSError) as err:  # the deploy itself is done: said per host, not raised
+            why = str(err) if isinstance(err, InputError) else f"{path}: cannot write: {err.strerror or err}"
+            for host in members:
+                record(HostResult(host.name, "failed", why, task=TASK))
+            continue
         for target in targets:
             record(HostResult(target.host, "changed" if changed else "ok",
                               f"{target.address}:{target.port} ({target.release}) in {path}", task=TASK))
