@@ -2,7 +2,7 @@
 
 import pytest
 
-from tritonops.serving.container import Ports, ServeSpec, run_argv
+from tritonops.serving.container import Ports, ServeSpec, logging_digest, run_argv
 from tritonops.serving.verdict import Reason, classify, gate_deadline_s, kv_cache_tokens
 
 SPEC = ServeSpec(deployment="prod", release="20261201T080000Z-6533bf3f",
@@ -15,7 +15,7 @@ def test_docker_run_for_a_tensor_parallel_release():
     assert run_argv(SPEC) == (
         "docker", "run", "--detach", "--name", "tritonops-prod",
         "--label", "tritonops.deployment=prod", "--label", "tritonops.release=20261201T080000Z-6533bf3f",
-        "--restart", "unless-stopped", "--gpus", '"device=0,1"',
+        "--label", f"tritonops.logging={logging_digest(SPEC.log)}", "--restart", "unless-stopped", "--gpus", '"device=0,1"',
         "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--ipc", "host",
         "--publish", "0.0.0.0:8000:8000", "--publish", "0.0.0.0:8001:8001", "--publish", "0.0.0.0:8002:8002",
         "--log-driver", "json-file", "--log-opt", "mode=non-blocking", "--log-opt", "max-buffer-size=4m",
@@ -43,6 +43,15 @@ def test_the_container_logger_runs_tritonserver_with_the_lines_fields_and_the_dr
     assert argv[argv.index("--log-driver") + 1] == "syslog"
     assert opts == ["mode=non-blocking", "max-buffer-size=4m", "labels=tritonops.deployment,tritonops.release",
                     "syslog-format=rfc5424micro", "tag=tritonops/prod", "syslog-address=tcp://logs.example:514"]
+
+
+def test_the_logging_label_names_the_settings_asked_for_even_on_the_fallback():
+    from dataclasses import replace
+    from tritonops.logs.shipping import LOCAL_FALLBACK, log_shipping
+    shipping = replace(SPEC, log=log_shipping("syslog", "tcp://c:514"))
+    asked = f"tritonops.logging={logging_digest(shipping.log)}"
+    assert asked in run_argv(shipping) and asked in run_argv(shipping, log=LOCAL_FALLBACK)
+    assert logging_digest(shipping.log) != logging_digest(SPEC.log)
 
 
 def test_ports_shm_and_restricted_apis_are_honoured():

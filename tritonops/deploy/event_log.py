@@ -10,7 +10,7 @@ import json
 import os
 import shlex
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from tritonops.deploy.events import HostLabels, deploy_events
 from tritonops.deploy.run import DeployOptions, DeployReport
@@ -64,7 +64,8 @@ def events_argv(shipping: LogShipping, image_id: str, deployment: str) -> tuple[
 
 
 def events_phase(pool: SessionPool, hosts, deployments: dict[str, tuple[str, str]], report: DeployReport,
-                 options: DeployOptions, *, who: str, started: float, finished: float) -> None:
+                 options: DeployOptions, *, who: str, started: float, finished: float,
+                 on_phase: Callable[[HostResult], None] | None = None) -> None:
     """The run's events per host into `report.events`, the audit log, and the hosts' collectors."""
     labels = {host.name: HostLabels(deployments[host.name][1], ",".join(_model_names(report, host.name)))
               for host in hosts}
@@ -81,11 +82,13 @@ def events_phase(pool: SessionPool, hosts, deployments: dict[str, tuple[str, str
     results = pool.run(lambda session: ship_events(session, *shipped[session.name], deployments[session.name][1],
                                                    report.events[session.name]), list(shipped), task="events")
     report.after_run.extend(results)
+    for result in results if on_phase is not None else ():
+        on_phase(result)
 
 
 def _model_names(report: DeployReport, host: str) -> list[str]:
     plan = report.plans.get(host)
-    return sorted({instance.name for instance in plan.instances}) if plan is not None else []
+    return sorted({instance.name for instance in plan.models}) if plan is not None else []
 
 
 def ship_events(session: HostSession, shipping: LogShipping, image_id: str | None, deployment: str,

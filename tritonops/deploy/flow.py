@@ -102,7 +102,7 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
                 report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=seen)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=_who(), started=started,
-                             finished=clock())
+                             finished=clock(), on_phase=on_phase)
         finally:
             report.traffic = pool.traffic()
     write_targets(inventory_paths, options, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)

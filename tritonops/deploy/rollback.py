@@ -47,7 +47,7 @@ def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str 
                                           on_event=seen)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=_who(), started=started,
-                             finished=time.time())
+                             finished=time.time(), on_phase=on_phase)
         finally:
             report.traffic = pool.traffic()
     return report

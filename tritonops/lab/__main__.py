@@ -1,10 +1,11 @@
-"""`python -m tritonops.lab releases|generate|prometheus ...`: lab helpers that are not tritonops commands."""
+"""`python -m tritonops.lab releases|generate|prometheus|collector ...`: lab helpers that are not tritonops commands."""
 
 import sys
 
-from tritonops.lab import generate, prometheus, releases
+from tritonops.lab import collector, generate, prometheus, releases
 
-HELPERS = {"releases": releases.main, "generate": generate.main, "prometheus": prometheus.main}
+HELPERS = {"releases": releases.main, "generate": generate.main, "prometheus": prometheus.main,
+           "collector": collector.main}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in HELPERS:

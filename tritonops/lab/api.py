@@ -205,7 +205,10 @@ def down(state_dir: Path | str | None = None, name_prefix: str = DEFAULT_PREFIX,
             started = time.monotonic()
             host = c.labels.get(ct.LABEL_HOST, c.name)
             try:
-                ct.remove_host(client, name_prefix, host)
+                if ct.LABEL_HOST in c.labels:
+                    ct.remove_host(client, name_prefix, host)
+                else:  # a lab service (the collector), not a host
+                    c.remove(force=True, v=True)
                 results.append(HostResult(host, "changed", "removed", elapsed_s=time.monotonic() - started))
             except Exception as err:
                 results.append(HostResult(host, "failed", f"{type(err).__name__}: {err}"))

@@ -43,7 +43,7 @@ def digest(*parts: bytes | str) -> str:
 
 @dataclass(frozen=True)
 class ImageSpec:
-    role: str  # base | host-light | host-full | tritonserver
+    role: str  # base | host-light | host-full | tritonserver | collector
     inputs_hash: str
     parent: "ImageSpec | None" = None
     dockerfile: str = ""  # asset name; empty for the debootstrapped base
@@ -92,3 +92,12 @@ def tritonserver_spec(base: ImageSpec, wheel_sha256: str) -> ImageSpec:
     spec = ImageSpec("tritonserver", "", base, "tritonserver.dockerfile.txt")
     inputs = digest(base.inputs_hash, spec.dockerfile_text(), PYTRITON_VERSION, wheel_sha256)
     return ImageSpec("tritonserver", inputs, base, spec.dockerfile, extra_tags=(TRITON_TAG,))
+
+
+COLLECTOR_ASSETS = ("collector-rsyslog.conf.txt",)
+
+
+def collector_spec(base: ImageSpec) -> ImageSpec:
+    spec = ImageSpec("collector", "", base, "collector.dockerfile.txt")
+    inputs = digest(base.inputs_hash, spec.dockerfile_text(), *(asset_bytes(a) for a in COLLECTOR_ASSETS))
+    return ImageSpec("collector", inputs, base, spec.dockerfile)

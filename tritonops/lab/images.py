@@ -143,6 +143,9 @@ def _context_files(spec: ImageSpec, context: Path, cache_dir: Path, log_file: Pa
     elif spec.role == "host-full":
         for name in specs.HOST_FULL_ASSETS:
             (context / name).write_bytes(specs.asset_bytes(name))
+    elif spec.role == "collector":
+        for name in specs.COLLECTOR_ASSETS:
+            (context / name).write_bytes(specs.asset_bytes(name))
     elif spec.role == "tritonserver":
         wheel = pytriton_wheel(cache_dir, log_file)
         with zipfile.ZipFile(wheel) as zf:

@@ -29,7 +29,7 @@ from tritonops.operations.steps import Step
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import (ADMIN_HEADER, DEFAULT_ULIMITS, RESTRICTED_APIS, Ports, ServeSpec,
-                                         container_name, run_argv)
+                                         container_name, logging_digest, run_argv)
 from tritonops.serving.verdict import KV_PATTERNS, classify
 from tritonops.transport.base import CommandResult, Transport
 
@@ -105,7 +105,8 @@ class ServeArgs(ContainerSettings):
 
 def inspect_argv(deployment: str) -> tuple[str, ...]:
     return ("docker", "inspect", "--format",
-            "{{index .Config.Labels \"tritonops.release\"}} {{.State.Running}} {{.Image}} {{.RestartCount}}",
+            "{{index .Config.Labels \"tritonops.release\"}} {{.State.Running}} {{.Image}} {{.RestartCount}} "
+            "{{index .Config.Labels \"tritonops.logging\"}}",
             container_name(deployment))
 
 
@@ -123,8 +124,16 @@ class ServeStep:
 
     def done_note(self, result: CommandResult) -> str | None:
         """Said after the step ran: log shipping that fell back to the host's local logs."""
-        shipping = json.loads(result.stdout).get("shipping") or ""
-        return f"log shipping degraded: {shipping}" if shipping else None
+        outcome = json.loads(result.stdout)
+        notes = []
+        if outcome.get("status") == "switched":
+            kv = outcome.get("kv_cache_tokens") or {}
+            ready = f"ready in {outcome['ready_s']:.1f} s, " if outcome.get("ready_s") is not None else ""
+            reported = f"{kv['reported']:,}" if kv.get("reported") is not None else "not reported"
+            notes.append(f"gate passed: {ready}KV cache {reported} tokens (planned {kv.get('predicted', 0):,})")
+        if outcome.get("shipping"):
+            notes.append(f"log shipping degraded: {outcome['shipping']}")
+        return "; ".join(notes) or None
 
     def run_on(self, transport: Transport) -> CommandResult:
         command = shlex.join(("python3", "-c", program.SOURCE))
@@ -172,8 +181,9 @@ class ServeOperation:
         running = facts.command(inspect_argv(args.deployment))
         words = running.stdout.split() if running.ok else []
         current = facts.file(posixpath.join(args.release.root, "current"))
-        if (len(words) == 4 and words[0] == release and words[1] == "true" and words[2] == args.release.image_id
-                and current.kind == "link" and current.link_target == f"releases/{release}"):
+        logging = logging_digest(args.shipping(args.deployment))
+        if (len(words) == 5 and words[0] == release and words[1] == "true" and words[2] == args.release.image_id
+                and words[4] == logging and current.kind == "link" and current.link_target == f"releases/{release}"):
             return
         serve = {"models": args.models, "gpus": args.gpus, "weights_dirs": args.weights_dirs,
                  "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens}
@@ -196,7 +206,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                      host_name=settings.host_name, models=tuple(serve["models"]))
     payload = {"root": root, "container": spec.container, "release": release, "image_id": image_id,
                "run_argv": list(run_argv(spec)), "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)),
-               "log_driver": spec.log.driver, "log_collector": spec.log.collector,
+               "log_driver": spec.log.driver, "log_collector": spec.log.collector, "logging": logging_digest(spec.log),
                "logger_path": spec.logger_path, "logger_source": LOGGER_SOURCE,
                "admin_key_file": settings.admin_key_file,
                "restricted": RESTRICTED_APIS, "admin_header": ADMIN_HEADER, "http_port": settings.http_port,

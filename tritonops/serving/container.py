@@ -8,6 +8,7 @@ across the GPU workers: `--ipc=host` (or a sized `--shm-size` when the inventory
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from tritonops.logs.shipping import LOCAL_FALLBACK, LogShipping, log_argv
 
 LABEL_DEPLOYMENT = "tritonops.deployment"
 LABEL_RELEASE = "tritonops.release"
+LABEL_LOGGING = "tritonops.logging"  # digest of the log settings asked for (kept on a fallback container too)
 RESTRICTED_APIS = "model-repository,model-config,shared-memory,statistics,trace,logging"
 ADMIN_HEADER = "tritonops-admin-key"
 DEFAULT_ULIMITS = ("memlock=-1", "stack=67108864")  # what NVIDIA's containers recommend for NCCL and CUDA
@@ -61,6 +63,12 @@ def container_name(deployment: str) -> str:
     return f"tritonops-{deployment}"
 
 
+def logging_digest(log: LogShipping) -> str:
+    """Names the log settings a container was started for: a change restarts Triton, a fallback
+    to local logs (the collector was down) does not make every later deploy retry."""
+    return hashlib.sha256("\0".join(log_argv(log)).encode()).hexdigest()[:12]
+
+
 def run_argv(spec: ServeSpec, admin_key: str | None = None, log: LogShipping | None = None) -> tuple[str, ...]:
     """`docker run` for the release. `admin_key`: the restricted APIs' key, given to tritonserver only
     (it is read from the host's key file by the serve program, never sent from the controller).
@@ -69,6 +77,7 @@ def run_argv(spec: ServeSpec, admin_key: str | None = None, log: LogShipping | N
     line, docs/logs.md), mounted read-only from the host."""
     argv = ["docker", "run", "--detach", "--name", spec.container,
             "--label", f"{LABEL_DEPLOYMENT}={spec.deployment}", "--label", f"{LABEL_RELEASE}={spec.release}",
+            "--label", f"{LABEL_LOGGING}={logging_digest(spec.log)}",
             "--restart", spec.restart,
             "--gpus", f"\"device={','.join(str(gpu) for gpu in spec.gpus)}\""]
     for limit in spec.ulimits:

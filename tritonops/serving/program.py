@@ -27,6 +27,7 @@ def inspect(name):
     return {"running": bool(state.get("Running")), "status": state.get("Status"),
             "restarts": int(info.get("RestartCount", 0)), "exit_code": state.get("ExitCode"),
             "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release"),
+            "logging": (info.get("Config", {}).get("Labels") or {}).get("tritonops.logging"),
             "image": info.get("Image"), "started_at": state.get("StartedAt")}
 
 def http(method, path, body=None, timeout=10):
@@ -182,7 +183,8 @@ def finish(outcome):
 
 name, release = spec["container"], spec["release"]
 current = inspect(name)
-if current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]:
+if (current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]
+        and current["logging"] == spec["logging"]):
     passed, why, ready_s, answers, _ = gate(name, min(60, spec["deadline_s"]))
     if passed:
         switch_current(release)
