@@ -19,6 +19,7 @@ from tritonops.cli.main import main
 from tritonops.lab import prometheus
 from tritonops.lab.containers import network_name
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU
+from tritonops.metrics.targets import merged_groups, read_targets, render_targets
 from tritonops.waiting import wait_until
 
 pytestmark = pytest.mark.lab
@@ -74,12 +75,15 @@ def on_host(lab):
 
 
 @pytest.fixture(scope="module")
-def serving(on_host):
+def serving(on_host, lab_prometheus):
     remove = (f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
               f"rm -rf /opt/tritonops/{DEPLOYMENT}")
     on_host("m-serve", remove, check=False)
     yield
     on_host("m-serve", remove, check=False)
+    path = lab_prometheus.targets_file  # the deployment is gone: so is its target (the lab's Prometheus stays up)
+    path.write_text(render_targets(merged_groups(read_targets(path.read_text(), str(path)),
+                                                 [(DEPLOYMENT, "m-serve")], [])))
 
 
 @pytest.fixture(scope="module")

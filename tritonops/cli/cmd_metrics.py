@@ -23,6 +23,8 @@ def register(subparsers, common) -> None:
                     "compute input / infer / output and whole-request time per request in ms, and where the "
                     "engine reports them vLLM's KV-cache usage and running / waiting requests. A host whose "
                     "port is closed or answers something else is listed with its problem; exit 1 then.")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
+                        help="the extra variables the deploy had (e.g. tritonops_metrics_port); repeatable")
     add_host_key_option(parser)
     parser.set_defaults(run=run)
 
@@ -30,11 +32,12 @@ def register(subparsers, common) -> None:
 def run(args, out) -> int:
     from tritonops.deploy.run import DeployOptions
     from tritonops.metrics.fetch import fetch_metrics
+    from tritonops.playbook import parse_extra_vars
 
     playbook = default_playbook("deploy.yml")
     results = fetch_metrics(inventory_paths(args.inventory), DeployOptions(
         playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit, forks=args.forks,
-        accept_new_host_keys=args.accept_new_host_keys))
+        extra_vars=parse_extra_vars(args.extra_vars), accept_new_host_keys=args.accept_new_host_keys))
     if args.json:
         out.json([{"host": r.host, "status": r.status, "msg": r.msg,
                    "metrics": dataclasses.asdict(r.payload) if r.payload else None} for r in results])
@@ -44,7 +47,7 @@ def run(args, out) -> int:
 
 
 def _ms(value) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    return "-" if value is None else f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def _table(results) -> Table:
