@@ -18,7 +18,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 
-import paramiko
+from tritonops.transport.paramiko_lib import paramiko
 
 from tritonops.errors import InputError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 
-import paramiko
+from tritonops.transport.paramiko_lib import paramiko
 
 
 def known_hosts_name(host: str, port: int | None) -> str:

@@ -13,9 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-import paramiko
-
 from tritonops.transport.base import Traffic, CommandResult, CommandTimeout, HostKeyRefused, Unreachable
+from tritonops.transport.paramiko_lib import paramiko
 from tritonops.transport.host_keys import (AcceptNewHostKey, RefuseUnknownHostKey, changed_key_message,
                                           known_hosts_name)
 from tritonops.transport.proxy import ProxyValues, parse_jump_hops, proxy_command_line
