@@ -18,7 +18,7 @@ HEAVY = frozenset({"rich", "pydantic", "pydantic_core", "yaml", "jinja2", "param
                    "docker", "requests", "urllib3", "cryptography", "nacl", "bcrypt", "pynvml", "regex",
                    "jsonschema", "markupsafe"})
 
-# Runs main(argv) in a fresh interpreter and prints the top-level packages it loaded.
+# Runs main(argv) in a fresh interpreter and prints the top-level packages and command modules it loaded.
 PROBE = """
 import json, sys
 from tritonops.cli.main import main
@@ -27,15 +27,19 @@ try:
 except SystemExit as exit:
     code = exit.code
 sys.stdout.flush()
-print("\\n@@", json.dumps({"code": code, "modules": sorted({name.split(".")[0] for name in sys.modules})}))
+print("\\n@@", json.dumps({"code": code, "modules": sorted({name.split(".")[0] for name in sys.modules}),
+                           "commands": sorted(name for name in sys.modules if name.startswith("tritonops.cli.cmd_"))}))
 """
 
 
-def loaded(*argv: str, env: dict | None = None) -> tuple[int, set[str]]:
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env,
-                          timeout=120)
-    report = json.loads(done.stdout.rsplit("\n@@ ", 1)[1])
-    return report["code"], set(report["modules"])
+def report(*argv: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stdout.rsplit("\n@@ ", 1)[1])
+
+
+def loaded(*argv: str) -> tuple[int, set[str]]:
+    found = report(*argv)
+    return found["code"], set(found["modules"])
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], [], ["no-such-command"], ["probe", "--no-such-flag"],
@@ -51,6 +55,26 @@ def test_each_commands_help_loads_no_library(command):
     code, modules = loaded(command, "--help")
     assert code == 0
     assert not modules & HEAVY, sorted(modules & HEAVY)
+
+
+def test_a_named_command_loads_its_own_module_only():
+    assert report("-i", "x", "probe", "--help")["commands"] == ["tritonops.cli.cmd_probe"]
+    assert report("--help")["commands"] == sorted(f"tritonops.cli.cmd_{name}" for name in COMMANDS)
+
+
+@pytest.mark.parametrize("argv", [["probe", "--help"], ["lab", "up", "--help"], ["probe", "--forks", "x"],
+                                  ["size", "--no-such-flag"]])
+def test_a_named_command_parses_as_with_every_command_registered(argv, capsys):
+    """Help and usage errors are the same text whether one command or all are registered."""
+    from tritonops.cli.main import build_parser
+
+    outputs = []
+    for parser in (build_parser(), build_parser((argv[0],))):
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(argv)
+        captured = capsys.readouterr()
+        outputs.append((exit_.value.code, captured.out, captured.err))
+    assert outputs[0] == outputs[1]
 
 
 def test_every_command_module_is_in_the_table():
@@ -86,3 +110,21 @@ def test_size_lists_gpus_as_json_without_ssh_or_tables():
     code, modules = loaded("size", "--list-gpus", "--json")
     assert code == 0
     assert not modules & {"rich", "paramiko", "fabric", "invoke", "docker", "jinja2", "yaml", "cryptography"}
+
+
+def test_ssh_loads_paramiko_without_invoke_and_match_exec_still_works(tmp_path):
+    """paramiko imports invoke (0.1-0.2 s) only for Match exec, which tritonops runs itself: hidden
+    while paramiko loads (transport/paramiko_lib.py), importable afterwards."""
+    config = tmp_path / "ssh_config"
+    config.write_text('Match exec "true"\n  User through-exec\n')
+    script = (
+        "import sys\n"
+        "import tritonops.transport.ssh\n"
+        "from tritonops.inventory.ssh_config import load_ssh_config, lookup\n"
+        "loaded = 'invoke' in sys.modules\n"
+        f"config, path = load_ssh_config({str(config)!r})\n"
+        "print(loaded, lookup(config, 'gpu1', path)['user'])\n"
+        "import invoke\n"
+        "print(invoke.__name__)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "through-exec", "invoke"], done.stderr

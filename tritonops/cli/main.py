@@ -4,10 +4,11 @@ Each command module `tritonops/cli/cmd_<name>.py` exposes `register(subparsers, 
 `run(args, out)` returning the exit code; adding a command is one line in COMMANDS. Global options
 (-i, --limit, --forks, --json, -v) are accepted before or after the command name.
 
-Every command module is imported to build the parser, so a module imports at its top only the
-standard library and light tritonops modules; what its `run` needs (rich, pydantic, paramiko,
-docker, jinja2, yaml) is imported inside the functions that use it. `--help`, `--version` and
-usage errors then cost the interpreter and argparse only (tests/test_startup_imports.py).
+A command line that names a command (`tritonops probe ...`) registers that command's module only;
+`--help`, `--version`, no command or an unknown one register every module. So a module imports at
+its top only the standard library and light tritonops modules; what its `run` needs (rich, pydantic,
+paramiko, docker, jinja2, yaml) is imported inside the functions that use it. `--help`, `--version`
+and usage errors then cost the interpreter and argparse only (tests/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ COMMANDS = (
     "rollback",
     "status",
     "metrics",
+    "logs",
     "lab",
 )
 
@@ -50,7 +52,7 @@ def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tritonops",
         description="Turn bare-metal GPU hosts into a Triton Inference Server + vLLM serving fleet.",
@@ -59,10 +61,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tritonops {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _global_options(suppress_defaults=True)
-    for name in COMMANDS:
+    for name in commands:
         module = importlib.import_module(f"tritonops.cli.cmd_{name}")
         module.register(subparsers, common)
     return parser
+
+
+class _NotClear(Exception):
+    pass
+
+
+class _PreParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _NotClear(message)
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The command the line names, when only global options come before it (read by the same option
+    definitions as the real parser); None when anything else does (--help, --version, a mistake)."""
+    pre = _PreParser(add_help=False, parents=[_global_options(suppress_defaults=False)])
+    pre.add_argument("command", nargs="?")
+    pre.add_argument("rest", nargs=argparse.REMAINDER)
+    try:
+        known, unknown = pre.parse_known_args(argv)
+    except _NotClear:
+        return None
+    return known.command if known.command in COMMANDS and not unknown else None
 
 
 def _quiet_libraries(verbosity: int) -> None:
@@ -78,7 +102,9 @@ def _quiet_libraries(verbosity: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    named = named_command(argv)
+    parser = build_parser((named,) if named else COMMANDS)
     args = parser.parse_args(argv)
     from tritonops.cli.output import Output
 

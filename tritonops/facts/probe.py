@@ -1,7 +1,9 @@
 """Probe hosts: send the probe program, parse what it prints into `HostFacts`.
 
-`probe_hosts` loads the parser (pydantic and the facts model, ~0.15 s) and builds the bundle in a
-thread of its own while the hosts are being dialled, so neither waits in front of the network.
+`probe_hosts` loads the parser (pydantic and the facts model, ~0.15 s) in a thread of its own while
+the hosts are being dialled, so it does not wait in front of the network. Python runs one thread at
+a time: that thread first loads what the dialling needs (the SSH transport, the bundle) and only
+then the parser, so the parser's load fills the time spent waiting for hosts and never delays them.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Sequence
 
-from tritonops.facts import probe_payload
 from tritonops.facts.defaults import DEFAULT_ROOT, PROBE_TIMEOUT_S
 from tritonops.results import HostResult
 from tritonops.transport.base import Transport
@@ -24,6 +25,8 @@ __all__ = ["DEFAULT_ROOT", "PROBE_TIMEOUT_S", "probe_hosts", "probe_task", "prob
 
 def read_facts(transport: Transport, *, disk_path: str = DEFAULT_ROOT, python: str = "python3",
                timeout: float = PROBE_TIMEOUT_S) -> HostFacts:
+    from tritonops.facts import probe_payload
+
     result = transport.run(probe_payload.command(disk_path, python), stdin=probe_payload.bundle(),
                            timeout=timeout)
     from tritonops.facts.probe_parse import ProbeOutputError, parse_probe_output
@@ -64,7 +67,8 @@ def probe_task(disk_path: str, timeout: float):
 
 def probe_hosts(specs: Sequence[ConnectionSpec], forks: int = 10, *, accept_new_host_keys: bool = False,
                 disk_path: str = DEFAULT_ROOT, timeout: float = PROBE_TIMEOUT_S) -> ProbeReport:
-    threading.Thread(target=_load_while_dialling, name="probe-load", daemon=True).start()
+    remote = any(not spec.local for spec in specs)
+    threading.Thread(target=_load_while_dialling, args=(remote,), name="probe-load", daemon=True).start()
     group = run_on_hosts(specs, probe_task(disk_path, timeout), forks=forks,
                          accept_new_host_keys=accept_new_host_keys)
     from tritonops.facts.model import HostProbe, ProbeReport
@@ -75,8 +79,13 @@ def probe_hosts(specs: Sequence[ConnectionSpec], forks: int = 10, *, accept_new_
     ))
 
 
-def _load_while_dialling() -> None:
-    """The bundle first (sent as soon as a host answers), then the parser (needed when one has replied).
-    A host that is ready first waits for either on its lock, never builds it twice."""
+def _load_while_dialling(remote: bool) -> None:
+    """The transport and the bundle first (what a host needs to be dialled and sent the program), then
+    the parser (needed once one has replied). A host that gets there first waits on the same import or
+    lock; nothing is loaded or built twice."""
+    if remote:
+        import tritonops.transport.ssh  # noqa: F401
+    from tritonops.facts import probe_payload
+
     probe_payload.bundle()
     import tritonops.facts.probe_parse  # noqa: F401  (pydantic and the facts model)
