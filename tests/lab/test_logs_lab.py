@@ -132,3 +132,43 @@ def test_an_unknown_logging_driver_is_refused_before_anything_is_touched(capsys,
     assert code != 0 and report is None
     assert "tritonops_log_driver 'splunk' is not one tritonops ships with; allowed: " + ", ".join(DRIVERS) in err
     assert len(err.strip().splitlines()) == 1 and current(on_host) == before
+
+
+def test_logs_prints_each_hosts_lines_and_follows_new_ones(capsys, lab, inventory, on_host, tmp_path):
+    from tritonops.cli.cmd_deploy import default_playbook, default_roles_path
+    from tritonops.deploy.run import DeployOptions
+    from tritonops.lab.testing import LIGHT_H200X2
+    from tritonops.logs.fetch import read_logs
+
+    assert deploy(capsys, "-i", inventory)[0] == 0  # serving (a no-op after the tests above)
+    code = main(["logs", "-i", inventory, "--tail", "5"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and len(out) == 5 and all(line.startswith(f"{HOST} | 20") for line in out), out
+    assert any(" info  triton    Started" in line for line in out)
+
+    # a host without Docker: its one-line problem, the others print
+    data = yaml.safe_load(open(inventory).read())
+    light = lab.host(LIGHT_H200X2)
+    data["all"]["hosts"]["nodocker"] = {"ansible_host": light.address, "ansible_port": light.port}
+    both = tmp_path / "both.yml"
+    both.write_text(yaml.safe_dump(data))
+    code = main(["logs", "-i", str(both), "--tail", "2"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1 and sum(line.startswith(f"{HOST} ") for line in out) == 2
+    (problem,) = [line for line in out if line.startswith("nodocker")]
+    assert "failed: " in problem
+
+    playbook = default_playbook("deploy.yml")
+    options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook))
+    rounds = []
+
+    def between(_seconds):  # the engine logs an error line for this request
+        on_host("curl -s -X POST localhost:18400/v2/models/vllm_model/generate "
+                "-d '{\"text_input\": \"__lab_engine_error__\", \"parameters\": {\"max_tokens\": 2}}'")
+
+    for results in read_logs([inventory], options, tail=1, since=None, follow=True, stop=lambda: len(rounds) >= 3,
+                             sleep=between):
+        rounds.append([line.text for line in results[HOST].payload] if results[HOST].ok else results[HOST].msg)
+    assert len(rounds[0]) == 1
+    later = [text for texts in rounds[1:] for text in texts]
+    assert len([t for t in later if "injected failure" in t]) == 2, rounds  # each new line once

@@ -98,6 +98,18 @@ class Output:
         writer.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
         writer.flush()
 
+    def json_line(self, data: Any) -> None:
+        """One JSON object on one line (JSON Lines: a stream a reader can take line by line)."""
+        writer = _RedactingWriter(self._stream)
+        writer.write(json.dumps(data, sort_keys=False) + "\n")
+        writer.flush()
+
+    def text_line(self, text: str) -> None:
+        """One line of someone else's text (a log line) as it is, control characters escaped, unwrapped."""
+        writer = _RedactingWriter(self._stream)
+        writer.write(printable(text) + "\n")
+        writer.flush()
+
     def info(self, text: Any) -> None:
         """Progress and notes: stderr, so --json output stays clean."""
         self.err_console.print(_plain_text(text))
