@@ -26,11 +26,11 @@ def main(argv: list[str]) -> int:
     from tritonops.inventory import load_inventory
 
     parser = argparse.ArgumentParser(prog="python -m tritonops.lab generate")
-    parser.add_argument("-i", "--inventory", required=True)
+    parser.add_argument("-i", "--inventory", action="append", required=True, metavar="PATH")
     parser.add_argument("--model", default="vllm_model")
     parser.add_argument("prompt", nargs="?", default="The capital of France is")
     args = parser.parse_args(argv)
-    hosts = load_inventory([args.inventory]).hosts
+    hosts = load_inventory(args.inventory).hosts
     by_name = {host.name: host for host in hosts}
 
     def ask(session: HostSession) -> HostResult:
