@@ -126,18 +126,25 @@ def firing(lab_prometheus, alertname: str) -> list[dict]:
 
 def test_deploy_writes_targets_prometheus_scrapes_them_metrics_prints_and_a_stopped_triton_fires(
         capsys, lab, inventory, lab_prometheus, on_host, serving, garbage_port):
+    def ours():
+        return [g for g in json.loads(lab_prometheus.targets_file.read_text()) if g["labels"]["deployment"] == DEPLOYMENT]
+
+    code, checked = cli(capsys, "deploy", "-i", inventory, "--limit", "m-serve", "--check")
+    assert code == 0 and ours() == [] and not [r for r in checked["results"] if r["task"] == "targets"]
     code, report = cli(capsys, "deploy", "-i", inventory, "--limit", "m-serve")
     assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+    assert [r["status"] for r in report["results"] if r["task"] == "targets"] == ["changed"]
     current = on_host("m-serve", f"readlink /opt/tritonops/{DEPLOYMENT}/current").strip().removeprefix("releases/")
     address = prometheus.container_address(lab.host(FULL_2080TI).container, network_name(lab.prefix))
 
     # the targets file: this host, where Prometheus reaches it, what it serves; the rules beside it
-    groups = [g for g in json.loads(lab_prometheus.targets_file.read_text())
-              if g["labels"]["deployment"] == DEPLOYMENT]
-    assert groups == [{"targets": [f"{address}:19002"], "labels": {
+    written = [{"targets": [f"{address}:19002"], "labels": {
         "host": "m-serve", "deployment": DEPLOYMENT, "release": current, "models": "vllm_model",
         "gpu_type": "NVIDIA GeForce RTX 2080 Ti", "gpus": "1"}}]
-    assert [r["status"] for r in report["results"] if r["task"] == "targets"] in (["changed"], ["ok"])
+    assert ours() == written
+    code, again = cli(capsys, "deploy", "-i", inventory, "--limit", "m-serve")  # a no-op: the file stays
+    assert code == 0 and [r["status"] for r in again["results"] if r["task"] == "targets"] == ["ok"]
+    assert ours() == written
     rules = lab_prometheus.targets_file.parent / "tritonops.rules.yml"
     assert subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True).returncode == 0
 
