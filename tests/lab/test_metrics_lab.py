@@ -1,4 +1,5 @@
-"""Metrics on real lab hosts: `deploy` writes the Prometheus targets file, the lab's real Prometheus
+"""Metrics on real lab hosts: `deploy` writes the Prometheus targets file (not in --check; unchanged
+by a no-op redeploy; a rejected release that is rolled back leaves the serving one listed), the lab's real Prometheus
 (Debian's package, tests/lab/conftest.py `lab_prometheus`) loads it with tritonops' rules and scrapes
 the host's Triton; request counts reach it; stopping the host's Triton fires TritonDown; `tritonops
 metrics` prints the figures read through SSH, and a host whose metrics port answers garbage or is
@@ -145,6 +146,11 @@ def test_deploy_writes_targets_prometheus_scrapes_them_metrics_prints_and_a_stop
     code, again = cli(capsys, "deploy", "-i", inventory, "--limit", "m-serve")  # a no-op: the file stays
     assert code == 0 and [r["status"] for r in again["results"] if r["task"] == "targets"] == ["ok"]
     assert ours() == written
+    code, rejected = cli(capsys, "deploy", "-i", inventory, "--limit", "m-serve", "-e", json.dumps(
+        {"tritonops_engine_args": {"no_such_engine_arg": 1}, "tritonops_engine_args_unchecked": ["no_such_engine_arg"]}))
+    serve = next(r for r in rejected["results"] if r["task"].startswith("Triton serves"))
+    assert code == 1 and serve["msg"].startswith("rolled back"), serve
+    assert ours() == written  # the release that serves after the rollback, not the rejected one
     rules = lab_prometheus.targets_file.parent / "tritonops.rules.yml"
     assert subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True).returncode == 0
 
