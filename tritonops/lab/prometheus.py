@@ -132,6 +132,7 @@ def _start(lab: LabPrometheus) -> subprocess.Popen:
              f"--web.listen-address=127.0.0.1:{lab.port}", "--storage.tsdb.retention.time=1d"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=lab.folder)
     lab.pid_file.write_text(f"{process.pid}\n")
+    (lab.folder / "port").write_text(f"{lab.port}\n")
     return process
 
 
@@ -143,6 +144,14 @@ def _binary() -> str:
         raise TritonopsError("the lab's Prometheus needs Debian's prometheus package: apt-get install prometheus "
                              "(scripts/bootstrap.sh installs it)")
     return found
+
+
+def recorded_port(folder: Path) -> int | None:
+    """The port the lab's Prometheus was last started on (so `targets`, `alerts`, `down` find it)."""
+    try:
+        return int((folder / "port").read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def running_pid(lab: LabPrometheus) -> int | None:
@@ -228,9 +237,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-i", "--inventory", help="the lab's inventory (up: its hosts are scraped)")
     parser.add_argument("--state-dir", default=None)
     parser.add_argument("--prefix", default=DEFAULT_PREFIX)
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--port", type=int, default=None,
+                        help=f"up: where it listens (default {DEFAULT_PORT}); the others: the port up was given")
     args = parser.parse_args(argv)
-    lab = lab_prometheus(args.state_dir or default_state_dir(), args.port)
+    folder = lab_prometheus(args.state_dir or default_state_dir()).folder
+    port = args.port or recorded_port(folder) or DEFAULT_PORT
+    lab = LabPrometheus(folder, port)
     try:
         if args.action == "up":
             if not args.inventory:
@@ -242,6 +254,10 @@ def main(argv: list[str]) -> int:
             state = up(lab, {name: address for name, address in found.items() if address})
             print(f"prometheus {'started' if state['started'] else 'reloaded'}: {state['url']} (pid {state['pid']}); "
                   f"deploy with -i {args.inventory} -i {state['inventory']}")
+            missing = sorted(name for name, address in found.items() if not address)
+            if missing:
+                print(f"no lab container {args.prefix}-<host> on {network_name(args.prefix)} for: {', '.join(missing)} "
+                      "(not given an address; --prefix?)")
         elif args.action == "down":
             print("prometheus stopped" if down(lab) else "prometheus was not running")
         elif args.action == "targets":
