@@ -62,3 +62,13 @@ def test_events_go_through_the_hosts_own_logging_driver_and_only_when_it_ships()
     assert argv[-3:] == ("--entrypoint", "cat", "sha256:abc") and "syslog-address=tcp://c:514" in argv
     assert not shipping_of({}, "prod").ships
     assert shipping_of({"tritonops_log_driver": "nope"}, "prod") is None
+
+
+def test_a_passed_gate_says_the_release_and_its_figures():
+    msg = (f"start tritonops-prod on release {REL} (GPUs [0]) and gate it (gate passed: ready in 3.4 s, KV cache "
+           "9,871,152 tokens (planned 9,401,072); log shipping degraded: syslog to tcp://c:514 failed (x))")
+    events = deploy_events([(T0 + 5, HostResult("a", "changed", msg, task="Triton serves the release"))],
+                           {"a": HostLabels("prod", "chat")}, command="deploy", who="w", started=T0, finished=T0 + 6)
+    gate = events["a"][1]
+    assert gate["message"] == f"gate passed: release {REL}: ready in 3.4 s, KV cache 9,871,152 tokens (planned 9,401,072)"
+    assert gate["tritonops"]["status"] == "passed"

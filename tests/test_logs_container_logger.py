@@ -86,3 +86,15 @@ def test_sigterm_reaches_the_child_which_exits_its_own_way():
 
 def test_a_line_that_is_not_ours_reads_back_as_it_is():
     assert message_of("plain text") == "plain text" and display("{not json") == "{not json"
+
+
+def test_the_admin_key_is_read_from_its_file_into_tritonservers_flags(tmp_path):
+    key = tmp_path / "admin.key"
+    key.write_text("s3cret\n")
+    proc = subprocess.run([sys.executable, str(LOGGER), *FIELDS, "--restricted-key-file", str(key),
+                           "--restricted-apis", "model-repository", "--restricted-header", "h", "--",
+                           sys.executable, "-c", "import sys; print(repr(sys.argv[1:]))"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["message"] == repr(["--http-restricted-api=model-repository:h=s3cret",
+                                                       "--grpc-restricted-protocol=model-repository:h=s3cret"])

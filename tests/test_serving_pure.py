@@ -54,15 +54,22 @@ def test_the_logging_label_names_the_settings_asked_for_even_on_the_fallback():
     assert logging_digest(shipping.log) != logging_digest(SPEC.log)
 
 
-def test_ports_shm_and_restricted_apis_are_honoured():
+def test_ports_shm_and_the_admin_key_file_read_by_the_logger():
     from dataclasses import replace
-    argv = run_argv(replace(SPEC, gpus=(3,), ports=Ports(9000, 9001, 9002, "127.0.0.1"), shm_size="16g"),
-                    admin_key="k3y")
+    key = "/opt/tritonops/prod/admin.key"
+    argv = run_argv(replace(SPEC, gpus=(3,), ports=Ports(9000, 9001, 9002, "127.0.0.1"), shm_size="16g",
+                            admin_key_file=key, logger_path="/opt/tritonops/prod/bin/container_logger.py"))
     assert argv[argv.index("--gpus") + 1] == '"device=3"'
     assert "--ipc" not in argv and argv[argv.index("--shm-size") + 1] == "16g"
     assert "127.0.0.1:9000:8000" in argv and "127.0.0.1:9002:8002" in argv
-    assert ("--http-restricted-api=model-repository,model-config,shared-memory,statistics,trace,logging:"
-            "tritonops-admin-key=k3y") in argv
+    assert f"{key}:{key}:ro" in argv
+    at = argv.index("--restricted-key-file")
+    assert argv[at:at + 7] == ("--restricted-key-file", key, "--restricted-apis",
+                               "model-repository,model-config,shared-memory,statistics,trace,logging",
+                               "--restricted-header", "tritonops-admin-key", "--")
+    assert not any("restricted-api=" in arg for arg in argv)  # the key itself is never on this line
+    with pytest.raises(ValueError, match="container logger"):
+        run_argv(replace(SPEC, admin_key_file=key))
 
 
 @pytest.mark.parametrize("line, kind", [

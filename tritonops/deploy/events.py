@@ -14,6 +14,7 @@ from tritonops.logs.ecs import event
 from tritonops.results import HostResult
 
 RELEASE_ID = re.compile(r"\b(\d{8}T\d{6}Z-[0-9a-f]{8})\b")
+GATE_NOTE = re.compile(r"\(gate passed: (.*?)(?:; log shipping degraded: .*)?\)$")
 SERVE_TASKS = ("Triton serves",)  # the tasks whose result is the health gate's
 
 
@@ -60,7 +61,10 @@ def _gate(doc, at: float, result: HostResult, command: str) -> dict:
     if result.status == "ok":
         return doc(at, "info", "gate: nothing to start, the release already serves", action="gate", status="unchanged")
     if not result.failed:
-        return doc(at, "info", f"gate passed: {msg}", action="gate", status="passed",
+        found = GATE_NOTE.search(msg)
+        release = RELEASE_ID.findall(msg)
+        said = f"release {release[-1]}: {found.group(1)}" if found and release else msg
+        return doc(at, "info", f"gate passed: {said}", action="gate", status="passed",
                    seconds=round(result.elapsed_s, 2))
     if msg.startswith("rolled back: "):
         return doc(at, "error", f"gate failed, {msg}", action="rollback", status="rolled_back",

@@ -1,7 +1,8 @@
 """The Triton container's first process: runs tritonserver and writes each line it prints as one
 JSON object with ECS field names, so every log line that leaves the host carries who said it.
 
-    python3 container_logger.py --host H --deployment D --release R --models a,b -- tritonserver ...
+    python3 container_logger.py --host H --deployment D --release R --models a,b
+        [--restricted-key-file F --restricted-apis A --restricted-header H] -- tritonserver ...
 
 Fields: @timestamp (when the line was printed, UTC, milliseconds), log.level, message, host.name,
 service.name (the source: triton, vllm), labels.{deployment, release, model}, log.origin.file.*
@@ -94,8 +95,23 @@ def parse(argv):
     return values, command
 
 
+def restricted_flags(values):
+    """Triton's restricted-API flags with the key read from its file (mounted read-only), so the key
+    is in no `docker run` command line and not in `docker inspect`."""
+    path = values.get("--restricted-key-file")
+    if not path:
+        return []
+    with open(path) as handle:
+        key = handle.read().strip()
+    if not key:
+        raise SystemExit("the admin key file %s is empty" % path)
+    rule = "%s:%s=%s" % (values["--restricted-apis"], values["--restricted-header"], key)
+    return ["--http-restricted-api=" + rule, "--grpc-restricted-protocol=" + rule]
+
+
 def main(argv):
     values, command = parse(argv)
+    command = command + restricted_flags(values)
     models = [m for m in values.get("--models", "").split(",") if m]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):

@@ -209,7 +209,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "log_driver": spec.log.driver, "log_collector": spec.log.collector, "logging": logging_digest(spec.log),
                "logger_path": spec.logger_path, "logger_source": LOGGER_SOURCE,
                "admin_key_file": settings.admin_key_file,
-               "restricted": RESTRICTED_APIS, "admin_header": ADMIN_HEADER, "http_port": settings.http_port,
+               "http_port": settings.http_port,
                "ports": [settings.http_port, settings.grpc_port, settings.metrics_port],
                "bind": settings.bind_address, "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,

@@ -69,12 +69,14 @@ def logging_digest(log: LogShipping) -> str:
     return hashlib.sha256("\0".join(log_argv(log)).encode()).hexdigest()[:12]
 
 
-def run_argv(spec: ServeSpec, admin_key: str | None = None, log: LogShipping | None = None) -> tuple[str, ...]:
-    """`docker run` for the release. `admin_key`: the restricted APIs' key, given to tritonserver only
-    (it is read from the host's key file by the serve program, never sent from the controller).
-    `log`: other log settings than the spec's (the local fallback when the collector is down).
-    With a `logger_path`, tritonserver runs under the container logger (one ECS JSON object per
-    line, docs/logs.md), mounted read-only from the host."""
+def run_argv(spec: ServeSpec, log: LogShipping | None = None) -> tuple[str, ...]:
+    """`docker run` for the release. `log`: other log settings than the spec's (the local fallback
+    when the collector is down). tritonserver runs under the container logger (one ECS JSON object
+    per line, docs/logs.md), mounted read-only from the host. With an admin key file, the file is
+    mounted read-only too and the logger reads it and gives tritonserver the restricted-API flags:
+    the key is in no `docker run` command line and not in `docker inspect`."""
+    if spec.admin_key_file and not spec.logger_path:
+        raise ValueError("the admin key is read by the container logger: give logger_path")
     argv = ["docker", "run", "--detach", "--name", spec.container,
             "--label", f"{LABEL_DEPLOYMENT}={spec.deployment}", "--label", f"{LABEL_RELEASE}={spec.release}",
             "--label", f"{LABEL_LOGGING}={logging_digest(spec.log)}",
@@ -86,18 +88,18 @@ def run_argv(spec: ServeSpec, admin_key: str | None = None, log: LogShipping | N
     for host_port, port in ((spec.ports.http, 8000), (spec.ports.grpc, 8001), (spec.ports.metrics, 8002)):
         argv += ["--publish", f"{spec.ports.bind}:{host_port}:{port}"]
     argv += log_argv(log or spec.log)
-    for folder in (spec.release_dir, *spec.weights_dirs):
-        argv += ["--volume", f"{folder}:{folder}:ro"]
-    if spec.logger_path:
-        argv += ["--volume", f"{spec.logger_path}:{spec.logger_path}:ro"]
+    for path in (spec.release_dir, *spec.weights_dirs, spec.logger_path, spec.admin_key_file):
+        if path:
+            argv += ["--volume", f"{path}:{path}:ro"]
     argv.append(spec.image_id)
     if spec.logger_path:
         argv += ["python3", spec.logger_path, "--host", spec.host_name, "--deployment", spec.deployment,
-                 "--release", spec.release, "--models", ",".join(spec.models), "--"]
+                 "--release", spec.release, "--models", ",".join(spec.models)]
+        if spec.admin_key_file:
+            argv += ["--restricted-key-file", spec.admin_key_file, "--restricted-apis", RESTRICTED_APIS,
+                     "--restricted-header", ADMIN_HEADER]
+        argv.append("--")
     argv += ["tritonserver", f"--model-repository={spec.model_repository}",
              "--log-format=ISO8601", f"--exit-timeout-secs={spec.exit_timeout_s}", "--strict-readiness=true",
              *spec.triton_args]
-    if admin_key is not None:
-        argv += [f"--http-restricted-api={RESTRICTED_APIS}:{ADMIN_HEADER}={admin_key}",
-                 f"--grpc-restricted-protocol={RESTRICTED_APIS}:{ADMIN_HEADER}={admin_key}"]
     return tuple(argv)

@@ -4,8 +4,9 @@ start the release's, gate it, then switch `current` — or put the previous one 
 Fed one JSON document on stdin (what `ServeStep` sends); prints one JSON document (the outcome).
 Runs on the host so the whole gate is one SSH command however long the model takes to load: it polls
 Triton on the host's loopback and `docker inspect` every second or two until the deadline, and stops
-early when the container exits or restarts. The restricted APIs' key is read here from its file on
-the host: it never crosses the network or the controller's logs.
+early when the container exits or restarts. The restricted APIs' key is made here on the host the
+first time (0600) and read in the container by the container logger: it never crosses the network,
+the controller's logs, a `docker run` command line or `docker inspect`.
 """
 
 SOURCE = r'''
@@ -238,13 +239,7 @@ if current:
         remove(name)
 remove(name)
 argv, fallback = list(spec["run_argv"]), list(spec["fallback_run_argv"])
-ensure_admin_key(spec.get("admin_key_file"))
-if spec.get("admin_key_file"):
-    with open(spec["admin_key_file"]) as handle:
-        key = handle.read().strip()
-    restricted = ["--http-restricted-api=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key),
-                  "--grpc-restricted-protocol=%s:%s=%s" % (spec["restricted"], spec["admin_header"], key)]
-    argv, fallback = argv + restricted, fallback + restricted
+ensure_admin_key(spec.get("admin_key_file"))  # read in the container by the container logger
 if spec.get("logger_path"):
     install_logger(spec["logger_path"], spec["logger_source"])
 shipping = ""
