@@ -7,19 +7,25 @@ reject of the row's max_model_len with what vLLM did. Totals: over-promises (tri
 it fits, vLLM refused: must be 0), predictions above the printed number, and the median and
 worst relative error. Rows that cannot be predicted say why.
 
-    python bench/sizing_accuracy.py [--csv PATH]
+Then it replays the vLLM 0.25.0 start-ups measured on a real H200 (tests/fixtures/real/calib-*/runs,
+bench/real_gpu_calib.sh): per run the printed and predicted "GPU KV cache size", the verdicts, and
+the totals for the runs the rules were fitted to and for the held-out ones.
+
+    python bench/sizing_accuracy.py [--csv PATH] [--calib DIR ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonops.sizing.calibration import Replay, replay, summarize
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
@@ -27,6 +33,7 @@ from tritonops.sizing.model_catalog import find_catalog_model
 from tritonops.sizing.model_spec import model_spec_from_config
 
 DEFAULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vllm-observations.csv"
+DEFAULT_CALIB = sorted((Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real").glob("calib-*"))
 
 GPU_KEYS = {"RTX 3090": "3090", "RTX 4090": "4090", "RTX A6000": "a6000", "H100": "h100",
             "A100-80GB": "a100-80gb"}
@@ -161,7 +168,55 @@ RELATED_LENGTHS = {"1": ((29000, True), (35000, False), (45000, False))}
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    parser.add_argument("--calib", type=Path, nargs="*", default=DEFAULT_CALIB)
     args = parser.parse_args(argv)
+    over_promises = 0
+    if args.csv.exists():
+        over_promises += reference_rows(args)
+    for folder in args.calib:
+        over_promises += calibration_runs(folder)
+    return 1 if over_promises else 0
+
+
+def load_calibration(folder: Path) -> list[Replay]:
+    """Every run of one calib-* fixture folder, replayed (vLLM 0.25.0, one H200)."""
+    from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
+    from tritonops.sizing.startup_log import parse_startup_log
+    gpus = gpu_spec_from_catalog("h200:1")
+    replays = []
+    for log in sorted(folder.glob("runs/*.log")):
+        record = parse_startup_log(log.read_text())
+        if record is None:
+            continue
+        config = json.loads((folder / "models" / record.model / "config.json").read_text())
+        replays.append(replay(record, model_spec_from_config(config, name=record.model), gpus))
+    return replays
+
+
+def calibration_runs(folder: Path) -> int:
+    replays = load_calibration(folder)
+    print(f"\n== {folder.name}: vLLM 0.25.0 start-ups on a real H200, TP 1 ({len(replays)} runs; H = held out)")
+    print(f"{'run':>4}   {'model':<18} {'util':>5} {'batch':>5} {'seqs':>4} {'mode':<6} {'printed':>9} "
+          f"{'predicted':>9} {'error':>8} {'MiB':>6}  vLLM/tritonops")
+    for r in replays:
+        rec = r.record
+        err = f"{r.error:+.2%}" if r.error is not None else "n/a"
+        mib = f"{r.error_bytes / 2**20:+.0f}" if r.error_bytes is not None else ""
+        flag = " OVER-PROMISE" if r.over_promise else (" MISSED ACCEPT" if r.missed_accept else "")
+        print(f"{rec.run_id:>4} {'H' if rec.holdout else ' '} {rec.model[:18]:<18} {rec.gpu_memory_utilization:>5} "
+              f"{rec.max_num_batched_tokens:>5} {rec.max_num_seqs:>4} {'eager' if rec.enforce_eager else 'graphs':<6} "
+              f"{(rec.kv_tokens or 0):>9} {r.plan.kv_cache_tokens:>9} {err:>8} {mib:>6}  "
+              f"{'started' if rec.started else 'refused'}/{'fits' if r.plan.fits else 'refuse'}{flag}")
+    for name, chosen in (("fitted", [r for r in replays if not r.record.holdout]),
+                         ("held out", [r for r in replays if r.record.holdout]), ("all", replays)):
+        s = summarize(chosen)
+        print(f"{name:>9}: {s.runs} runs; over-promises {s.over_promises}; missed accepts {s.missed_accepts}; "
+              f"median |error| {s.median_abs_error:.2%}; worst {s.worst_error:+.2%}; outside the worst goal "
+              f"(3 % or 64 MiB) {s.outside_worst_goal}; goal {'met' if s.meets_goal else 'NOT met'}")
+    return summarize(replays).over_promises
+
+
+def reference_rows(args) -> int:
     rows = list(csv.DictReader(args.csv.open()))
     print(f"{'row':>4} {'vLLM':>6} {'GPU':>12} {'TP':>2} {'model':<38} {'len':>6} {'printed':>9} "
           f"{'predicted':>9} {'error':>7}  vLLM/tritonops")
@@ -222,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\nnot predicted:")
         for rid, why in skipped:
             print(f"  row {rid}: {why}")
-    return 1 if over_promises else 0
+    return over_promises
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from tritonops.sizing.alternatives import alternatives_for
 from tritonops.sizing.engine_args import model_json_for
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.memory_model import (CUDA_CONTEXT_BYTES, EngineSettings, MemoryEstimate,
-                                           cudagraph_estimate, estimate_memory)
+                                           cudagraph_estimate, estimate_memory, graphs_subtracted)
 from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.request_numbers import checked_request
 from tritonops.sizing.swap import cpu_kv_cache
@@ -47,7 +47,7 @@ def _settings(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: Si
 
 def accepts(profile: VllmProfile, memory: MemoryEstimate, length: int, concurrency: int = 1) -> bool:
     """vLLM's start-up check on the predicted blocks, and room for `concurrency` requests."""
-    return length <= profile.max_tokens_accepted(memory.num_blocks) and \
+    return length <= profile.max_tokens_accepted(memory.num_blocks - memory.window_blocks) and \
         concurrency * length <= memory.kv_cache_tokens
 
 
@@ -94,7 +94,7 @@ def _eager_options(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, reques
     """Which enforce_eager values to try, and why when only eager is possible."""
     if request.enforce_eager is not None:
         return (request.enforce_eager,), ""
-    if profile.subtracts_cudagraph_memory:
+    if graphs_subtracted(model, profile):
         return (False, True), ""
     # graphs are captured after the KV cache, outside the budget: they need the rest
     headroom = int(gpus.cuda_total_bytes * (1 - util)) - CUDA_CONTEXT_BYTES
@@ -299,6 +299,10 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
                    f"{gib(memory.safety_margin)} safety margin)")
     if model.rough:
         notes.append("estimate is rough for this architecture (see notes); it errs low")
+    if profile.measured_memory and not memory.calibrated:
+        notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on an H200 at TP 1 for "
+                     "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models; for this model, TP or GPU the "
+                     f"figure keeps an allowance ({gib(memory.safety_margin)}) and errs low")
 
     plan = EnginePlan(
         fits=fits_flag,

@@ -14,8 +14,10 @@ vLLM will not find.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from tritonops.sizing import calibrated_terms as measured
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.model_spec import DTYPE_BYTES, ModelSpec
 from tritonops.sizing.units import GIB, MIB
@@ -32,9 +34,10 @@ NON_TORCH_TP1 = int(0.35 * GIB)
 NON_TORCH_TP_MULTI = int(0.75 * GIB)
 # The CUDA context vLLM's process creates before its baseline (H200 fixture: ~552 MB).
 CUDA_CONTEXT_BYTES = int(0.55 * GIB)
-# CUDA graphs: 0.62-0.74 GiB observed for 8B-class (32-layer) models (reference 1.7).
+# CUDA graphs: 0.62-0.74 GiB observed for 8B-class (32-layer) models (reference 1.7); up to
+# 1.01 GiB captured by vLLM 0.25 on the H200 (Qwen3-8B, 36 layers, 51 sizes): 24 MiB a layer.
 CUDAGRAPH_BASE = int(0.25 * GIB)
-CUDAGRAPH_PER_LAYER = 16 * MIB
+CUDAGRAPH_PER_LAYER = 24 * MIB
 # MoE: row 3 (Qwen3-235B-A22B-FP8, TP 4, H100) shows ~5 GiB (~9 % of its weights) more non-KV
 # memory per GPU than the dense arithmetic explains (fused-MoE workspaces, weight layout; that
 # run also had LMCache). One observation: reserve 8 % of weights, which with the safety margin
@@ -78,9 +81,14 @@ class MemoryEstimate:
     kv_bytes_per_token: int
     block_size: int
     num_blocks: int
+    printed_tokens: int | None = None  # what vLLM prints when it is not blocks x block size
+    window_blocks: int = 0             # blocks a sliding-window spec adds to each request
+    calibrated: bool = False           # every term measured for this version, family, TP and GPU
 
     @property
     def kv_cache_tokens(self) -> int:
+        if self.printed_tokens is not None:
+            return self.printed_tokens
         return self.num_blocks * self.block_size
 
     @property
@@ -174,8 +182,46 @@ def cudagraph_estimate(model: ModelSpec, tensor_parallel_size: int) -> int:
     return CUDAGRAPH_BASE + CUDAGRAPH_PER_LAYER * model.num_hidden_layers
 
 
+def graphs_subtracted(model: ModelSpec, profile: VllmProfile) -> bool:
+    """CUDA graphs taken out of the KV budget (else captured after the KV cache, outside it)."""
+    if profile.measured_memory:
+        return not measured.uses_v2_runner(model)
+    return profile.subtracts_cudagraph_memory
+
+
+def _estimate_measured(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
+                       profile: VllmProfile) -> MemoryEstimate:
+    """The version whose terms were measured on real hardware (calibrated_terms.py)."""
+    tp = settings.tensor_parallel_size
+    eager = settings.enforce_eager
+    calibrated = measured.is_calibrated(model, tp, gpu.compute_capability)
+    budget = math.ceil(gpu.cuda_total_bytes * settings.gpu_memory_utilization)  # request_memory()
+    weights = measured.weights(model, settings.dtype, tp)
+    if model.quantization is not None:
+        weights = weights_per_gpu(model, settings.dtype, tp)
+    activation = measured.activation(model, settings.max_num_batched_tokens, settings.max_num_seqs, eager, tp)
+    non_torch = measured.non_torch(model, eager, tp)
+    graphs = 0
+    if graphs_subtracted(model, profile) and not eager:
+        graphs = cudagraph_estimate(model, tp)
+    margin = measured.allowance(activation, calibrated)
+    kv = budget - weights - activation - non_torch - graphs - margin
+    per_token = kv_bytes_per_token(model, tp, kv_dtype_bytes(settings))
+    blocks = int(max(kv, 0) // (profile.block_size * per_token))
+    window = model.kv_window
+    printed = measured.printed_kv_tokens(blocks, profile.block_size, settings.max_model_len, window,
+                                         settings.max_num_batched_tokens) if window else None
+    return MemoryEstimate(budget=budget, weights=weights, activation=activation, non_torch=non_torch,
+                          other_processes=0, cudagraph=graphs, safety_margin=margin,
+                          kv_cache=max(kv, 0), kv_bytes_per_token=per_token,
+                          block_size=profile.block_size, num_blocks=blocks, printed_tokens=printed,
+                          window_blocks=1 if window else 0, calibrated=calibrated)
+
+
 def estimate_memory(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
                     profile: VllmProfile) -> MemoryEstimate:
+    if profile.measured_memory:
+        return _estimate_measured(model, gpu, settings, profile)
     tp = settings.tensor_parallel_size
     budget = int(settings.gpu_memory_utilization * gpu.cuda_total_bytes)
     weights = weights_per_gpu(model, settings.dtype, tp)

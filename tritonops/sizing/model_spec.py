@@ -61,6 +61,7 @@ class ModelSpec:
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
     sliding_window: int | None = None
+    kv_window: int | None = None       # the window vLLM's KV spec carries (also when >= the context)
     hybrid_attention: bool = False     # mixes full and sliding/linear attention layers
     multimodal: bool = False
     quantization: Quantization | None = None
@@ -217,6 +218,8 @@ def model_spec_from_config(config: dict, name: str, source: str = "", weight_byt
     # a number must be a size; anything else (a per-layer list, false) is not one window
     if isinstance(sliding, (int, float)) and not isinstance(sliding, bool):
         sliding = size("sliding_window")
+    declared = sliding if isinstance(sliding, int) and not isinstance(sliding, bool) \
+        and text.get("use_sliding_window") is not False else None
     if text.get("use_sliding_window") is False or not isinstance(sliding, int) or isinstance(sliding, bool) \
             or sliding >= max_len:
         sliding = None
@@ -256,6 +259,7 @@ def model_spec_from_config(config: dict, name: str, source: str = "", weight_byt
         kv_lora_rank=kv_lora_rank,
         qk_rope_head_dim=size("qk_rope_head_dim", default=0, minimum=0),
         sliding_window=sliding,
+        kv_window=declared,
         hybrid_attention=hybrid,
         multimodal=multimodal,
         quantization=_quantization(text, where, prefix),

@@ -71,6 +71,7 @@ class VllmProfile:
     chunked_prefill_batched_tokens: int     # V0 max_num_batched_tokens once chunked prefill is on
     big_gpu_excludes_a100: bool       # V1 defaults: the >= 70 GiB rule skips A100 (0.9+)
     min_compute_capability: tuple[int, int]
+    measured_memory: bool = False     # the memory terms were measured on this version (0.25.x, H200)
     block_size: int = 16
     kv_tokens_log_line: str = "GPU KV cache size"
 
@@ -165,7 +166,9 @@ def profile_for(version: str, compute_capability: tuple[int, int] = (9, 0)) -> V
         auto_max_model_len=v >= (0, 14, 0),
         # env default 1 read in 0.20.2 (log says "default since v0.21.0"): 0.20.x assumed on
         subtracts_cudagraph_memory=v >= (0, 20, 0),
-        reserves_null_block=v > (0, 22, 99),
+        # read in 0.25.0: the start-up check compares bytes (cdiv(len, block) blocks), and
+        # "GPU KV cache size" counts every block; 0.23-0.24 and newer than 0.25 unread -> reserved
+        reserves_null_block=v > (0, 22, 99) and v[:2] != (0, 25),
         checks_free_memory_at_start=v1 and v >= (0, 9, 1),
         subtracts_other_processes=formula in ("v0_torch_peak", "v1_torch_peak"),
         # present in 0.6.3.post1 and 0.6.4, absent in 0.4.2; 0.5.x unread -> assumed absent
@@ -175,6 +178,7 @@ def profile_for(version: str, compute_capability: tuple[int, int] = (9, 0)) -> V
         # NGC vllm images from 25.01 (vLLM 0.6.3.post1 on) need compute capability 7.5+
         min_compute_capability=(7, 5) if v >= (0, 6, 3) else (7, 0),
         kv_tokens_log_line="GPU KV cache size" if v1 else "# GPU blocks (x 16 tokens)",
+        measured_memory=v1 and v[:2] == (0, 25),
     )
 
 
