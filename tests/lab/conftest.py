@@ -10,6 +10,14 @@ from tritonops.lab.testing import lab, lab_ssh  # noqa: F401
 LAB_PROMETHEUS_PORT = 9190
 
 
+def pytest_collection_modifyitems(items):
+    """Every test under tests/lab needs the lab: `-m 'not lab'` leaves them all out."""
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.fspath).startswith(here + os.sep):
+            item.add_marker(pytest.mark.lab)
+
+
 @pytest.fixture(scope="session")
 def lab_prometheus(lab):  # noqa: F811
     from tritonops.lab import prometheus

@@ -7,6 +7,7 @@ import time
 from typing import Callable, Sequence
 
 from tritonops.deploy.event_log import events_phase
+from tritonops.deploy.targets import write_targets
 from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
 from tritonops.playbook import compile_playbook, load_playbook, run_playbook
 from tritonops.playbook.events import HostDone, OnEvent
@@ -50,4 +51,5 @@ def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str 
                              finished=time.time(), on_phase=on_phase)
         finally:
             report.traffic = pool.traffic()
+    write_targets(inventory_paths, options, report, record)  # the release label of the rolled-back hosts
     return report
