@@ -22,7 +22,7 @@ from tritonops.sizing.units import KIB, MIB
 # model_type values of the MoE architectures 0.25 runs on the V2 runner (config/vllm.py)
 V2_RUNNER_MOE_TYPES = frozenset({"qwen2_moe", "deepseek_v2", "granitemoe"})
 # Families whose attention keeps one more per-token tensor at the forward peak: a bias on the
-# QKV projection (Qwen2: 2h + 0.75-1 KiB per token measured) or a norm on q and k (Qwen3: 2h).
+# QKV projection (Qwen2: 2h + 0.5-1 KiB per token measured, 1.5 KiB taken) or a norm on q and k (Qwen3: 2h).
 QKV_EXTRA_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
 # model_type values measured on the H200 (fixtures); elsewhere the prediction says "uncalibrated".
 CALIBRATED_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "phi3", "qwen3_moe", "qwen2_moe"})
@@ -35,8 +35,10 @@ _NO_SPLIT_FROM = 20 * MIB
 # What the load adds beyond the tensors and the rotary cache: 0.03-16.1 MiB over 9 models.
 WEIGHTS_ALLOWANCE = 20 * MIB
 # cuBLAS workspace, allocated through PyTorch at the first GEMM of the profile: the intercept of
-# the forward term, exact for Llama-3.1-8B (248 MiB at 2048 tokens, 464 MiB at 4096).
+# the forward term, exact for Llama-3.1-8B (248 MiB at 2048 tokens, 464 MiB at 4096)...
 CUBLAS_WORKSPACE = 32 * MIB
+# ...plus 2 KiB of small tensors in every dense run: 1 MiB taken.
+FORWARD_SMALL = MIB
 # torch.compile'd forward (graphs on): +60-64 MiB over the eager forward in 7 runs.
 COMPILED_FORWARD_EXTRA = 64 * MIB
 # ...and the compiled profile holds another bf16 vocab x hidden matrix with the batch's hidden
@@ -63,6 +65,7 @@ NON_TORCH_V1_GRAPHS_TP1 = 256 * MIB
 # Where family, TP or GPU was not measured: a few % of the activation peak plus tens of MiB.
 UNCALIBRATED_ACTIVATION_SHARE = 0.10
 UNCALIBRATED_FIXED = 64 * MIB
+UNCALIBRATED_NON_TORCH_TP1 = int(0.35 * 1024 * MIB)     # reference 1.7: 0.16-0.43 GiB seen elsewhere
 UNCALIBRATED_NON_TORCH_TP_MULTI = int(0.75 * 1024 * MIB)
 
 
@@ -127,9 +130,9 @@ def _forward(model: ModelSpec, tokens: int, tp: int) -> int:
         fixed = CUBLAS_WORKSPACE + MOE_FIXED
     else:
         per_token = 6 * model.intermediate_size / tp + 6 * h
-        fixed = CUBLAS_WORKSPACE
+        fixed = CUBLAS_WORKSPACE + FORWARD_SMALL
     if model.model_type in QKV_EXTRA_TYPES or model.model_type not in CALIBRATED_TYPES:
-        per_token += 2 * h + KIB
+        per_token += 2 * h + 1536
     return int(tokens * per_token) + fixed
 
 
@@ -154,9 +157,11 @@ def activation(model: ModelSpec, tokens: int, requests: int, eager: bool, tp: in
     return max(candidates)
 
 
-def non_torch(model: ModelSpec, eager: bool, tp: int) -> int:
+def non_torch(model: ModelSpec, eager: bool, tp: int, calibrated: bool = True) -> int:
     if tp > 1:
         return UNCALIBRATED_NON_TORCH_TP_MULTI
+    if not calibrated:
+        return UNCALIBRATED_NON_TORCH_TP1
     return NON_TORCH_V2_TP1 if (eager or uses_v2_runner(model)) else NON_TORCH_V1_GRAPHS_TP1
 
 

@@ -51,6 +51,14 @@ def accepts(profile: VllmProfile, memory: MemoryEstimate, length: int, concurren
         concurrency * length <= memory.kv_cache_tokens
 
 
+def vllm_auto_fit_length(model: ModelSpec, profile: VllmProfile, memory: MemoryEstimate) -> int | None:
+    """The length vLLM's auto-fit picks (0.25 kv_cache_utils._auto_fit_max_model_len: the longest
+    length whose blocks fit the KV memory, at most the model's), on versions that have it."""
+    if not profile.auto_max_model_len:
+        return None
+    return min(model.max_model_len, profile.max_tokens_accepted(memory.num_blocks - memory.window_blocks))
+
+
 def fit_length(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: SizingRequest, tp: int,
                util: float, dtype: str, eager: bool, target: int) -> Fit:
     """V1 profiles a fixed batch, so the cache does not depend on the length; V0 profiles
@@ -299,6 +307,10 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
                    f"{gib(memory.safety_margin)} safety margin)")
     if model.rough:
         notes.append("estimate is rough for this architecture (see notes); it errs low")
+    auto_length = vllm_auto_fit_length(model, profile, memory)
+    if auto_length is not None:
+        reasons.append(f"vllm_auto_max_model_len {auto_length}: what vLLM {profile.version}'s own auto-fit "
+                       f"(max_model_len auto) would choose on the predicted KV cache; tritonops pins {length}")
     if profile.measured_memory and not memory.calibrated:
         notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on an H200 at TP 1 for "
                      "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models; for this model, TP or GPU the "
@@ -337,6 +349,7 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
         rough=model.rough,
         kv_offloading_size=cpu.kv_offloading_size,
         cpu_kv_cache_bytes=cpu.cpu_bytes,
+        vllm_auto_max_model_len=auto_length,
     )
     plan = replace(plan, model_json=model_json_for(plan, profile, request))
     return plan, length < target

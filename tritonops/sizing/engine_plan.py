@@ -90,6 +90,7 @@ class EnginePlan:
     model_json: dict = field(default_factory=dict)
     kv_offloading_size: float | None = None   # GiB over all TP ranks (CPU KV-cache offloading, 0.12+)
     cpu_kv_cache_bytes: int = 0               # host RAM this engine takes for KV cache (swap or offload)
+    vllm_auto_max_model_len: int | None = None  # vLLM's own auto-fit length (max_model_len auto), where it has one
 
     def to_dict(self) -> dict:
         data = asdict(self)

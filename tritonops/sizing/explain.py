@@ -6,7 +6,8 @@ from tritonops.sizing.engine_plan import EnginePlan
 from tritonops.sizing.units import gib
 
 _FIELDS = ("tensor_parallel_size", "max_model_len", "dtype", "kv_cache_dtype", "gpu_memory_utilization",
-           "enforce_eager", "max_num_seqs", "max_num_batched_tokens", "swap_space", "kv_offloading_size", "kv_cache_tokens")
+           "enforce_eager", "max_num_seqs", "max_num_batched_tokens", "swap_space", "kv_offloading_size", "kv_cache_tokens",
+           "vllm_auto_max_model_len")
 
 
 def _value(plan: EnginePlan, name: str) -> str:
@@ -22,7 +23,7 @@ def plan_rows(plan: EnginePlan) -> list[tuple[str, str, str]]:
     for name in _FIELDS:
         reason = next((r.split(": ", 1)[1] if ": " in r else r for r in plan.reasons
                        if r.split(" ", 1)[0].rstrip(":") == name), "")
-        if name in ("swap_space", "kv_offloading_size") and not reason:
+        if name in ("swap_space", "kv_offloading_size", "vllm_auto_max_model_len") and not reason:
             continue
         assumed = " (assumed)" if name in plan.assumed else ""
         rows.append((name, _value(plan, name), reason + assumed))

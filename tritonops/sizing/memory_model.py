@@ -200,7 +200,7 @@ def _estimate_measured(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
     if model.quantization is not None:
         weights = weights_per_gpu(model, settings.dtype, tp)
     activation = measured.activation(model, settings.max_num_batched_tokens, settings.max_num_seqs, eager, tp)
-    non_torch = measured.non_torch(model, eager, tp)
+    non_torch = measured.non_torch(model, eager, tp, calibrated)
     graphs = 0
     if graphs_subtracted(model, profile) and not eager:
         graphs = cudagraph_estimate(model, tp)

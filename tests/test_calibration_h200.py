@@ -1,0 +1,161 @@
+"""Sizing against what vLLM 0.25.0 printed on a real H200 (tests/fixtures/real/calib-h200).
+
+The expected numbers are never written here: each test reads them from the run logs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tritonops.sizing import calibrated_terms as terms
+from tritonops.sizing.calibration import GOAL_MEDIAN, replay, summarize
+from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
+from tritonops.sizing.memory_model import kv_bytes_per_token
+from tritonops.sizing.model_spec import model_spec_from_config
+from tritonops.sizing.startup_log import parse_startup_log
+from tritonops.sizing.units import MIB
+from tritonops.sizing.versions import profile_for
+
+FIXTURES = Path(__file__).parent / "fixtures" / "real" / "calib-h200"
+GPUS = gpu_spec_from_catalog("h200:1")
+
+
+def _model(name: str):
+    return model_spec_from_config(json.loads((FIXTURES / "models" / name / "config.json").read_text()), name=name)
+
+
+def _records():
+    found = []
+    for log in sorted(FIXTURES.glob("runs/*.log")):
+        record = parse_startup_log(log.read_text())
+        if record is not None:
+            found.append((record, log.read_text()))
+    return found
+
+
+RECORDS = _records()
+STARTED = [(r, text) for r, text in RECORDS if r.started]
+
+
+def _ids(items):
+    return [r.run_id for r, _ in items]
+
+
+def test_every_planned_run_left_a_parsed_log():
+    planned = {run["id"] for run in json.loads((FIXTURES / "plan.json").read_text())}
+    assert {r.run_id for r, _ in RECORDS} == planned
+
+
+def test_the_runs_cover_what_the_issue_asks():
+    runs = [r for r, _ in RECORDS]
+    types = {_model(r.model).model_type for r in runs}
+    assert {"llama", "qwen2", "qwen3", "mistral", "phi3"} <= types and any(_model(r.model).is_moe for r in runs)
+    assert {r.enforce_eager for r in runs} == {True, False}
+    assert min(r.gpu_memory_utilization for r in runs) <= 0.1 and max(r.gpu_memory_utilization for r in runs) >= 0.95
+    assert min(r.max_num_batched_tokens for r in runs) <= 2048 and max(r.max_num_batched_tokens for r in runs) >= 16384
+    assert min(r.max_num_seqs for r in runs) <= 64 and max(r.max_num_seqs for r in runs) >= 1024
+    assert any(not r.started for r in runs) and any(r.holdout for r in runs)
+
+
+@pytest.mark.parametrize("record,text", STARTED, ids=_ids(STARTED))
+def test_vllm_025_budget_arithmetic_as_read_from_its_source(record, text):
+    """requested = ceil(total x util); KV = requested - weights - activation - non-torch - graph
+    estimate; blocks floored; the printed tokens from the blocks (no null block held back)."""
+    assert record.requested_memory == math.ceil(record.total_memory * record.gpu_memory_utilization)
+    assert record.total_memory == GPUS.cuda_total_bytes
+    estimate = record.cudagraph_estimate if not record.enforce_eager else 0
+    assert record.available_kv == (record.requested_memory - record.weights - record.activation
+                                   - record.non_torch - estimate)
+    model = _model(record.model)
+    per_block = record.block_size * kv_bytes_per_token(model, 1, 2)
+    assert record.num_blocks == record.available_kv // per_block
+    assert record.kv_tokens == terms.printed_kv_tokens(record.num_blocks, record.block_size, record.max_model_len,
+                                                       model.kv_window, record.max_num_batched_tokens)
+
+
+@pytest.mark.parametrize("record,text", STARTED, ids=_ids(STARTED))
+def test_the_runner_is_the_one_the_rule_names(record, text):
+    assert terms.uses_v2_runner(_model(record.model)) == record.v2_runner == ("Using V2 Model Runner" in text)
+
+
+@pytest.mark.parametrize("record,text", STARTED, ids=_ids(STARTED))
+def test_each_term_bounds_what_vllm_measured(record, text):
+    model = _model(record.model)
+    weights = terms.weights(model, "bfloat16", 1)
+    assert record.weights <= weights <= record.weights + 30 * MIB
+    activation = terms.activation(model, record.max_num_batched_tokens, record.max_num_seqs, record.enforce_eager, 1)
+    assert activation >= record.activation
+    non_torch = terms.non_torch(model, record.enforce_eager, 1)
+    assert record.non_torch <= non_torch <= record.non_torch + 32 * MIB
+
+
+@pytest.mark.parametrize("record,text", STARTED, ids=_ids(STARTED))
+def test_graphs_are_subtracted_only_where_vllm_subtracted_them(record, text):
+    model = _model(record.model)
+    from tritonops.sizing.memory_model import cudagraph_estimate, graphs_subtracted
+    subtracted = graphs_subtracted(model, profile_for("0.25.0")) and not record.enforce_eager
+    assert subtracted == (record.cudagraph_estimate > 0)
+    if subtracted:
+        assert cudagraph_estimate(model, 1) >= record.cudagraph_estimate
+
+
+@pytest.mark.parametrize("record,text", STARTED, ids=_ids(STARTED))
+def test_captured_graphs_fit_the_estimate_used_for_start_up_headroom(record, text):
+    from tritonops.sizing.memory_model import cudagraph_estimate
+    if record.graphs_gib is not None:
+        assert record.graphs_gib * 1024 * MIB <= cudagraph_estimate(_model(record.model), 1) + 5 * MIB
+
+
+def test_no_over_promise_no_missed_accept_and_the_goal_on_fitted_and_held_out_runs():
+    replays = [replay(r, _model(r.model), GPUS) for r, _ in RECORDS]
+    for name, chosen in (("fitted", [x for x in replays if not x.record.holdout]),
+                         ("held out", [x for x in replays if x.record.holdout])):
+        s = summarize(chosen)
+        assert s.over_promises == 0, name
+        assert s.missed_accepts == 0, name
+        assert s.median_abs_error <= GOAL_MEDIAN, name
+        assert s.outside_worst_goal == 0, name
+
+
+def test_uncalibrated_model_says_so_and_keeps_an_allowance():
+    from tritonops.sizing.chooser import size_engine
+    from tritonops.sizing.engine_plan import SizingRequest
+    from tritonops.sizing.model_catalog import find_catalog_model
+    gemma = find_catalog_model("google/gemma-2-9b-it")
+    plan = size_engine(gemma, GPUS, SizingRequest(vllm_version="0.25.0", max_model_len=4096))
+    assert any(n.startswith("uncalibrated") for n in plan.notes)
+    assert plan.memory.safety_margin > 0
+    qwen = find_catalog_model("Qwen/Qwen2.5-7B-Instruct")
+    plan = size_engine(qwen, GPUS, SizingRequest(vllm_version="0.25.0"))
+    assert not any(n.startswith("uncalibrated") for n in plan.notes)
+    assert plan.memory.safety_margin == 0
+
+
+def test_allocator_rounding_rule():
+    assert terms._allocated(20 * MIB) == 20 * MIB
+    assert terms._allocated(20 * MIB + 1) == 22 * MIB
+    assert terms._allocated(19 * MIB + 1) == 19 * MIB + 512
+
+
+def test_sliding_window_spec_needs_one_more_block_per_request():
+    assert terms.blocks_needed(4096, 16, None, 8192) == 256
+    assert terms.blocks_needed(4096, 16, 262144, 8192) == 257
+    assert terms.printed_kv_tokens(256, 16, 4096, None, 8192) == 4096
+    assert terms.printed_kv_tokens(257, 16, 4096, 262144, 8192) == 4096
+
+
+REFUSED_WITH_ESTIMATE = [(r, t) for r, t in RECORDS if "estimated maximum model length is" in t]
+
+
+@pytest.mark.parametrize("record,text", REFUSED_WITH_ESTIMATE, ids=_ids(REFUSED_WITH_ESTIMATE))
+def test_auto_fit_length_never_above_the_one_vllm_estimated(record, text):
+    """vLLM's refusal names the length its auto-fit search finds on its real KV memory."""
+    import re
+    vllm_length = int(re.search(r"estimated maximum model length is (\d+)", text).group(1))
+    model = _model(record.model)
+    plan = replay(record, model, GPUS).plan
+    assert plan.vllm_auto_max_model_len <= vllm_length
+    assert (vllm_length - plan.vllm_auto_max_model_len) * kv_bytes_per_token(model, 1, 2) <= 64 * MIB
