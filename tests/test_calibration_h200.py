@@ -159,3 +159,27 @@ def test_auto_fit_length_never_above_the_one_vllm_estimated(record, text):
     plan = replay(record, model, GPUS).plan
     assert plan.vllm_auto_max_model_len <= vllm_length
     assert (vllm_length - plan.vllm_auto_max_model_len) * kv_bytes_per_token(model, 1, 2) <= 64 * MIB
+
+
+@pytest.mark.parametrize("served,model_id,run", [("h200-serve-qwen7b", "Qwen/Qwen2.5-7B-Instruct", "b01"),
+                                                 ("h200-serve-qwen05", "Qwen/Qwen2.5-0.5B-Instruct", "b02")])
+def test_served_through_triton_the_engine_found_what_the_short_run_found(served, model_id, run):
+    """The short runs keep the engine core in-process; the same engine arguments served by tritonserver
+    (engine core in its own process, tests/fixtures/real/h200-serve-*) printed the same KV tokens, and
+    the plan at those arguments (the 0.25 defaults on an H200) is at most that and within 0.2 %."""
+    import re
+    from tritonops.sizing.chooser import size_engine
+    from tritonops.sizing.engine_plan import SizingRequest
+    from tritonops.sizing.model_catalog import find_catalog_model
+    folder = FIXTURES.parent / served
+    printed = int(re.search(r"GPU KV cache size: ([\d,]+) tokens",
+                            (folder / "tritonserver.log").read_text()).group(1).replace(",", ""))
+    short = next(r for r, _ in RECORDS if r.run_id == run)
+    assert short.kv_tokens == printed
+    args = json.loads((folder / "model.json").read_text())
+    plan = size_engine(find_catalog_model(model_id), GPUS, SizingRequest(
+        vllm_version="0.25.0", gpu_memory_utilization=args["gpu_memory_utilization"],
+        max_model_len=args["max_model_len"], max_num_seqs=args["max_num_seqs"],
+        max_num_batched_tokens=args["max_num_batched_tokens"], enforce_eager=args["enforce_eager"]))
+    assert plan.fits
+    assert printed * 0.998 <= plan.kv_cache_tokens <= printed
