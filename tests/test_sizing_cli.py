@@ -114,3 +114,15 @@ def test_plan_exits_1_when_a_host_asks_for_a_key_its_vllm_removed(tmp_path, caps
     code = main(["plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct", "--facts", str(facts)])
     text = capsys.readouterr().out
     assert code == 1 and "does not accept engine argument 'disable_log_requests'" in text and "model.json" not in text
+
+
+def test_max_model_len_auto_chooses_and_shows_vllms_own_auto_fit(capsys):
+    _, auto = run_json(capsys, "size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "h200",
+                       "--vllm-version", "0.25.0", "--max-model-len", "auto")
+    _, chosen = run_json(capsys, "size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "h200",
+                      "--vllm-version", "0.25.0")
+    assert auto == chosen
+    assert auto["vllm_auto_max_model_len"] == min(32768, auto["kv_cache_tokens"])
+    _, old = run_json(capsys, "size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "h200",
+                   "--vllm-version", "0.12.0")
+    assert old["vllm_auto_max_model_len"] is None   # no auto-fit before 0.14

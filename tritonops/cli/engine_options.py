@@ -20,7 +20,8 @@ def add_engine_options(parser) -> None:
     # numbers are read as text and checked by request_numbers (one message for every bad value)
     g.add_argument("--tensor-parallel-size", metavar="T")
     g.add_argument("--gpu-memory-utilization", metavar="U", help="in (0, 1]")
-    g.add_argument("--max-model-len", metavar="L", help="check this length instead of choosing one")
+    g.add_argument("--max-model-len", metavar="L",
+                   help="check this length instead of choosing one ('auto': choose; the plan shows vLLM's auto-fit)")
     g.add_argument("--max-context", metavar="L", help="cap for the chosen max_model_len")
     g.add_argument("--max-num-seqs", metavar="N")
     g.add_argument("--max-num-batched-tokens", metavar="B")
@@ -45,8 +46,11 @@ def request_from_args(args, model_ref: str) -> SizingRequest:
     from tritonops.sizing.engine_plan import SizingRequest
     from tritonops.sizing.request_numbers import flag, request_number
 
+    # --max-model-len auto (or -1): tritonops chooses, and the plan shows vLLM's own auto-fit next to it
+    auto = str(getattr(args, "max_model_len", "")).strip().lower() in ("auto", "-1")
     numbers = {field: request_number(field, getattr(args, field), flag(field))
-               for field in _NUMBER_FLAGS if getattr(args, field, None) is not None}
+               for field in _NUMBER_FLAGS if getattr(args, field, None) is not None
+               and not (field == "max_model_len" and auto)}
     return SizingRequest(
         model_ref=model_ref, vllm_version=args.vllm_version or DEFAULT_VLLM_VERSION, dtype=args.dtype,
         kv_cache_dtype=args.kv_cache_dtype, enforce_eager=args.enforce_eager, prefer=args.prefer, **numbers)
