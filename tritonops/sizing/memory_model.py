@@ -204,7 +204,7 @@ def _estimate_measured(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
     graphs = 0
     if graphs_subtracted(model, profile) and not eager:
         graphs = cudagraph_estimate(model, tp)
-    margin = measured.allowance(activation, calibrated)
+    margin = measured.allowance(activation, calibrated, model, weights, tp, budget)
     kv = budget - weights - activation - non_torch - graphs - margin
     per_token = kv_bytes_per_token(model, tp, kv_dtype_bytes(settings))
     blocks = int(max(kv, 0) // (profile.block_size * per_token))
