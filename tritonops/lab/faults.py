@@ -1,0 +1,329 @@
+"""Faults for soak and chaos runs on lab hosts, and what is left on a host afterwards.
+
+A fault plan is data made from a seed (`plan_faults`: the same seed, the same trials), carried out by
+`inject` against lab host containers from this machine (`docker exec` into the host container, never
+over the SSH session under test): kill the SSH connection (every connection a `Relay` carries is cut;
+the relay keeps listening so the rerun gets through), kill the host's dockerd (SIGKILL, then started
+again the way the host's entrypoint starts it), kill the Triton container, stop the lab collector, or
+signal the controller process (SIGINT / SIGKILL). `heal` undoes what a fault left behind (dockerd
+down, collector stopped) before the rerun, as an operator's supervisor would.
+
+`host_snapshot` reads, from inside a host container, what soak counts: containers and images, release
+folders, SSH sessions, lock files, processes, disk use. `convergence` reads what chaos checks after a
+rerun. Lab only: every name that reaches a command is checked and passed as an argument.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+from tritonops.values.names import safe_name
+
+KINDS = ("ssh", "dockerd", "triton", "collector", "controller-int", "controller-kill")
+# (marker in the deploy's progress output on stderr, what it means); "+N s" variants are drawn per trial
+PHASES = {
+    "lock": "lock ",                     # the lock phase's line: the run holds the host
+    "image": "image ",                   # the image phase's line
+    "weights": "TASK model weights",     # the playbook reaches the weights
+    "release": "TASK release",           # the release folder is being written
+    "serve": "TASK Triton serves",       # the container is being replaced and gated
+}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def _checked(name: str, what: str) -> str:
+    if not _NAME.match(name or ""):
+        raise ValueError(f"{what}: not a container name: {name!r}")
+    return name
+
+
+@dataclass(frozen=True)
+class Fault:
+    trial: int
+    kind: str          # one of KINDS
+    phase: str         # one of PHASES
+    delay_s: float     # after the phase's line appears
+    host: str          # the inventory host it hits (ssh, dockerd, triton); the controller's for the others
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}@{self.phase}+{self.delay_s:.1f}s on {self.host}"
+
+
+def plan_faults(seed: int, trials: int, hosts: list[str], kinds: tuple[str, ...] = KINDS,
+                phases: tuple[str, ...] = tuple(PHASES), max_delay_s: float = 6.0) -> list[Fault]:
+    """`trials` faults drawn from `seed`: the kinds in turn (each kind as often as the others, their
+    order shuffled by the seed), the phase, delay and host at random."""
+    rng = random.Random(seed)
+    order = list(kinds)
+    rng.shuffle(order)
+    faults = []
+    for trial in range(trials):
+        kind = order[trial % len(order)]
+        faults.append(Fault(trial, kind, rng.choice(phases), round(rng.uniform(0.0, max_delay_s), 1),
+                            rng.choice(sorted(hosts))))
+    return faults
+
+
+class Relay:
+    """127.0.0.1:<port> -> target; `cut()` closes every connection it carries (a dropped SSH session)
+    and keeps listening, so the next connection gets through."""
+
+    def __init__(self, target: tuple[str, int]):
+        self.target = target
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=10)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            with self._lock:
+                for s in (source, sink):
+                    if s in self._conns:
+                        self._conns.remove(s)
+                        s.close()
+
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._conns) // 2
+
+    def cut(self) -> int:
+        """Close every carried connection at once; how many there were."""
+        with self._lock:
+            conns, self._conns = list(self._conns), []
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+                conn.close()
+            except OSError:
+                pass
+        return len(conns) // 2
+
+    def close(self) -> None:
+        self.server.close()
+        self.cut()
+
+
+def host_exec(container: str, command: str, *, timeout: float = 120.0, detach: bool = False) -> subprocess.CompletedProcess:
+    """A fixed shell command inside a lab host container (docker exec), not over SSH."""
+    argv = ["docker", "exec", *(["-d"] if detach else []), _checked(container, "host container"), "sh", "-c", command]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+DOCKERD_PID = "cat /var/run/docker.pid 2>/dev/null"
+
+
+def kill_dockerd(container: str) -> str:
+    done = host_exec(container, f"pid=$({DOCKERD_PID}) && kill -9 \"$pid\" && echo \"$pid\"")
+    return done.stdout.strip()
+
+
+def dockerd_up(container: str) -> bool:
+    return host_exec(container, "docker info >/dev/null 2>&1", timeout=30).returncode == 0
+
+
+def start_dockerd(container: str, timeout_s: float = 90.0) -> bool:
+    """Start the host's dockerd as its entrypoint does (host-entrypoint.sh), unless one answers; wait for it."""
+    if dockerd_up(container):
+        return True
+    host_exec(container, "pgrep -x dockerd >/dev/null || (rm -f /var/run/docker.pid; "
+                         "dockerd >>/var/log/dockerd.log 2>&1 &)", detach=True)
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if dockerd_up(container):
+            return True
+        time.sleep(1)
+    return False
+
+
+def kill_triton(container: str, triton: str) -> str:
+    done = host_exec(container, "docker kill " + shlex.quote(_checked(triton, "Triton container")) + " 2>&1")
+    return done.stdout.strip()
+
+
+@dataclass
+class Injector:
+    """Carries out faults: host name -> host container and relay; the collector (tritonops.lab.collector)."""
+
+    containers: dict[str, str]
+    relays: dict[str, Relay] = field(default_factory=dict)
+    collector: object | None = None       # a LabCollector, or None when logs are not shipped
+    triton: str = "tritonops-default"      # the deployment's container name
+    log: list[str] = field(default_factory=list)
+
+    def inject(self, fault: Fault, controller: subprocess.Popen | None) -> str:
+        """Carry out `fault`; what was done, in words."""
+        host = self.containers[fault.host]
+        if fault.kind == "ssh":
+            said = f"cut {self.relays[fault.host].cut()} SSH connection(s) to {fault.host}"
+        elif fault.kind == "dockerd":
+            said = f"killed dockerd (pid {kill_dockerd(host) or '?'}) on {fault.host}"
+        elif fault.kind == "triton":
+            said = f"docker kill {self.triton} on {fault.host}: {kill_triton(host, self.triton) or '?'}"
+        elif fault.kind == "collector":
+            import docker
+            from tritonops.lab import collector as lab_collector
+            stopped = self.collector is not None and lab_collector.stop(docker.from_env(), self.collector)
+            said = "stopped the collector" if stopped else "collector not running"
+        elif fault.kind in ("controller-int", "controller-kill"):
+            sig = signal.SIGINT if fault.kind == "controller-int" else signal.SIGKILL
+            if controller is not None and controller.poll() is None:
+                controller.send_signal(sig)
+                said = f"sent {sig.name} to the controller (pid {controller.pid})"
+            else:
+                said = "the controller had already finished"
+        else:
+            raise ValueError(f"unknown fault kind {fault.kind!r}")
+        self.log.append(said)
+        return said
+
+    def heal(self) -> list[str]:
+        """Undo what faults leave behind: every host's dockerd answers, the collector runs."""
+        done = []
+        for name, host in self.containers.items():
+            if not dockerd_up(host):
+                done.append(f"started dockerd on {name}: {'ok' if start_dockerd(host) else 'FAILED'}")
+        if self.collector is not None:
+            import docker
+            from tritonops.lab import collector as lab_collector
+            client = docker.from_env()
+            found = client.containers.list(all=True, filters={"name": self.collector.name})
+            if found and found[0].status != "running":
+                lab_collector.start(client, self.collector)
+                done.append("started the collector")
+        return done
+
+
+# What soak counts on a host, read inside its container in one command. Fixed text; the folder and
+# deployment are passed as positional arguments ($1, $2).
+SNAPSHOT = r'''
+root="$1"; dep="$2"; folder="$root/$dep"
+echo "containers=$(docker ps -aq --filter label=tritonops.deployment=$dep 2>/dev/null | wc -l)"
+echo "container_names=$(docker ps -a --filter label=tritonops.deployment=$dep --format '{{.Names}}' 2>/dev/null | sort | tr '\n' ' ')"
+echo "images=$(docker images -q 2>/dev/null | sort -u | wc -l)"
+echo "dangling_images=$(docker images -qf dangling=true 2>/dev/null | wc -l)"
+echo "releases=$(ls -1 "$folder/releases" 2>/dev/null | wc -l)"
+echo "release_names=$(ls -1 "$folder/releases" 2>/dev/null | tr '\n' ' ')"
+echo "partial=$(ls -1A "$folder/releases" 2>/dev/null | grep -c '^\.')"
+echo "current=$(readlink "$folder/current" 2>/dev/null)"
+echo "lock=$(ls -1A "$folder" 2>/dev/null | grep -c -e '^lock$' -e '^\.tritonops-lock-')"
+echo "ssh_sessions=$(ps -eo args= | grep '^sshd: ' | grep -vc listener)"
+echo "processes=$(ps -e --no-headers | wc -l)"
+echo "python=$(ps -eo args= | grep -c '^python3 -c')"
+echo "root_kib=$(du -sk "$root" 2>/dev/null | cut -f1)"
+echo "docker_kib=$(du -skx /var/lib/docker 2>/dev/null | cut -f1)"
+'''
+
+
+def host_snapshot(container: str, root: str, deployment: str) -> dict:
+    argv = ["docker", "exec", _checked(container, "host container"), "sh", "-c", SNAPSHOT, "snapshot",
+            root if root.startswith("/") and ".." not in root else "/nonexistent", safe_name(deployment, "deployment")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    found: dict = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        value = value.strip()
+        found[key] = int(value) if value.isdigit() else value
+    return found
+
+
+READ_CURRENT = r'''
+folder="$1/$2"
+echo "lock=$(test -e "$folder/lock" && cat "$folder/lock")"
+cur=$(readlink "$folder/current" 2>/dev/null); echo "current=$cur"
+echo "record=$(cat "$folder/$cur/release.json" 2>/dev/null | tr -d '\n')"
+echo "running=$(docker inspect --format '{{.State.Running}} {{index .Config.Labels "tritonops.release"}}' "$3" 2>/dev/null)"
+'''
+
+
+def current_state(container: str, root: str, deployment: str, triton: str) -> dict:
+    """On a host: the lock file (its text), `current`, whether its release.json records a passed gate,
+    and which release the deployment's container runs."""
+    argv = ["docker", "exec", _checked(container, "host container"), "sh", "-c", READ_CURRENT, "current",
+            root, safe_name(deployment, "deployment"), _checked(triton, "Triton container")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    raw = dict(line.partition("=")[::2] for line in done.stdout.splitlines() if "=" in line)
+    try:
+        record = json.loads(raw.get("record") or "null")
+    except ValueError:
+        record = None
+    gates = (record or {}).get("gates") or []
+    running, _, serving = (raw.get("running") or "").partition(" ")
+    current = raw.get("current", "")
+    return {"lock": raw.get("lock", ""), "current": current.rpartition("/")[2], "record": record is not None,
+            "gate_passed": any(g.get("passed") for g in gates if isinstance(g, dict)),
+            "running": running == "true", "serving": serving}
+
+
+def deployment_inventory(lab_inventory: dict, deployment: str, http_port: int, *, hosts: list[str] | None = None,
+                         relays: dict[str, Relay] | None = None, known_hosts: str | None = None,
+                         extra_vars: dict | None = None) -> dict:
+    """The lab's inventory (as written by `lab up`) narrowed to its full hosts (or `hosts`), every host
+    on `deployment` with ports http_port..+2 of its own; with relays, each host is reached through its
+    relay (and `known_hosts` names the relay ports)."""
+    lab = lab_inventory["all"]["children"]["lab"]["children"]["lab_full"]
+    shared = {**lab_inventory["all"].get("vars", {}), **lab.get("vars", {}), **(extra_vars or {})}
+    if known_hosts:
+        shared.pop("ansible_ssh_common_args", None)
+        shared["tritonops_known_hosts_file"] = known_hosts
+    chosen = {}
+    for name, values in lab["hosts"].items():
+        if hosts is not None and name not in hosts:
+            continue
+        values = dict(values, tritonops_deployment=safe_name(deployment, "deployment"), tritonops_http_port=http_port,
+                      tritonops_grpc_port=http_port + 1, tritonops_metrics_port=http_port + 2)
+        if relays and name in relays:
+            values.update(ansible_host="127.0.0.1", ansible_port=relays[name].port)
+        chosen[name] = values
+    if shared.get("tritonops_build_host") not in chosen:
+        shared["tritonops_build_host"] = sorted(chosen)[0]
+    return {"all": {"vars": shared, "hosts": chosen}}
+
+
+def relayed_known_hosts(lines: list[str], ports: dict[int, int]) -> list[str]:
+    """known_hosts lines for relay ports: each `[127.0.0.1]:<host port>` line again under its relay's port."""
+    out = list(lines)
+    for line in lines:
+        for port, relay_port in ports.items():
+            prefix = f"[127.0.0.1]:{port} "
+            if line.startswith(prefix):
+                out.append(f"[127.0.0.1]:{relay_port} " + line[len(prefix):])
+    return out
