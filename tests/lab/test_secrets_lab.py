@@ -112,6 +112,10 @@ def test_no_secret_leaves_its_place_in_a_whole_deploy(capfd, monkeypatch, lab, h
     assert hub.log.authorizations and set(hub.log.authorizations) == {f"Bearer {TOKEN}"}  # it did reach the hub
     key = on_host(f"cat {ROOT}/admin.key").strip()
     assert len(key) >= 32 and on_host(f"stat -c %a {ROOT}/admin.key").strip() == "600"
+    listing = on_host(f"find {ROOT} ! -type l -printf '%m %p\\n'").splitlines()
+    assert len(listing) > 10
+    writable = [entry for entry in listing if int(entry.split()[0], 8) & 0o022]
+    assert not writable, writable  # nothing on the host is writable by anyone but root
 
     produced = {
         "stdout and stderr (-vv)": verbose.out + verbose.err,
