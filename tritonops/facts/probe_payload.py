@@ -10,15 +10,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
-import inspect
 import os
 import shlex
 import threading
 import zlib
 from pathlib import Path
-
-from tritonops.facts import probe_program, pynvml_slice
-from tritonops.facts.pynvml_slice import probe_names, slice_module
 
 _BOOTSTRAP = ("import sys,zlib,base64;"
               "exec(compile(zlib.decompress(base64.b64decode(sys.stdin.read())),'tritonops-probe','exec'))")
@@ -39,9 +35,10 @@ def bundle() -> bytes:
 
 def _cached_build() -> bytes:
     """Slicing pynvml parses 350 kB of Python (~0.3 s): the result is kept in the user's cache folder
-    under a digest of its inputs (this program, pynvml's source, the slicer), like a .pyc."""
-    inputs = [inspect.getsource(probe_program), _pynvml_file().read_text(encoding="utf-8"),
-              inspect.getsource(pynvml_slice)]
+    under a digest of its inputs (this program, pynvml's source, the slicer), like a .pyc. The inputs
+    are read as files: a cache hit imports neither them nor `ast`."""
+    inputs = [_source_of("tritonops.facts.probe_program"), _pynvml_file().read_text(encoding="utf-8"),
+              _source_of("tritonops.facts.pynvml_slice")]
     digest = hashlib.sha256("\0".join(inputs).encode()).hexdigest()[:32]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonops" / f"probe-{digest}.b64"
     try:
@@ -59,6 +56,10 @@ def _cached_build() -> bytes:
     return built
 
 
+def _source_of(module: str) -> str:
+    return Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
+
+
 def _pynvml_file() -> Path:
     # pynvml's source is read, not imported: importing it would cost the controller ~60 ms for nothing.
     return Path(importlib.util.find_spec("pynvml").origin)
@@ -66,10 +67,15 @@ def _pynvml_file() -> Path:
 
 def pynvml_source() -> str:
     """What the bundle carries of pynvml (see pynvml_slice)."""
-    return slice_module(_pynvml_file().read_text(encoding="utf-8"), probe_names(inspect.getsource(probe_program)))
+    from tritonops.facts.pynvml_slice import probe_names, slice_module
+
+    return slice_module(_pynvml_file().read_text(encoding="utf-8"),
+                        probe_names(_source_of("tritonops.facts.probe_program")))
 
 
 def _build(program_source: str, pynvml_full: str) -> bytes:
+    from tritonops.facts.pynvml_slice import probe_names, slice_module
+
     program = "\n".join([
         "import sys, types",
         f"_pynvml_source = {slice_module(pynvml_full, probe_names(program_source))!r}",
