@@ -85,6 +85,7 @@ def inventory(lab, hub, collector, tmp_path_factory):
                          "tritonops_weights_source": "huggingface", "tritonops_weights_repo": TINY_REPO,
                          "tritonops_hf_endpoint": hub.endpoint, "tritonops_weights_runner": "host",
                          "tritonops_http_port": 18500, "tritonops_grpc_port": 18501, "tritonops_metrics_port": 18502,
+                         "tritonops_bind_address": "127.0.0.1",
                          "tritonops_log_driver": "syslog", "tritonops_log_collector": collector.address}},
     }}
     path = tmp_path_factory.mktemp("secrets") / "hosts.yml"
@@ -136,3 +137,22 @@ def test_no_secret_leaves_its_place_in_a_whole_deploy(capfd, monkeypatch, lab, h
     # the only process carrying the key: tritonserver itself (its command line, as Triton takes it)
     assert with_key and all(args.startswith(f"tritonserver --model-repository={ROOT}/releases/")
                             and "--http-restricted-api=" in args for args in with_key), with_key
+
+
+def test_access_is_closed_ports_on_the_configured_address_and_unload_needs_the_key(on_host):
+    container = f"tritonops-{DEPLOYMENT}"
+    bindings = json.loads(on_host(f"docker inspect -f '{{{{json .HostConfig.PortBindings}}}}' {container}"))
+    assert {port: [b["HostIp"] for b in found] for port, found in bindings.items()} == {
+        "8000/tcp": ["127.0.0.1"], "8001/tcp": ["127.0.0.1"], "8002/tcp": ["127.0.0.1"]}
+    key = on_host(f"cat {ROOT}/admin.key").strip()
+    unload = ("curl -s -o /dev/null -w '%{http_code}' -X POST "
+              "127.0.0.1:18500/v2/repository/models/vllm_model/unload")
+    ready = "curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:18500/v2/models/vllm_model/ready"
+    assert on_host(unload) == "403" and on_host(ready) == "200"  # refused without the key: still serving
+    # with the key the request passes the restriction and reaches Triton, which runs with model control
+    # mode NONE (models are loaded at start only): it answers that, not 403
+    passed = on_host(unload.replace("curl -s", f"curl -s -H 'tritonops-admin-key: {key}'"))
+    assert passed not in ("403", "000", ""), passed
+    index = "curl -s -o /dev/null -w '%{http_code}' -X POST 127.0.0.1:18500/v2/repository/index"
+    assert on_host(index) == "403"
+    assert on_host(index.replace("curl -s", f"curl -s -H 'tritonops-admin-key: {key}'")) == "200"
