@@ -153,6 +153,8 @@ def record_gate(release, gate):
             body = json.load(handle)
     except (OSError, ValueError):
         return
+    if not isinstance(body, dict) or not isinstance(body.get("gates", []), list):
+        return  # a damaged release.json is left as it is: that release is never gone back to
     body.setdefault("gates", []).append(gate)
     tmp = path + ".tritonops-new"
     with open(tmp, "w") as handle:

@@ -24,14 +24,23 @@ for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
     if name.startswith("."):
         continue
     try:
-        with open(os.path.join(folder, name, "release.json")) as handle:
-            body = json.load(handle)
-    except (OSError, ValueError):
-        body = {}
-    gates = body.get("gates") or []
+        with open(os.path.join(folder, name, "release.json"), "rb") as handle:
+            raw = handle.read(4 * 1024 * 1024 + 1)
+        body = json.loads(raw.decode("utf-8")) if len(raw) <= 4 * 1024 * 1024 else None
+    except (OSError, ValueError) as err:
+        body, why = None, "%s: %s" % (type(err).__name__, err)
+    else:
+        why = "not a JSON object of at most 4 MiB"
+    if not isinstance(body, dict):
+        releases.append({"id": name, "damaged": why[:200]})
+        continue
+    gates = body.get("gates") if isinstance(body.get("gates"), list) else []
+    models = body.get("models") if isinstance(body.get("models"), list) else []
     releases.append({"id": name, "created": body.get("created"), "image_id": body.get("image_id"),
-                     "serve": body.get("serve"), "models": [m.get("name") for m in body.get("models", [])],
-                     "gates": [{k: g.get(k) for k in ("at", "passed", "why", "ready_s", "kv_cache_tokens")} for g in gates]})
+                     "serve": body.get("serve"),
+                     "models": [m.get("name") for m in models if isinstance(m, dict)],
+                     "gates": [{k: g.get(k) for k in ("at", "passed", "why", "ready_s", "kv_cache_tokens")}
+                               for g in gates if isinstance(g, dict)]})
 link = os.path.join(root, "current")
 current = os.readlink(link) if os.path.islink(link) else None
 done = subprocess.run(["docker", "inspect", container], capture_output=True, text=True)
@@ -54,11 +63,12 @@ class ReleaseRecord:
     serve: dict | None
     models: tuple[str, ...] = ()
     gates: tuple[dict, ...] = ()
+    damaged: str | None = None   # why its release.json cannot be used (it is never gone back to)
 
     @property
     def passed(self) -> bool:
         """Whether this release ever passed its health gate (and so served)."""
-        return any(gate.get("passed") for gate in self.gates)
+        return self.damaged is None and any(gate.get("passed") is True for gate in self.gates)
 
 
 @dataclass(frozen=True)
@@ -76,15 +86,58 @@ def releases_query(root: str, deployment: str) -> CommandQuery:
 
 
 def parse_releases(stdout: str) -> Deployed:
+    """The releases fact's output -> Deployed; TritonopsError when the output is not the program's.
+    A release whose release.json is damaged (tampered, truncated, not ours) is kept with the reason
+    in `damaged`: listed, never gone back to."""
     try:
         data: Any = json.loads(stdout)
-        releases = tuple(ReleaseRecord(r["id"], r.get("created"), r.get("image_id"), r.get("serve"),
-                                       tuple(r.get("models") or ()), tuple(r.get("gates") or ()))
-                         for r in data["releases"])
+        listed = data["releases"]
+        if not isinstance(listed, list):
+            raise TypeError("releases is not a list")
+        releases = tuple(_record(item) for item in listed)
     except (ValueError, KeyError, TypeError) as err:
         raise TritonopsError(f"cannot read the deployed releases: {err}") from None
     current = data.get("current")
-    return Deployed(releases, current.rsplit("/", 1)[-1] if current else None, data.get("container"))
+    container = data.get("container")
+    return Deployed(releases, current.rsplit("/", 1)[-1] if isinstance(current, str) and current else None,
+                    container if isinstance(container, dict) else None)
+
+
+def _record(item: Any) -> ReleaseRecord:
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+        raise TypeError("a release without an id")
+    release_id = item["id"]
+    if item.get("damaged"):
+        return ReleaseRecord(release_id, None, None, None, damaged=str(item["damaged"]))
+    why = _serve_problem(item.get("serve"))
+    image = item.get("image_id")
+    if image is not None and not isinstance(image, str):
+        why = why or "image_id is not a string"
+    created = item.get("created") if isinstance(item.get("created"), str) else None
+    models = tuple(m for m in item.get("models") or () if isinstance(m, str))
+    gates = tuple(g for g in item.get("gates") or () if isinstance(g, dict))
+    if why:
+        return ReleaseRecord(release_id, created, None, None, models, gates, damaged=f"release.json: {why}")
+    return ReleaseRecord(release_id, created, image, item.get("serve"), models, gates)
+
+
+def _serve_problem(serve: Any) -> str | None:
+    """Why the `serve` part of release.json cannot start the release (None: it can, or it is absent)."""
+    if serve is None:
+        return None
+    if not isinstance(serve, dict):
+        return "serve is not a mapping"
+    checks = {"models": lambda v: isinstance(v, list) and v and all(isinstance(m, str) and m for m in v),
+              "gpus": lambda v: isinstance(v, list) and all(isinstance(g, int) and not isinstance(g, bool)
+                                                            and 0 <= g < 1024 for g in v),
+              "weights_dirs": lambda v: isinstance(v, list) and all(isinstance(d, str) and d.startswith("/")
+                                                                    for d in v),
+              "deadline_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 86400,
+              "kv_cache_tokens": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    for key, good in checks.items():
+        if key not in serve or not good(serve[key]):
+            return f"serve.{key} is missing or not what tritonops wrote"
+    return None
 
 
 def rollback_target(deployed: Deployed, to: str | None) -> ReleaseRecord:
@@ -94,6 +147,8 @@ def rollback_target(deployed: Deployed, to: str | None) -> ReleaseRecord:
         if found is None:
             known = ", ".join(r.id for r in deployed.releases) or "none"
             raise TritonopsError(f"no release {to} on this host (releases: {known})")
+        if found.damaged:
+            raise TritonopsError(f"release {to} cannot be started: its {found.damaged}")
         return found
     if deployed.current is None:
         raise TritonopsError("nothing is deployed here (no current release): nothing to roll back")
