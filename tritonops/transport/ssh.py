@@ -175,8 +175,8 @@ def _proxy_command_line(spec: ConnectionSpec) -> str | None:
 
 
 def _connect_kwargs(spec: ConnectionSpec) -> dict:
-    """SSHClient.connect's arguments. Key files given: only those (then the agent, as OpenSSH does);
-    none given: the agent, then ~/.ssh/id_*. GSSAPI stays off (paramiko's default)."""
+    """SSHClient.connect's arguments (those fabric passed). Key files given: those, then the agent, never
+    ~/.ssh/id_*; none given: the agent, then ~/.ssh/id_*. GSSAPI stays off (paramiko's default)."""
     kwargs: dict = {"hostname": spec.host, "port": spec.port or 22, "username": spec.user or getpass.getuser(),
                     "timeout": spec.connect_timeout_s, "banner_timeout": spec.connect_timeout_s,
                     "auth_timeout": spec.connect_timeout_s}
