@@ -12,6 +12,7 @@ they share the machine's load; the figure is the median of --repeat rounds):
                 one GPU query: what a user does by hand), -f N, Ansible's defaults (ControlPersist on)
 and prints the medians, the two ratios (tritonops / OpenSSH, goal <= 1.25; Ansible / tritonops,
 goal >= 8) and the load average over the rounds. Every run is checked (all N hosts answered).
+One untimed round on one host comes first (bytecode compiled, the probe bundle cached).
 ansible is the one next to this interpreter (the venv's), else the one on PATH. Python bytecode
 caching is on for all three (PYTHONPYCACHEPREFIX in the state dir), as for installed packages: a
 development shell with PYTHONDONTWRITEBYTECODE=1 would recompile tritonops' own modules on every run
@@ -224,6 +225,7 @@ def main() -> int:
             print(f"one connection + `true`, median of {args.handshakes} hosts: paramiko {hs['paramiko_wall']:.3f} s "
                   f"(controller CPU {hs['paramiko_cpu']:.3f} s), OpenSSH {hs['openssh_wall']:.3f} s "
                   f"(CPU {hs['openssh_cpu']:.3f} s)", flush=True)
+        measure(1, 1, inventory, env)  # warm-up, not counted: bytecode compiled, the bundle cached
         for n in sizes:
             rows.append(measure(n, args.repeat, inventory, env))
             m = rows[-1]["median"]
