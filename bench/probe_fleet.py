@@ -57,6 +57,17 @@ def venv_tool(name: str) -> str | None:
     return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which(name)
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+CONTROLLER_CPU: dict[str, list[float]] = {}  # what each tool's own processes used, per run
+
+
 def timed(argv: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env)
@@ -64,6 +75,7 @@ def timed(argv: list[str], env: dict) -> tuple[float, subprocess.CompletedProces
 
 
 def tritonops_run(inventory: Path, limit: str, n: int, env: dict) -> float:
+    cpu = children_cpu()
     seconds, done = timed([venv_tool("tritonops") or sys.executable, "probe", "-i", str(inventory),
                            "--limit", limit, "--forks", str(n), "--json"], env)
     try:
@@ -72,6 +84,7 @@ def tritonops_run(inventory: Path, limit: str, n: int, env: dict) -> float:
         raise BenchFailure(f"tritonops probe: exit {done.returncode}, no report\n{done.stderr[-2000:]}") from None
     if len(statuses) != n or set(statuses) != {"ok"}:
         raise BenchFailure(f"tritonops probe: statuses {statuses}\n{done.stderr[-2000:]}")
+    CONTROLLER_CPU.setdefault(f"tritonops {n}", []).append(children_cpu() - cpu)
     return seconds
 
 
@@ -90,6 +103,7 @@ def ssh_argv(spec, command: str) -> list[str]:
 def openssh_run(specs: list, env: dict) -> float:
     """The floor: every host's ssh started at once, the probe's command and bundle, until the last ends."""
     command, bundle = probe_payload.command("/opt/tritonops"), probe_payload.bundle()
+    cpu = children_cpu()
     started = time.perf_counter()
     procs = [subprocess.Popen(ssh_argv(spec, command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env) for spec in specs]
@@ -98,6 +112,7 @@ def openssh_run(specs: list, env: dict) -> float:
     for spec, proc, (out, err) in zip(specs, procs, outputs):
         if proc.returncode != 0 or not json.loads(out.decode().strip().splitlines()[-1]).get("nvml"):
             raise BenchFailure(f"ssh {spec.name}: exit {proc.returncode}\n{err.decode()[-2000:]}")
+    CONTROLLER_CPU.setdefault(f"openssh {len(specs)}", []).append(children_cpu() - cpu)
     return seconds
 
 
@@ -160,7 +175,8 @@ def measure(n: int, repeat: int, inventory: Path, env: dict) -> dict:
                 runs["ansible_command"].append(command)
     runs["ansible"] = [s + c for s, c in zip(runs["ansible_setup"], runs["ansible_command"])]
     medians = {key: statistics.median(values) for key, values in runs.items()}
-    return {"hosts": n, "runs": runs, "median": medians,
+    cpu = {tool: statistics.median(CONTROLLER_CPU[f"{tool} {n}"]) for tool in ("tritonops", "openssh")}
+    return {"hosts": n, "runs": runs, "median": medians, "controller_cpu": cpu,
             "ours_over_openssh": medians["tritonops"] / medians["openssh"],
             "ansible_over_ours": medians["ansible"] / medians["tritonops"]}
 
@@ -174,6 +190,10 @@ def print_table(rows: list[dict]) -> None:
         print(f"{row['hosts']:>5}  {m['tritonops']:>7.2f} s  {m['openssh']:>6.2f} s  {m['ansible']:>6.2f} s  "
               f"{m['ansible_setup']:>7.2f} / {m['ansible_command']:>5.2f} s  {row['ours_over_openssh']:>7.2f}x  "
               f"{row['ansible_over_ours']:>11.1f}x  {min(loads):>5.2f}-{max(loads):<5.2f}")
+    print("\ncontroller CPU (user + system of tritonops' process / of all the ssh processes), median:")
+    for row in rows:
+        cpu = row["controller_cpu"]
+        print(f"  N={row['hosts']}: tritonops {cpu['tritonops']:.2f} s, OpenSSH {cpu['openssh']:.2f} s")
     print("\nmedians of each run set; every run of each:")
     for row in rows:
         runs = row["runs"]
@@ -193,6 +213,8 @@ def main() -> int:
     parser.add_argument("--prefix", default="tritonops-bench", help="the bench lab's prefix (its own containers)")
     parser.add_argument("--state-dir", type=Path, default=None, help="default: .lab/<prefix>")
     parser.add_argument("--port-base", type=int, default=22600)
+    parser.add_argument("--lab-hosts", type=int, default=None,
+                        help="light hosts in the bench lab (default: the largest size; `lab up` removes the others)")
     parser.add_argument("--keep", action="store_true", help="leave the bench lab running")
     parser.add_argument("--json-out", type=Path, help="write every figure here as JSON")
     parser.add_argument("--no-bytecode", action="store_true", help="leave PYTHONDONTWRITEBYTECODE as it is")
@@ -208,10 +230,11 @@ def main() -> int:
     lab = [venv_tool("tritonops") or sys.executable, "lab"]
     common = ["--state-dir", str(state), "--prefix", args.prefix]
     started = time.perf_counter()
-    subprocess.run(lab + ["up", *common, "--hosts", "", "--light", str(max(sizes)), "--light-profile", args.profile,
+    lab_hosts = max(args.lab_hosts or 0, max(sizes))
+    subprocess.run(lab + ["up", *common, "--hosts", "", "--light", str(lab_hosts), "--light-profile", args.profile,
                           "--port-base", str(args.port_base), "--inventory-out", str(inventory)],
                    check=True, stdout=subprocess.DEVNULL)
-    print(f"lab: {max(sizes)} light hosts ({args.profile}) up in {time.perf_counter() - started:.1f} s; "
+    print(f"lab: {lab_hosts} light hosts ({args.profile}) up in {time.perf_counter() - started:.1f} s; "
           f"{os.cpu_count()} CPUs here, load {os.getloadavg()[0]:.2f}", flush=True)
 
     env = dict(os.environ, **ANSIBLE_ENV)
@@ -226,6 +249,7 @@ def main() -> int:
                   f"(controller CPU {hs['paramiko_cpu']:.3f} s), OpenSSH {hs['openssh_wall']:.3f} s "
                   f"(CPU {hs['openssh_cpu']:.3f} s)", flush=True)
         measure(1, 1, inventory, env)  # warm-up, not counted: bytecode compiled, the bundle cached
+        CONTROLLER_CPU.clear()
         for n in sizes:
             rows.append(measure(n, args.repeat, inventory, env))
             m = rows[-1]["median"]
