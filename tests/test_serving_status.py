@@ -66,3 +66,17 @@ def test_the_releases_fact_and_the_rollback_target():
         rollback_target(found, "nope")
     with pytest.raises(TritonopsError, match="nothing is deployed"):
         rollback_target(Deployed((), None), None)
+
+
+def test_the_logs_column_says_the_driver_and_a_fallback_as_degraded():
+    from tritonops.logs.shipping import log_shipping
+    from tritonops.serving.container import logging_digest
+    from tritonops.serving.status import log_state
+
+    wanted = log_shipping("syslog", "tcp://c:514", tag="tritonops/d")
+    assert log_state({"log_driver": "syslog", "logging": logging_digest(wanted)}, wanted) == "syslog"
+    assert log_state({"log_driver": "json-file", "logging": logging_digest(wanted)}, wanted) == \
+        "json-file (shipping degraded: syslog tcp://c:514 was down at start)"
+    # started for other settings (an older release): not called degraded
+    assert log_state({"log_driver": "json-file", "logging": "0" * 12}, wanted) == "json-file"
+    assert log_state({}, wanted) == "-" and log_state({"log_driver": "json-file"}, None) == "json-file"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Sequence
 
+from tritonops.deploy.event_log import shipping_of
 from tritonops.deploy.run import DeployOptions, deployment_of, run_hosts
 from tritonops.operations.execute import read_facts
 from tritonops.playbook import load_playbook
@@ -29,7 +30,7 @@ def status(inventory_paths: Sequence[str], options: DeployOptions) -> GroupResul
         probe = health_query(int(host.vars.get("tritonops_http_port", 8000)),
                              int(host.vars.get("tritonops_metrics_port", 8002)), models)
         health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
-        found = host_status(session.name, deployed, health, utc_now())
+        found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment))
         serving = found.container == "running" and found.ready
         return HostResult(session.name, "ok" if serving else "failed",
                           "serving" if serving else f"container {found.container}, ready {found.ready}", found)

@@ -50,7 +50,9 @@ if done.returncode == 0:
     s = info.get("State", {})
     state = {"status": s.get("Status"), "running": bool(s.get("Running")), "started_at": s.get("StartedAt"),
              "restarts": int(info.get("RestartCount", 0)), "image": info.get("Image"),
-             "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release")}
+             "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release"),
+             "log_driver": (info.get("HostConfig", {}).get("LogConfig") or {}).get("Type"),
+             "logging": (info.get("Config", {}).get("Labels") or {}).get("tritonops.logging")}
 json.dump({"releases": releases, "current": current, "container": state}, sys.stdout)
 '''
 

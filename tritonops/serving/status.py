@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
 from tritonops.operations.facts import CommandQuery
+from tritonops.serving.container import logging_digest
 from tritonops.serving.releases import Deployed
 
 HEALTH_SOURCE = r'''
@@ -90,9 +92,23 @@ class HostStatus:
     kv_reported: int | None
     models: tuple[ModelStatus, ...]
     vllm_metrics: bool        # vllm:* families present on :8002
+    logs: str = "-"           # where the container's logs go: its driver, or what shipping fell back to
 
 
-def host_status(host: str, deployed: Deployed, health: dict, now: datetime) -> HostStatus:
+def log_state(container: dict, wanted: LogShipping | None) -> str:
+    """The running container's log driver; `degraded` when it runs on the local fallback while the
+    settings it was started for ship elsewhere (the collector was down then)."""
+    driver = container.get("log_driver")
+    if not driver:
+        return "-"
+    if wanted is not None and wanted.ships and driver != wanted.driver \
+            and container.get("logging") == logging_digest(wanted):
+        return f"{driver} (shipping degraded: {wanted.driver} {wanted.collector or ''} was down at start)".replace(" )", ")")
+    return driver
+
+
+def host_status(host: str, deployed: Deployed, health: dict, now: datetime,
+                wanted_logs: LogShipping | None = None) -> HostStatus:
     container = deployed.container or {}
     state = container.get("status") or "absent"
     uptime = None
@@ -108,7 +124,7 @@ def host_status(host: str, deployed: Deployed, health: dict, now: datetime) -> H
                    for name, ready in (health.get("models") or {}).items())
     return HostStatus(host, deployed.current, len(deployed.releases), state, uptime, int(container.get("restarts", 0)),
                       bool(health.get("live")), bool(health.get("ready")), kv.get("predicted"), kv.get("reported"),
-                      models, "vllm:" in (health.get("metrics") or ""))
+                      models, "vllm:" in (health.get("metrics") or ""), log_state(container, wanted_logs))
 
 
 def utc_now() -> datetime:
