@@ -110,3 +110,31 @@ def test_the_bundle_is_cached_by_its_inputs(tmp_path, monkeypatch):
     assert cached.read_bytes() == built == probe_payload.bundle()
     cached.write_bytes(b"stale")  # the same inputs read the file back: the name is their digest
     assert probe_payload._cached_build() == b"stale"
+
+
+def test_known_hosts_is_parsed_once_and_read_again_when_it_changes(tmp_path):
+    """One parse for all the hosts of a run; a changed file (here a key removed) is never served stale."""
+    import paramiko
+
+    from tritonops.transport.host_keys import known_hosts_name
+    from tritonops.transport.spec import ConnectionSpec
+    from tritonops.transport.ssh import _client, _known_hosts
+
+    key = paramiko.Ed25519Key.from_private_key_file(str(write_key(tmp_path)))
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[10.0.0.1]:2222 {key.get_name()} {key.get_base64()}\n"
+                     f"10.0.0.2 {key.get_name()} {key.get_base64()}\n")
+    assert _known_hosts(str(known)) is _known_hosts(str(known))
+    spec = ConnectionSpec(name="a", host="10.0.0.1", port=2222, known_hosts_file=str(known))
+    name = known_hosts_name("10.0.0.1", 2222)
+    assert _client(spec, False).get_host_keys().lookup(name)[key.get_name()] == key
+    other = ConnectionSpec(name="b", host="10.0.0.2", known_hosts_file=str(known))
+    assert list(_client(other, False).get_host_keys().keys()) == ["10.0.0.2"]  # only its own host's keys
+    known.write_text(f"10.0.0.2 {key.get_name()} {key.get_base64()}\n")
+    assert _client(spec, False).get_host_keys().lookup(name) is None
+
+
+def write_key(folder: Path) -> Path:
+    path = folder / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return path

@@ -41,18 +41,19 @@ def _client(spec: ConnectionSpec, accept_new: bool) -> paramiko.SSHClient:
     return client
 
 
-_parsed_known_hosts: dict[str, tuple[tuple[int, int], paramiko.HostKeys]] = {}
+_parsed_known_hosts: dict[str, tuple[tuple[int, ...], paramiko.HostKeys]] = {}
 _parsed_lock = threading.Lock()
 
 
 def _known_hosts(path: str) -> paramiko.HostKeys:
-    """The file parsed once per version (mtime and size) for all the hosts of a run: parsing it is
-    ~0.16 ms a line (128 lines: 21 ms), which per host was most of a connection's controller time."""
+    """The file parsed once per version (inode, size, change times) for all the hosts of a run: parsing
+    it is ~0.16 ms a line (128 lines: 21 ms), which per host was most of a connection's controller time.
+    Any change to the file (a key added, removed or replaced, the file swapped) is read again."""
     try:
         stat = os.stat(path)
     except OSError:
         return paramiko.HostKeys()
-    version = (stat.st_mtime_ns, stat.st_size)
+    version = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     with _parsed_lock:
         cached = _parsed_known_hosts.get(path)
         if cached is None or cached[0] != version:
