@@ -198,6 +198,10 @@ def down(state_dir: Path | str | None = None, name_prefix: str = DEFAULT_PREFIX,
     client = engine.existing_client()
     notes: list[str] = []
     results = []
+    from tritonops.lab import prometheus  # the lab's Prometheus is a process beside the lab: stopped first
+
+    if prometheus.down(prometheus.lab_prometheus(sd)):
+        notes.append("stopped the lab's Prometheus")
     if client is None:
         notes.append("no Docker engine answers: nothing to remove there")
     else:
