@@ -16,6 +16,7 @@ rerun. Lab only: every name that reaches a command is checked and passed as an a
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import shlex
@@ -269,7 +270,7 @@ READ_CURRENT = r'''
 folder="$1/$2"
 echo "lock=$(test -e "$folder/lock" && cat "$folder/lock")"
 cur=$(readlink "$folder/current" 2>/dev/null); echo "current=$cur"
-echo "record=$(cat "$folder/$cur/release.json" 2>/dev/null | tr -d '\n')"
+printf 'record=%s\n' "$(cat "$folder/$cur/release.json" 2>/dev/null | tr -d '\n')"  # printf: dash's echo reads escapes
 echo "running=$(docker inspect --format '{{.State.Running}} {{index .Config.Labels "tritonops.release"}}' "$3" 2>/dev/null)"
 '''
 
@@ -327,3 +328,30 @@ def relayed_known_hosts(lines: list[str], ports: dict[int, int]) -> list[str]:
             if line.startswith(prefix):
                 out.append(f"[127.0.0.1]:{relay_port} " + line[len(prefix):])
     return out
+
+
+def tcp_connections_to(ports: set[int], pid: int | str = "self") -> int:
+    """ESTABLISHED TCP connections of process `pid` to any of `ports` (e.g. the lab hosts' sshd ports):
+    its socket inodes (/proc/PID/fd) matched with /proc/PID/net/tcp{,6}."""
+    inodes = set()
+    folder = f"/proc/{pid}/fd"
+    for fd in os.listdir(folder):
+        try:
+            target = os.readlink(os.path.join(folder, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "01" and fields[9] in inodes \
+                    and int(fields[2].rsplit(":", 1)[1], 16) in ports:
+                count += 1
+    return count

@@ -1,0 +1,77 @@
+"""Soak and chaos, small, on the test lab's full host (bench/soak.py and bench/chaos.py at small K/N):
+- soak: 2 deploy -> rollback -> bad deploy cycles with a retention of 2 leave no release folder beyond it,
+  no container of a removed release, no lock, no image more than before, no SSH connection left open
+  by the controller (host-wide sessions and processes are reported, not asserted: the lab is shared);
+- chaos: a rolling deploy hit by a seeded fault (SSH cut, dockerd killed, Triton killed, the controller
+  SIGKILLed, at a phase of the run), then a plain rerun: every trial converges with no manual step, and
+  right after each fault `current` still names a release that passed its gate.
+Deployments of their own (`t-soak`, `t-chaos`) with ports of their own, removed at the end.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tritonops.lab.faults import Injector, deployment_inventory, plan_faults
+from tritonops.lab.testing import FULL_2080TI
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = 13
+CHAOS_KINDS = ("ssh", "dockerd", "triton", "controller-kill")
+
+
+def bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def containers(lab):
+    return {FULL_2080TI: lab.host(FULL_2080TI).container}
+
+
+def test_soak_cycles_leave_nothing_beyond_the_retention(lab, tmp_path, containers):
+    soak = bench("soak")
+    inventory = tmp_path / "soak.yml"
+    inventory.write_text(yaml.safe_dump(deployment_inventory(
+        yaml.safe_load(lab.inventory_file.read_text()), "t-soak", 18600, hosts=[FULL_2080TI])))
+    try:
+        figures = soak.run_soak(str(inventory), containers, 2, deployment="t-soak", keep=2, say=lambda *_: None)
+    finally:
+        soak.clean(containers, "t-soak")
+    assert soak.within_policy(figures) == []
+    assert len(figures["seconds"]) == 2
+    left = figures["leftovers"][FULL_2080TI]
+    # first, 2 good, 2 bad: one good release pruned by the second good deploy (keep 2 + current + previous)
+    assert left["releases"] == 4 and left["releases_beyond_retention"] == 0, figures["after"][FULL_2080TI]
+    assert left["orphan_containers"] == 0 and left["lock_files"] == 0 and left["partial_releases"] == 0
+    assert left["images_added"] <= 0 and figures["controller_after"]["ssh_connections"] == 0
+
+
+def test_chaos_every_faulted_rolling_deploy_converges_on_a_plain_rerun(lab, tmp_path, containers):
+    chaos = bench("chaos")
+    inventory, playbook, found, relays = chaos.setup(yaml.safe_load(lab.inventory_file.read_text()), lab.prefix,
+                                                     [FULL_2080TI], tmp_path, "t-chaos", 18610, None)
+    assert found == containers
+    injector = Injector(containers, relays, None, triton="tritonops-t-chaos")
+    faults = plan_faults(SEED, len(CHAOS_KINDS), [FULL_2080TI], CHAOS_KINDS)
+    chaos.clean(containers, "t-chaos")
+    try:
+        records = chaos.run_chaos(inventory, playbook, containers, injector, faults, deployment="t-chaos",
+                                  say=lambda *_: None)
+    finally:
+        injector.heal()
+        chaos.clean(containers, "t-chaos")
+        for relay in relays.values():
+            relay.close()
+    assert sorted(r["kind"] for r in records) == sorted(CHAOS_KINDS)
+    assert all(r["fired_at_s"] is not None for r in records)
+    bad = [(r["label"], r["did"], r["problems"], r["manual"], r["intact_after_fault"]) for r in records
+           if not r["converged"] or r["manual"] or r["intact_after_fault"]]
+    assert bad == [], "\n".join(str(b) for b in bad) + "\n" + "\n".join(r["faulted_tail"] for r in records)
