@@ -186,10 +186,33 @@ def finish(outcome):
 
 name, release = spec["container"], spec["release"]
 current = inspect(name)
+def gate_passed(release):
+    try:
+        with open(os.path.join(spec["root"], "releases", release, "release.json")) as handle:
+            return any(isinstance(g, dict) and g.get("passed") for g in json.load(handle).get("gates") or [])
+    except (OSError, ValueError, AttributeError):
+        return False
+
+def current_release():
+    """The release `current` names, or None."""
+    try:
+        target = os.readlink(os.path.join(spec["root"], "current"))
+    except OSError:
+        return None
+    return target[len("releases/"):] if target.startswith("releases/") else None
+
 if (current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]
         and current["logging"] == spec["logging"]):
-    passed, why, ready_s, answers, _ = gate(name, min(60, spec["deadline_s"]))
+    passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]))
     if passed:
+        if not gate_passed(release):
+            # found running without a passed gate on record (its run was cut off, or its container came
+            # back after a restart of the engine): `current` only ever names a release that passed one
+            record_gate(release, {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": True, "why": "",
+                                  "ready_s": ready_s, "models_ready_at": seen_ready, "found_running": True,
+                                  "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
+                                                      "reported": reported_kv_tokens(logs(name))},
+                                  "shipping": "ok", "log_tail": []})
         switch_current(release)
         finish({"status": "unchanged", "restarts": current["restarts"], "answers": answers})
 def descendants(root_pid):
@@ -232,6 +255,11 @@ if not (current and current["running"]):
             probe.close()
 previous = current["release"] if current else None
 parked = "%s--%s" % (name, previous) if previous else None
+if current is None and current_release() not in (None, release) and inspect("%s--%s" % (name, current_release())):
+    # a run cut off after parking the previous container and before starting its own (connection lost,
+    # dockerd gone): the release `current` names is the previous one, and comes back if this one fails
+    previous = current_release()
+    parked = "%s--%s" % (name, previous)
 if current:
     docker("stop", "--time", str(spec["stop_timeout_s"]), name)
     if parked:
@@ -275,7 +303,9 @@ if inspect(name) is not None:
     docker("rename", name, failed)
 record_gate(release, gate_record)
 outcome = {"status": "failed", "why": why, "log": log, "previous": previous, "kept_as": failed, "shipping": shipping}
-if parked and inspect(parked) is not None:
+if parked and inspect(parked) is None:
+    outcome.update(rolled_back=False, rollback_why="its container %s is gone" % parked)
+elif parked:
     docker("rename", parked, name)
     docker("start", name)
     back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"])

@@ -1,0 +1,201 @@
+"""The serve program (tritonops/serving/program.py) after a run that a fault cut off, run for real against a
+fake `docker` (a state file) and a fake Triton (HTTP on loopback):
+- the run parked the previous container and died before starting its own (connection lost, dockerd gone):
+  the next run's release fails its gate, and the release `current` names comes back (it used to be left
+  stopped, nothing serving);
+- a release's container found running without a passed gate on record (its run was cut off mid-gate,
+  Docker restarted it): `current` switches to it only with a passed gate recorded in its release.json
+  (it used to switch with only the failed gate there)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tritonops.serving import program
+
+FAKE_DOCKER = r'''#!PYTHON
+import json, os, sys
+path = os.environ["FAKE_DOCKER_STATE"]
+state = json.load(open(path))
+args = sys.argv[1:]
+def save():
+    json.dump(state, open(path, "w"))
+def labels(c):
+    return {"tritonops.release": c["release"], "tritonops.logging": c["logging"]}
+cmd = args[0]
+if cmd == "inspect":
+    name = args[-1]
+    c = state.get(name)
+    if c is None:
+        sys.exit(1)
+    if "--format" in args:
+        print(1)
+    else:
+        print(json.dumps([{"State": {"Running": c["running"], "Status": "running" if c["running"] else "exited",
+                                     "ExitCode": 0 if c["running"] else 1, "StartedAt": "2026-12-01T00:00:00Z"},
+                           "RestartCount": 0, "Image": c["image"], "Config": {"Labels": labels(c)}}]))
+elif cmd == "stop":
+    state[args[-1]]["running"] = False
+elif cmd == "start":
+    state[args[-1]]["running"] = True
+elif cmd == "rename":
+    moved = state.pop(args[1])
+    if not os.environ.get("FAKE_DOCKER_LOSES_RENAMED"):
+        state[args[2]] = moved
+elif cmd == "rm":
+    state.pop(args[-1], None)
+elif cmd == "run":
+    name = args[args.index("--name") + 1]
+    release = [a.split("=", 1)[1] for a in args if a.startswith("tritonops.release=")][0]
+    fails = release == os.environ.get("FAKE_DOCKER_FAILING_RELEASE")
+    state[name] = {"running": not fails, "release": release, "image": "img", "logging": "L"}
+    print("cid")
+elif cmd == "logs":
+    pass
+save()
+'''
+
+
+class Triton(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self._answer(b"")
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._answer(json.dumps({"text_output": "Paris"}).encode())
+
+    def _answer(self, body):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def host(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Triton)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"
+    docker.write_text(FAKE_DOCKER.replace("PYTHON", sys.executable))
+    docker.chmod(0o755)
+    root = tmp_path / "dep"
+    (root / "releases").mkdir(parents=True)
+
+    class Host:
+        def __init__(self):
+            self.root, self.state = root, tmp_path / "docker.json"
+
+        def release(self, name, gates):
+            (root / "releases" / name).mkdir()
+            (root / "releases" / name / "release.json").write_text(json.dumps({"release": name, "gates": gates}))
+
+        def gates(self, name):
+            return json.loads((root / "releases" / name / "release.json").read_text())["gates"]
+
+        def current(self):
+            return os.readlink(root / "current")
+
+        def containers(self, found=None):
+            if found is not None:
+                self.state.write_text(json.dumps(found))
+            return json.loads(self.state.read_text())
+
+        def serve(self, release, failing=None, loses_renamed=False):
+            spec = {"root": str(root), "container": "tritonops-d", "release": release, "image_id": "img",
+                    "run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "--label",
+                                 f"tritonops.release={release}", "img"],
+                    "fallback_run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "img"],
+                    "log_driver": "json-file", "log_collector": None, "logging": "L", "logger_path": None,
+                    "logger_source": "", "admin_key_file": None, "http_port": server.server_address[1], "ports": [],
+                    "bind": "127.0.0.1", "models": ["m"], "deadline_s": 20, "stop_timeout_s": 1, "prompt": "p",
+                    "max_tokens": 2, "predicted_kv_tokens": 100, "kv_patterns": [r"KV (\d+)", r"blocks: (\d+)"],
+                    "keep": 5, "gpu_processes": []}
+            env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_DOCKER_STATE=str(self.state),
+                       FAKE_DOCKER_FAILING_RELEASE=failing or "",
+                       FAKE_DOCKER_LOSES_RENAMED="1" if loses_renamed else "")
+            done = subprocess.run([sys.executable, "-c", program.SOURCE], input=json.dumps(spec), env=env,
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout)
+
+    yield Host()
+    server.shutdown()
+
+
+def test_after_a_run_cut_off_between_parking_and_starting_a_failing_release_brings_current_back(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    # the cut-off run stopped r1's container and parked it, then died before `docker run`
+    host.containers({"tritonops-d--r1": {"running": False, "release": "r1", "image": "img", "logging": "L"}})
+
+    outcome = host.serve("r2", failing="r2")
+
+    assert outcome["status"] == "rolled_back" and outcome["previous"] == "r1", outcome
+    running = host.containers()["tritonops-d"]
+    assert running["running"] and running["release"] == "r1"
+    assert host.current() == "releases/r1"
+
+
+def test_after_a_run_cut_off_a_passing_release_switches_and_keeps_the_previous_parked(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d--r1": {"running": False, "release": "r1", "image": "img", "logging": "L"}})
+
+    outcome = host.serve("r2")
+
+    assert outcome["status"] == "switched" and outcome["previous"] == "r1", outcome
+    assert host.current() == "releases/r2" and host.gates("r2")[-1]["passed"]
+    assert set(host.containers()) == {"tritonops-d", "tritonops-d--r1"}
+
+
+def test_a_release_found_running_without_a_passed_gate_gets_one_on_record_before_current_names_it(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [{"passed": False, "why": "the container is gone"}])  # its run lost dockerd mid-gate
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d": {"running": True, "release": "r2", "image": "img", "logging": "L"}})
+
+    outcome = host.serve("r2")
+
+    assert outcome["status"] == "unchanged", outcome
+    assert host.current() == "releases/r2"
+    assert host.gates("r2")[-1]["passed"] and host.gates("r2")[-1]["found_running"]
+
+
+def test_a_release_running_with_a_passed_gate_is_not_recorded_again(host):
+    host.release("r2", [{"passed": True}])
+    os.symlink("releases/r2", host.root / "current")
+    host.containers({"tritonops-d": {"running": True, "release": "r2", "image": "img", "logging": "L"}})
+
+    assert host.serve("r2")["status"] == "unchanged"
+    assert host.gates("r2") == [{"passed": True}]
+
+
+def test_a_failing_release_whose_previous_container_is_gone_says_why_it_did_not_come_back(host):
+    from tritonops.operations.serve import serve_verdict
+
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d": {"running": True, "release": "r1", "image": "img", "logging": "L"}})
+
+    outcome = host.serve("r2", failing="r2", loses_renamed=True)  # the engine loses the parked container
+
+    assert outcome["status"] == "failed" and outcome["rolled_back"] is False, outcome
+    assert "the previous release did not come back either: its container tritonops-d--r1 is gone" in \
+        serve_verdict(outcome, 100)
+    assert host.current() == "releases/r1"
