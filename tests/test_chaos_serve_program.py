@@ -5,7 +5,10 @@ fake `docker` (a state file) and a fake Triton (HTTP on loopback):
   stopped, nothing serving);
 - a release's container found running without a passed gate on record (its run was cut off mid-gate,
   Docker restarted it): `current` switches to it only with a passed gate recorded in its release.json
-  (it used to switch with only the failed gate there)."""
+  (it used to switch with only the failed gate there);
+- a run cut off leaves its serve program working on the host while the next run takes the lock over: the
+  next serve program waits for it (one at a time per deployment), and a gate never passes on a container
+  that runs another release than the one it gates."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -56,7 +60,11 @@ elif cmd == "run":
     name = args[args.index("--name") + 1]
     release = [a.split("=", 1)[1] for a in args if a.startswith("tritonops.release=")][0]
     fails = release == os.environ.get("FAKE_DOCKER_FAILING_RELEASE")
+    release = os.environ.get("FAKE_DOCKER_RUNS_RELEASE") or release  # another run's container under the name
     state[name] = {"running": not fails, "release": release, "image": "img", "logging": "L"}
+    import time
+    with open(path + ".runs", "a") as runs:
+        runs.write("%f\n" % time.time())
     print("cid")
 elif cmd == "logs":
     pass
@@ -113,19 +121,23 @@ def host(tmp_path):
                 self.state.write_text(json.dumps(found))
             return json.loads(self.state.read_text())
 
-        def serve(self, release, failing=None, loses_renamed=False):
+        def runs(self):
+            return [float(t) for t in Path(str(self.state) + ".runs").read_text().split()]
+
+        def serve(self, release, failing=None, loses_renamed=False, runs_release=None, wait_s=None):
             spec = {"root": str(root), "container": "tritonops-d", "release": release, "image_id": "img",
                     "run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "--label",
                                  f"tritonops.release={release}", "img"],
                     "fallback_run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "img"],
                     "log_driver": "json-file", "log_collector": None, "logging": "L", "logger_path": None,
                     "logger_source": "", "admin_key_file": None, "http_port": server.server_address[1], "ports": [],
-                    "bind": "127.0.0.1", "models": ["m"], "deadline_s": 20, "stop_timeout_s": 1, "prompt": "p",
+                    "bind": "127.0.0.1", "models": ["m"], "deadline_s": 20, **({"wait_s": wait_s} if wait_s else {}), "stop_timeout_s": 1, "prompt": "p",
                     "max_tokens": 2, "predicted_kv_tokens": 100, "kv_patterns": [r"KV (\d+)", r"blocks: (\d+)"],
                     "keep": 5, "gpu_processes": []}
             env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_DOCKER_STATE=str(self.state),
                        FAKE_DOCKER_FAILING_RELEASE=failing or "",
-                       FAKE_DOCKER_LOSES_RENAMED="1" if loses_renamed else "")
+                       FAKE_DOCKER_LOSES_RENAMED="1" if loses_renamed else "",
+                       FAKE_DOCKER_RUNS_RELEASE=runs_release or "")
             done = subprocess.run([sys.executable, "-c", program.SOURCE], input=json.dumps(spec), env=env,
                                   capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stderr
@@ -198,4 +210,54 @@ def test_a_failing_release_whose_previous_container_is_gone_says_why_it_did_not_
     assert outcome["status"] == "failed" and outcome["rolled_back"] is False, outcome
     assert "the previous release did not come back either: its container tritonops-d--r1 is gone" in \
         serve_verdict(outcome, 100)
+    assert host.current() == "releases/r1"
+
+
+def test_a_serve_program_waits_for_one_still_running_from_a_run_that_was_cut_off(host):
+    import fcntl
+
+    host.release("r1", [])
+    host.containers({})
+    held = os.open(host.root / ".serve.flock", os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)  # the cut-off run's program, still at work
+    freed = {}
+
+    def finish_later():
+        time.sleep(2)
+        freed["at"] = time.time()
+        os.close(held)
+    threading.Thread(target=finish_later).start()
+
+    outcome = host.serve("r1")
+
+    assert outcome["status"] == "switched", outcome
+    assert host.runs()[0] >= freed["at"]  # nothing started before the other program was done
+
+
+def test_a_serve_program_gives_up_when_the_other_one_never_ends(host):
+    import fcntl
+
+    host.release("r1", [])
+    host.containers({})
+    held = os.open(host.root / ".serve.flock", os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        started = time.time()
+        outcome = host.serve("r1", wait_s=2)
+    finally:
+        os.close(held)
+    assert outcome["status"] == "refused" and "another serve program" in outcome["why"], outcome
+    assert 2 <= time.time() - started < 60
+    assert not Path(str(host.state) + ".runs").exists()
+
+
+def test_the_gate_never_passes_on_a_container_running_another_release(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d": {"running": True, "release": "r1", "image": "img", "logging": "L"}})
+
+    outcome = host.serve("r2", runs_release="r9")  # someone else's container answers under the name
+
+    assert outcome["status"] != "switched" and "runs release r9, not r2" in outcome["why"], outcome
     assert host.current() == "releases/r1"

@@ -77,15 +77,17 @@ def logging_driver_failed(err):
     """docker run's error when the logging driver could not start (a collector down, unreachable)."""
     return "logging driver" in err or ("logger" in err.lower() and "failed" in err.lower())
 
-def gate(name, deadline_s):
+def gate(name, deadline_s, expected):
     """(passed, why, seconds to ready, answers, when every model was seen ready) for the container
-    `name`; the last is a Unix time, for measuring how soon the gate notices."""
+    `name` running release `expected`; the last is a Unix time, for measuring how soon the gate notices."""
     begin = time.time()
     stage, ready_s, interval = "live", None, 0.25
     while time.time() - begin < deadline_s:
         state = inspect(name)
         if state is None:
             return False, "the container is gone", None, None, None
+        if state["release"] != expected:  # another run put its own container under the name
+            return False, "the container runs release %s, not %s" % (state["release"], expected), None, None, None
         if not state["running"] or state["restarts"] > 0 or state["status"] == "restarting":
             return False, "the container stopped (status %s, exit code %s, restarts %d)" % (
                 state["status"], state["exit_code"], state["restarts"]), None, None, None
@@ -184,6 +186,25 @@ def finish(outcome):
     json.dump(outcome, sys.stdout)
     sys.exit(0)
 
+def one_at_a_time():
+    """One serve program per deployment on the host at a time (flock, dropped by the kernel when the
+    program ends): a run cut off from its controller (connection lost, controller killed: the next run
+    takes its lock over) leaves its program working here until it is done; the next one waits for it."""
+    import fcntl
+    os.makedirs(spec["root"], exist_ok=True)
+    fd = os.open(os.path.join(spec["root"], ".serve.flock"), os.O_WRONLY | os.O_CREAT, 0o600)
+    end = time.time() + spec.get("wait_s", spec["deadline_s"] + 60)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.time() > end:
+                finish({"status": "refused", "why": "another serve program of this deployment is still running on "
+                        "the host (a run cut off from its controller); try again when it is done"})
+            time.sleep(0.5)
+
+serving_fd = one_at_a_time()
 name, release = spec["container"], spec["release"]
 current = inspect(name)
 def gate_passed(release):
@@ -203,7 +224,7 @@ def current_release():
 
 if (current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]
         and current["logging"] == spec["logging"]):
-    passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]))
+    passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]), release)
     if passed:
         if not gate_passed(release):
             # found running without a passed gate on record (its run was cut off, or its container came
@@ -281,7 +302,7 @@ if code != 0 and logging_driver_failed(err):
     remove(name)
     code, out, err = docker(*fallback[1:])
 if code == 0:
-    passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"])
+    passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"], release)
     log = logs(name)
 else:
     passed, why, ready_s, answers, seen_ready = False, "docker run failed: " + err.strip()[-300:], None, None, None
@@ -308,7 +329,7 @@ if parked and inspect(parked) is None:
 elif parked:
     docker("rename", parked, name)
     docker("start", name)
-    back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"])
+    back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"], previous)
     outcome.update(status="rolled_back" if back else "failed", rolled_back=back, rollback_why=back_why,
                    answers=back_answers)
 finish(outcome)
