@@ -53,6 +53,25 @@ def add_playbook_options(parser, playbook: str) -> None:
     add_host_key_option(parser)
 
 
+def add_reading_options(parser) -> None:
+    """The options of a command that reads what a deploy made (status, metrics, logs)."""
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
+                        help="the extra variables the deploy had (e.g. tritonops_deployment, ports); repeatable")
+    add_host_key_option(parser)
+
+
+def reading_options(args):
+    """DeployOptions for such a command: the deploy playbook's role defaults under the inventory,
+    --limit, --forks, -e and the host-key option."""
+    from tritonops.deploy.run import DeployOptions
+    from tritonops.playbook import parse_extra_vars
+
+    playbook = default_playbook("deploy.yml")
+    return DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit,
+                         forks=args.forks, extra_vars=parse_extra_vars(args.extra_vars),
+                         accept_new_host_keys=args.accept_new_host_keys)
+
+
 def audit_log_of(args):
     """The audit log path from --audit-log (None: not written)."""
     from tritonops.deploy.event_log import default_audit_log

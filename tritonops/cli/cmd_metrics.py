@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from tritonops.cli.cmd_deploy import default_playbook, default_roles_path
+from tritonops.cli.cmd_deploy import add_reading_options, reading_options
 from tritonops.cli.output import line, status_text
-from tritonops.cli.selection import add_host_key_option, inventory_paths
+from tritonops.cli.selection import inventory_paths
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -23,21 +23,14 @@ def register(subparsers, common) -> None:
                     "compute input / infer / output and whole-request time per request in ms, and where the "
                     "engine reports them vLLM's KV-cache usage and running / waiting requests. A host whose "
                     "port is closed or answers something else is listed with its problem; exit 1 then.")
-    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="the extra variables the deploy had (e.g. tritonops_metrics_port); repeatable")
-    add_host_key_option(parser)
+    add_reading_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args, out) -> int:
-    from tritonops.deploy.run import DeployOptions
     from tritonops.metrics.fetch import fetch_metrics
-    from tritonops.playbook import parse_extra_vars
 
-    playbook = default_playbook("deploy.yml")
-    results = fetch_metrics(inventory_paths(args.inventory), DeployOptions(
-        playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit, forks=args.forks,
-        extra_vars=parse_extra_vars(args.extra_vars), accept_new_host_keys=args.accept_new_host_keys))
+    results = fetch_metrics(inventory_paths(args.inventory), reading_options(args))
     if args.json:
         out.json([{"host": r.host, "status": r.status, "msg": r.msg,
                    "metrics": dataclasses.asdict(r.payload) if r.payload else None} for r in results])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from tritonops.cli.cmd_deploy import default_playbook, default_roles_path
+from tritonops.cli.cmd_deploy import add_reading_options, reading_options
 from tritonops.cli.output import status_text, styled
-from tritonops.cli.selection import add_host_key_option, inventory_paths
+from tritonops.cli.selection import inventory_paths
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -19,18 +19,14 @@ def register(subparsers, common) -> None:
         description="Per host and model: the current release, the container's state, uptime and restarts, "
                     "health and model readiness, vLLM's KV-cache size against the plan's, and from :8002/metrics "
                     "the request count and average request / queue / compute times.")
-    add_host_key_option(parser)
+    add_reading_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args, out) -> int:
-    from tritonops.deploy.run import DeployOptions
     from tritonops.deploy.status import status
 
-    playbook = default_playbook("deploy.yml")
-    results = status(inventory_paths(args.inventory), DeployOptions(
-        playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit, forks=args.forks,
-        accept_new_host_keys=args.accept_new_host_keys))
+    results = status(inventory_paths(args.inventory), reading_options(args))
     if args.json:
         out.json([{"host": r.host, "status": r.status, "msg": r.msg,
                    "serving": dataclasses.asdict(r.payload) if r.payload else None} for r in results])
