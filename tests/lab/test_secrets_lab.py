@@ -13,8 +13,6 @@ run` line, no `docker inspect` and nothing else carries it.
 """
 
 import json
-import os
-import shlex
 import subprocess
 
 import docker
@@ -23,11 +21,9 @@ import yaml
 
 from tritonops.cli.main import main
 from tritonops.lab import collector as lab_collector
-from tritonops.lab.hub import TINY_REPO, HubServer, tiny_model
+from tritonops.lab.hub import TINY_REPO, tiny_model
 from tritonops.lab.images import default_cache_dir
-from tritonops.lab.testing import FULL_2080TI, TEST_PREFIX
-from tritonops.lab.wheelhouse.hub_wheels import hub_wheels, install_on_host
-from tritonops.transport.pool import open_transport
+from tritonops.lab.testing import FULL_2080TI, lab_hub
 
 pytestmark = pytest.mark.lab
 
@@ -37,19 +33,9 @@ ROOT = f"/opt/tritonops/{DEPLOYMENT}"
 PS_SAMPLES = "/tmp/tritonops-ps-samples"
 
 
-def _gateway() -> str:
-    network = docker.from_env().networks.get(f"{TEST_PREFIX}-net")
-    return network.attrs["IPAM"]["Config"][0]["Gateway"]
-
-
 @pytest.fixture(scope="module")
 def hub(lab):
-    transport = open_transport(lab.connection(FULL_2080TI))
-    try:
-        install_on_host(transport, hub_wheels(default_cache_dir()))
-    finally:
-        transport.close()
-    with HubServer({TINY_REPO: tiny_model()}, host=_gateway(), token=TOKEN) as server:
+    with lab_hub(lab, (FULL_2080TI,), {TINY_REPO: tiny_model()}, token=TOKEN) as server:
         yield server
 
 

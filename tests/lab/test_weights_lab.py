@@ -18,14 +18,11 @@ import os
 import shlex
 import subprocess
 
-import docker
 import pytest
 
-from tritonops.lab.hub import TINY_REPO, HubServer, tiny_model
-from tritonops.lab.images import default_cache_dir
-from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, TEST_PREFIX
-from tritonops.lab.wheelhouse.hub_wheels import hub_wheels, install_on_host
-from tritonops.operations.execute import read_facts, run_step
+from tritonops.lab.hub import TINY_REPO, tiny_model
+from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, lab_hub
+from tritonops.operations.execute import read_facts
 from tritonops.operations.registry import operation_named
 from tritonops.transport.pool import open_transport
 from tritonops.weights import transfer
@@ -41,23 +38,11 @@ TOTAL = sum(len(v) for v in MODEL.values())
 SHARD2 = "model-00002-of-00002.safetensors"
 
 
-def _gateway() -> str:
-    network = docker.from_env().networks.get(f"{TEST_PREFIX}-net")
-    return network.attrs["IPAM"]["Config"][0]["Gateway"]
-
-
 @pytest.fixture(scope="module")
 def hub(lab):
-    wheels = hub_wheels(default_cache_dir())
-    for name in (FULL_2080TI, LIGHT_H200X2):
-        transport = open_transport(lab.connection(name))
-        try:
-            install_on_host(transport, wheels)
-        finally:
-            transport.close()
     saved = os.environ.get("HF_TOKEN")
     os.environ["HF_TOKEN"] = TOKEN
-    with HubServer({TINY_REPO: MODEL}, host=_gateway(), token=TOKEN) as server:
+    with lab_hub(lab, (FULL_2080TI, LIGHT_H200X2), {TINY_REPO: MODEL}, token=TOKEN) as server:
         yield server
     if saved is None:
         os.environ.pop("HF_TOKEN", None)

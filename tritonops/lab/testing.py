@@ -8,6 +8,8 @@ through the bastion with `lab.connection_behind(host, BASTION)`), under its own 
 name prefix and ports, torn down at the end
 (set TRITONOPS_LAB_KEEP=1 to keep it for the next run: a second `up` takes seconds).
 `lab_ssh(host, command)` runs a shell command on a lab host over real SSH.
+`lab_hub(state, hosts, repos, token)`: the lab's hub stand-in on the lab network's gateway, its
+client installed on the given hosts (a context manager).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -60,3 +63,30 @@ def lab_ssh(lab):
         return proc
 
     return run
+
+
+def lab_gateway(state) -> str:
+    """This machine's address on the lab's network (where a lab host reaches a server run here)."""
+    import docker
+
+    network = docker.from_env().networks.get(f"{state.prefix}-net")
+    return network.attrs["IPAM"]["Config"][0]["Gateway"]
+
+
+@contextmanager
+def lab_hub(state, hosts, repos: dict, token: str | None = None):
+    """The hub stand-in serving `repos` on the lab gateway, huggingface_hub installed on `hosts`."""
+    from tritonops.lab.hub import HubServer
+    from tritonops.lab.images import default_cache_dir
+    from tritonops.lab.wheelhouse.hub_wheels import hub_wheels, install_on_host
+    from tritonops.transport.pool import open_transport
+
+    wheels = hub_wheels(default_cache_dir())
+    for name in hosts:
+        transport = open_transport(state.connection(name))
+        try:
+            install_on_host(transport, wheels)
+        finally:
+            transport.close()
+    with HubServer(repos, host=lab_gateway(state), token=token) as server:
+        yield server
