@@ -88,6 +88,7 @@ class Metric:
 
     def set(self, v):
         self.value = v
+        self.history = getattr(self, "history", []) + [v]
 
     def observe(self, v):
         self.observed.append(v)
@@ -330,6 +331,26 @@ def test_metrics_use_vllm_names_and_count_tokens(backend):
     assert m["vllm:num_requests_running"].metrics[0].value == 0
     assert not model.metrics.families and not model.metrics.metrics
     model.metrics = None  # closed above
+
+
+@pytest.mark.parametrize("version, profile, reported", [
+    ("0.10.2", "2080ti", True),   # V0 engine: its add_logger
+    ("0.11.0", "2080ti", True),   # V1-only version: AsyncLLM's stat_loggers
+    ("0.10.2", "a100x4", False),  # V1 chosen by 0.10's AsyncLLMEngine: V0 would read stat_loggers as a mapping
+])
+def test_the_engines_kv_cache_usage_is_reported_under_both_names(backend, version, profile, reported):
+    model = backend(version=version, profile=profile)
+    run(model, Request("one two three", parameters={"max_tokens": 6}))
+    m = _metrics()
+    model.metrics.close()
+    model.metrics = None
+    for name in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"):
+        history = getattr(m[name].metrics[0], "history", [])
+        if reported:
+            assert history and max(history) > 0 and history[-1] == 0, (name, history)  # held, then freed
+            assert all(0 <= value <= 1 for value in history)
+        else:
+            assert history == []
 
 
 def test_no_metrics_without_report_custom_metrics(backend):

@@ -287,6 +287,13 @@ def test_metrics_show_triton_and_vllm_families(lab, servers):
         assert re.search(rf'^{name}\{{model="vllm_model",version="1"\}} [1-9]', text, re.M), name
     for name in ("vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"):
         assert re.search(rf'^{name}_count\{{model="vllm_model",version="1"\}} [1-9]', text, re.M), name
+    body = shlex.quote(json.dumps({"text_input": "hold blocks", "parameters": {"stream": True, "max_tokens": 120}}))
+    inner = (f"curl -s -N -o /dev/null -X POST -d {body} localhost:8000/v2/models/vllm_model/generate_stream & "
+             "sleep 1; curl -s localhost:8002/metrics; wait")
+    during = _ssh(lab, f"docker exec {servers['a']} sh -c {shlex.quote(inner)}", check=False)
+    for name in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"):  # the engine's figure while it holds blocks
+        found = re.search(rf'^{name}\{{model="vllm_model",version="1"\}} (\S+)$', during, re.M)
+        assert found and float(found.group(1)) > 0, (name, found)
 
 
 def test_an_unknown_engine_argument_makes_that_model_unavailable_with_vllms_type_error(lab, servers):
