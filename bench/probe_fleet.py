@@ -88,9 +88,14 @@ def tritonops_run(inventory: Path, limit: str, n: int, env: dict) -> float:
     return seconds
 
 
+SSH_OPTIONS: list[str] = []  # --ssh-option: e.g. KexAlgorithms=curve25519-sha256 for a stricter floor
+
+
 def ssh_argv(spec, command: str) -> list[str]:
     """Plain OpenSSH with the inventory's key, known_hosts and strict host-key checking."""
     argv = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"]
+    for option in SSH_OPTIONS:
+        argv += ["-o", option]
     for key in spec.key_files:
         argv += ["-i", key]
     if spec.known_hosts_file:
@@ -156,15 +161,15 @@ def handshakes(inventory: Path, count: int, env: dict) -> dict:
     return {key: statistics.median(values) for key, values in figures.items()}
 
 
-def measure(n: int, repeat: int, inventory: Path, env: dict) -> dict:
+def measure(n: int, repeat: int, inventory: Path, env: dict, ansible: bool = True) -> dict:
     names = [f"light-{i:02d}" for i in range(1, n + 1)]
     limit = ":".join(names)
     specs = [host.connection for host in load_inventory([str(inventory)]).select(limit)]
     runs = {"tritonops": [], "openssh": [], "ansible_setup": [], "ansible_command": [], "load": []}
-    order = ["tritonops", "openssh", "ansible"]
+    order = ["tritonops", "openssh", "ansible"] if ansible else ["tritonops", "openssh"]
     for round_ in range(repeat):
         runs["load"].append(os.getloadavg()[0])
-        for what in order[round_ % 3:] + order[:round_ % 3]:
+        for what in order[round_ % len(order):] + order[:round_ % len(order)]:
             if what == "tritonops":
                 runs["tritonops"].append(tritonops_run(inventory, limit, n, env))
             elif what == "openssh":
@@ -173,7 +178,9 @@ def measure(n: int, repeat: int, inventory: Path, env: dict) -> dict:
                 setup, command = ansible_run(inventory, limit, n, env)
                 runs["ansible_setup"].append(setup)
                 runs["ansible_command"].append(command)
-    runs["ansible"] = [s + c for s, c in zip(runs["ansible_setup"], runs["ansible_command"])]
+    runs["ansible"] = [s + c for s, c in zip(runs["ansible_setup"], runs["ansible_command"])] or [float("nan")]
+    runs["ansible_setup"] = runs["ansible_setup"] or [float("nan")]
+    runs["ansible_command"] = runs["ansible_command"] or [float("nan")]
     medians = {key: statistics.median(values) for key, values in runs.items()}
     cpu = {tool: statistics.median(CONTROLLER_CPU[f"{tool} {n}"]) for tool in ("tritonops", "openssh")}
     return {"hosts": n, "runs": runs, "median": medians, "controller_cpu": cpu,
@@ -218,11 +225,15 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="leave the bench lab running")
     parser.add_argument("--json-out", type=Path, help="write every figure here as JSON")
     parser.add_argument("--no-bytecode", action="store_true", help="leave PYTHONDONTWRITEBYTECODE as it is")
+    parser.add_argument("--ssh-option", action="append", default=[], metavar="OPT",
+                        help="an -o option for the OpenSSH floor (repeatable), e.g. KexAlgorithms=curve25519-sha256")
+    parser.add_argument("--no-ansible", action="store_true", help="tritonops and the OpenSSH floor only")
     parser.add_argument("--handshakes", type=int, default=16, metavar="K",
                         help="also time K single connections (paramiko vs ssh, wall and controller CPU); 0: no")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    if not venv_tool("ansible"):
+    SSH_OPTIONS.extend(args.ssh_option)
+    if not args.no_ansible and not venv_tool("ansible"):
         sys.exit("ansible is not installed: pip install ansible-core (or pip install -e '.[bench]')")
 
     state = args.state_dir or REPO / ".lab" / args.prefix
@@ -248,10 +259,10 @@ def main() -> int:
             print(f"one connection + `true`, median of {args.handshakes} hosts: paramiko {hs['paramiko_wall']:.3f} s "
                   f"(controller CPU {hs['paramiko_cpu']:.3f} s), OpenSSH {hs['openssh_wall']:.3f} s "
                   f"(CPU {hs['openssh_cpu']:.3f} s)", flush=True)
-        measure(1, 1, inventory, env)  # warm-up, not counted: bytecode compiled, the bundle cached
+        measure(1, 1, inventory, env, not args.no_ansible)  # warm-up, not counted: bytecode compiled, the bundle cached
         CONTROLLER_CPU.clear()
         for n in sizes:
-            rows.append(measure(n, args.repeat, inventory, env))
+            rows.append(measure(n, args.repeat, inventory, env, not args.no_ansible))
             m = rows[-1]["median"]
             print(f"N={n}: tritonops {m['tritonops']:.2f} s, OpenSSH {m['openssh']:.2f} s, "
                   f"Ansible {m['ansible']:.2f} s", flush=True)
