@@ -28,6 +28,7 @@ import argparse
 import collections
 import json
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,8 +63,11 @@ class Trial:
         self.fired_at: float | None = None
         self.did = "not fired"
         self.started = time.monotonic()
+        # SIGINT back to its default in the child: a bench started in the background (`nohup ... &`) inherits
+        # SIGINT ignored, and a Python started so never turns it into KeyboardInterrupt
         self.process = subprocess.Popen([sys.executable, "-m", "tritonops", *argv], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, cwd=REPO)
+                                        stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self._timer: threading.Timer | None = None
         self._out: list[str] = []
         threading.Thread(target=lambda: self._out.append(self.process.stdout.read()), daemon=True).start()
