@@ -192,6 +192,11 @@ def summary(records: list[dict], say=print) -> None:
     late = [r for r in records if "never came" in r["did"]]
     if late:
         say(f"fired after the run (phase not reached): {len(late)}")
+    ignored = [r for r in records if r["kind"].startswith("controller") and r["faulted_exit"] == 0
+               and "already finished" not in r["did"]]
+    say(f"controller signals the run did not stop on: {len(ignored)}")
+    for r in ignored:
+        say(f"  trial {r['trial'] + 1} {r['label']}: exit 0 after {r['did']}")
     not_intact = [r for r in records if r["intact_after_fault"]]
     say(f"current not intact right after the fault: {len(not_intact)}")
     for r in not_intact:
