@@ -60,6 +60,7 @@ def test_each_commands_help_loads_no_library(command):
 def test_a_named_command_loads_its_own_module_only():
     assert report("-i", "x", "probe", "--help")["commands"] == ["tritonops.cli.cmd_probe"]
     assert report("--help")["commands"] == sorted(f"tritonops.cli.cmd_{name}" for name in COMMANDS)
+    assert report("--version")["commands"] == []  # answered before any command is registered
 
 
 @pytest.mark.parametrize("argv", [["probe", "--help"], ["lab", "up", "--help"], ["probe", "--forks", "x"],

@@ -78,8 +78,10 @@ class _PreParser(argparse.ArgumentParser):
 
 def named_command(argv: list[str]) -> str | None:
     """The command the line names, when only global options come before it (read by the same option
-    definitions as the real parser); None when anything else does (--help, --version, a mistake)."""
-    pre = _PreParser(add_help=False, parents=[_global_options(suppress_defaults=False)])
+    definitions as the real parser); None when anything else does (--help, a mistake). `--version`
+    before any command is answered here, as the full parser would, without registering a command."""
+    pre = _PreParser(prog="tritonops", add_help=False, parents=[_global_options(suppress_defaults=False)])
+    pre.add_argument("--version", action="version", version=f"tritonops {__version__}")  # answered here
     pre.add_argument("command", nargs="?")
     pre.add_argument("rest", nargs=argparse.REMAINDER)
     try:
