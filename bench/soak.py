@@ -88,7 +88,8 @@ def run_soak(inventory: str, containers: dict[str, str], cycles: int, *, deploym
             if served is None or not served.msg.startswith("rolled back: unknown engine argument"):
                 problems.append(f"cycle {cycle} bad deploy on {name}: {served.msg if served else 'no serve result'}")
         seconds.append(time.perf_counter() - started)
-        say(f"cycle {cycle + 1}/{cycles}: {seconds[-1]:.1f} s" + (f", {len(problems)} problem(s) so far" if problems else ""))
+        so_far = f", {len(problems)} problem(s) so far" if problems else ""
+        say(f"cycle {cycle + 1}/{cycles}: {seconds[-1]:.1f} s{so_far}")
     after = {name: host_snapshot(c, ROOT, deployment) for name, c in containers.items()}
     ctl_after = controller_counts(ports)
     figures = {"cycles": cycles, "hosts": sorted(containers), "seconds": seconds, "problems": problems,

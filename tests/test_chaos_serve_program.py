@@ -131,7 +131,8 @@ def host(tmp_path):
                     "fallback_run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "img"],
                     "log_driver": "json-file", "log_collector": None, "logging": "L", "logger_path": None,
                     "logger_source": "", "admin_key_file": None, "http_port": server.server_address[1], "ports": [],
-                    "bind": "127.0.0.1", "models": ["m"], "deadline_s": 20, **({"wait_s": wait_s} if wait_s else {}), "stop_timeout_s": 1, "prompt": "p",
+                    "bind": "127.0.0.1", "models": ["m"], "deadline_s": 20, **({"wait_s": wait_s} if wait_s else {}),
+                    "stop_timeout_s": 1, "prompt": "p",
                     "max_tokens": 2, "predicted_kv_tokens": 100, "kv_patterns": [r"KV (\d+)", r"blocks: (\d+)"],
                     "keep": 5, "gpu_processes": []}
             env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_DOCKER_STATE=str(self.state),

@@ -143,7 +143,8 @@ class Relay:
         self.cut()
 
 
-def host_exec(container: str, command: str, *, timeout: float = 120.0, detach: bool = False) -> subprocess.CompletedProcess:
+def host_exec(container: str, command: str, *, timeout: float = 120.0,
+              detach: bool = False) -> subprocess.CompletedProcess:
     """A fixed shell command inside a lab host container (docker exec), not over SSH."""
     argv = ["docker", "exec", *(["-d"] if detach else []), _checked(container, "host container"), "sh", "-c", command]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
