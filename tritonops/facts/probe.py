@@ -82,10 +82,14 @@ def probe_hosts(specs: Sequence[ConnectionSpec], forks: int = 10, *, accept_new_
 def _load_while_dialling(remote: bool) -> None:
     """The transport and the bundle first (what a host needs to be dialled and sent the program), then
     the parser (needed once one has replied). A host that gets there first waits on the same import or
-    lock; nothing is loaded or built twice."""
-    if remote:
-        import tritonops.transport.ssh  # noqa: F401
-    from tritonops.facts import probe_payload
+    lock; nothing is loaded or built twice. A warm-up only: whatever fails here fails again, and is
+    reported, where a host needs it."""
+    try:
+        if remote:
+            import tritonops.transport.ssh  # noqa: F401
+        from tritonops.facts import probe_payload
 
-    probe_payload.bundle()
-    import tritonops.facts.probe_parse  # noqa: F401  (pydantic and the facts model)
+        probe_payload.bundle()
+        import tritonops.facts.probe_parse  # noqa: F401  (pydantic and the facts model)
+    except Exception:  # noqa: BLE001 - see above
+        return
