@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""How long `tritonops` takes before doing anything: --help, --version, a usage error, a command's
+--help; median wall time of N runs each, with bytecode cached (as an installed package has it) and
+without (PYTHONDONTWRITEBYTECODE=1). With --before TREE, the same cases for another checkout of the
+repository, alternating, in the same conditions (e.g. `git worktree add /tmp/old 52f218a`).
+
+    python bench/startup_time.py [--rounds 5] [--before /tmp/old]
+Goal (#12): --help, --version and usage errors in <= 0.15 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = {"--help": ["--help"], "--version": ["--version"], "usage error": ["probe", "--no-such-flag"],
+         "probe --help": ["probe", "--help"]}
+
+
+def wall(tree: Path, argv: list[str], env: dict) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tritonops", *argv], env=dict(env, PYTHONPATH=str(tree)),
+                   capture_output=True, check=False)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--before", type=Path, help="another checkout to compare with")
+    args = parser.parse_args()
+    trees = {"now": REPO, **({"before": args.before.resolve()} if args.before else {})}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="tritonops-startup-pyc-") as pyc:
+        modes = {"bytecode cached": dict(base, PYTHONPYCACHEPREFIX=pyc),
+                 "no bytecode": dict(base, PYTHONDONTWRITEBYTECODE="1")}
+        for mode, env in modes.items():
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], env=env, check=False)
+            bare = time.perf_counter() - started
+            loads = [os.getloadavg()[0]]
+            print(f"{mode} (python -c pass {bare:.3f} s)")
+            for name, argv in CASES.items():
+                for tree in trees.values():
+                    wall(tree, argv, env)  # warm: bytecode written, files in the page cache
+                times: dict[str, list[float]] = {label: [] for label in trees}
+                for _ in range(args.rounds):
+                    for label, tree in trees.items():
+                        times[label].append(wall(tree, argv, env))
+                loads.append(os.getloadavg()[0])
+                shown = "  ".join(f"{label} {statistics.median(values):.3f} s" for label, values in times.items())
+                print(f"  {name:<14} {shown}")
+            print(f"  (load {min(loads):.2f}-{max(loads):.2f}; median of {args.rounds})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
