@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from tritonops.cli.output import status_text, styled
-from tritonops.lab.plan import PORT_BASE
-from tritonops.lab.state import DEFAULT_PREFIX, LabState  # light: dataclasses and constants
+from typing import TYPE_CHECKING
+
+from tritonops.lab.defaults import DEFAULT_PREFIX, PORT_BASE
+
+if TYPE_CHECKING:
+    from tritonops.lab.state import LabState
 
 
 def register(subparsers, common) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonops.cli.output import line, styled
-from tritonops.sizing.versions import DEFAULT_VLLM_VERSION
+from tritonops.sizing.default_version import DEFAULT_VLLM_VERSION
 
 if TYPE_CHECKING:
     from tritonops.sizing.engine_plan import EnginePlan, SizingRequest

@@ -11,9 +11,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+from tritonops.lab.defaults import PORT_BASE
 from tritonops.lab.request import HostSpec, LabRequest
-
-PORT_BASE = 22200
 
 
 @dataclass(frozen=True)

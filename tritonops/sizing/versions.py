@@ -11,13 +11,9 @@ import re
 from dataclasses import dataclass
 
 from tritonops.errors import InputError
+from tritonops.sizing.default_version import DEFAULT_VLLM_VERSION  # noqa: F401  (re-exported)
 from tritonops.sizing.engine_arg_keys import accepts as _accepts, refused_keys
 
-# The vLLM that `nvcr.io/nvidia/tritonserver:26.06-vllm-python-py3` ships (0.22.1, NGC
-# compatibility matrix in reference/triton-vllm.md 2.1). Chosen over 26.07 (0.24.0) because
-# every memory rule of 0.22 was read from its source (0.22.0), while 0.24 falls between two
-# read versions (0.22.0 and 0.33.0). Change it here and nowhere else.
-DEFAULT_VLLM_VERSION = "0.22.1"
 
 OLDEST_SUPPORTED = (0, 4, 0)  # 24.04's image, the oldest vllm-python-py3 in the compat table
 
