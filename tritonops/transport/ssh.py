@@ -297,6 +297,8 @@ class SshTransport:
             if not channel.status_event.wait(_remaining(deadline)):  # the exit status follows EOF (or the close)
                 raise CommandTimeout(f"command timed out after {timeout:g}s on {self.spec.label}")
             code = channel.recv_exit_status()
+            if code == -1 and not transport.is_active():  # closed with no exit status: the connection died
+                raise Unreachable(f"connection to {self.spec.label} was lost while a command ran")
             self.traffic.add(len(command.encode()) + len(stdin or b""), len(out) + len(err))
             return CommandResult(command, code, out.decode(errors="replace"), err.decode(errors="replace"))
         finally:
