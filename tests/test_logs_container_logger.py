@@ -98,3 +98,33 @@ def test_the_admin_key_is_read_from_its_file_into_tritonservers_flags(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["message"] == repr(["--http-restricted-api=model-repository:h=s3cret",
                                                        "--grpc-restricted-protocol=model-repository:h=s3cret"])
+
+
+def serve_program_message():
+    """The serve program's `message` (it runs on hosts as a source string): its definition, exec'd here."""
+    from tritonops.serving import program
+
+    start = program.SOURCE.index("TRITON_LEVELS = ")
+    end = program.SOURCE.index("\ndef ", program.SOURCE.index("def message(", start) + 1)
+    namespace = {"json": json}
+    exec(program.SOURCE[start:end], namespace)
+    return namespace["message"]
+
+
+def test_lines_read_back_by_the_gate_keep_tritons_level_so_its_warnings_are_not_failures():
+    from tritonops.serving.verdict import classify
+
+    message = serve_program_message()
+    formatter = Formatter("h", "d", "r", ["m"])
+    warning = json.dumps(formatter.document(
+        '2026-12-01T09:30:00Z W 1 pinned_memory_manager.cc:273] "Unable to allocate pinned system memory, pinned '
+        'memory pool will not be available: CUDA driver version is insufficient for CUDA runtime version"'))
+    engine = json.dumps(formatter.document("ERROR 12-01 09:30:02 [core.py:1] ValueError: The model's max seq len "
+                                           "(4096) is larger than the maximum number of tokens that can be stored "
+                                           "in KV cache (3664)."))
+    error = json.dumps(formatter.document('2026-12-01T09:30:00Z E 1 server.cc:1] "CUDA driver version is '
+                                          'insufficient for CUDA runtime version"'))
+    assert classify(message(warning)) is None  # a warning every CPU-only lab host prints
+    assert classify("\n".join(map(message, (warning, engine)))).kind == "context larger than KV cache"
+    assert classify(message(error)).kind == "driver too old"
+    assert message("not json") == "not json"

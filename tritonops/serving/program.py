@@ -43,14 +43,21 @@ def http(method, path, body=None, timeout=10):
     except (OSError, ValueError) as err:
         return 0, str(err)
 
+TRITON_LEVELS = {"info": "I", "warn": "W", "error": "E", "debug": "V"}
+
 def message(line):
-    """A container logger line (one ECS JSON object) read back as its message."""
+    """A container logger line (one ECS JSON object) read back as the line it was: Triton's keep
+    their time and level letter in front (the classifier passes over Triton's info and warning
+    lines), vLLM's are their message."""
     if line.startswith("{"):
         try:
             doc = json.loads(line)
         except ValueError:
             return line
         if isinstance(doc, dict) and isinstance(doc.get("message"), str):
+            level = TRITON_LEVELS.get(doc.get("log.level"))
+            if doc.get("service.name") == "triton" and level and isinstance(doc.get("@timestamp"), str):
+                return "%s %s %s" % (doc["@timestamp"], level, doc["message"])
             return doc["message"]
     return line
 
