@@ -14,6 +14,7 @@ from typing import Any
 from tritonops.errors import TritonopsError
 from tritonops.operations.facts import CommandQuery
 from tritonops.serving.container import container_name
+from tritonops.text import printable
 
 SOURCE = r'''
 import json, os, subprocess, sys
@@ -98,7 +99,7 @@ def parse_releases(stdout: str) -> Deployed:
             raise TypeError("releases is not a list")
         releases = tuple(_record(item) for item in listed)
     except (ValueError, KeyError, TypeError) as err:
-        raise TritonopsError(f"cannot read the deployed releases: {err}") from None
+        raise TritonopsError(f"cannot read the deployed releases: {printable(str(err))}") from None
     current = data.get("current")
     container = data.get("container")
     return Deployed(releases, current.rsplit("/", 1)[-1] if isinstance(current, str) and current else None,
@@ -147,14 +148,15 @@ def rollback_target(deployed: Deployed, to: str | None) -> ReleaseRecord:
     if to:
         found = deployed.release(to)
         if found is None:
-            known = ", ".join(r.id for r in deployed.releases) or "none"
-            raise TritonopsError(f"no release {to} on this host (releases: {known})")
+            known = ", ".join(printable(r.id) for r in deployed.releases) or "none"
+            raise TritonopsError(f"no release {printable(to)} on this host (releases: {known})")
         if found.damaged:
-            raise TritonopsError(f"release {to} cannot be started: its {found.damaged}")
+            raise TritonopsError(f"release {printable(to)} cannot be started: its {printable(found.damaged)}")
         return found
     if deployed.current is None:
         raise TritonopsError("nothing is deployed here (no current release): nothing to roll back")
     older = [r for r in deployed.releases if r.id < deployed.current and r.passed]
     if not older:
-        raise TritonopsError(f"no earlier release that served before {deployed.current}: nothing to roll back to")
+        raise TritonopsError(f"no earlier release that served before {printable(deployed.current)}: nothing to "
+                             "roll back to")
     return older[-1]
