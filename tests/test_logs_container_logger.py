@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tritonops.logs import container_logger
 from tritonops.logs.container_logger import Formatter
-from tritonops.logs.ecs import display, message_of
+from tritonops.logs.ecs import display, parsed
 
 LOGGER = Path(container_logger.__file__)
 FIELDS = ["--host", "gpu-7", "--deployment", "prod", "--release", "20261201T080000Z-6533bf3f", "--models", "chat"]
@@ -67,7 +67,7 @@ def test_stdout_and_stderr_are_formatted_and_the_exit_code_kept():
     (line,) = out.splitlines()
     doc = json.loads(line)
     assert (doc["message"], doc["host.name"], doc["labels"]["release"]) == ("started", "gpu-7", FIELDS[5])
-    assert message_of(err.splitlines()[0]) == "loaded"
+    assert parsed(err.splitlines()[0])["message"] == "loaded"
     assert display(line).endswith("info  triton    started")
 
 
@@ -85,7 +85,8 @@ def test_sigterm_reaches_the_child_which_exits_its_own_way():
 
 
 def test_a_line_that_is_not_ours_reads_back_as_it_is():
-    assert message_of("plain text") == "plain text" and display("{not json") == "{not json"
+    assert parsed("plain text") is None and display("plain text") == "plain text"
+    assert parsed("{not json") is None and display("{not json") == "{not json"
 
 
 def test_the_admin_key_is_read_from_its_file_into_tritonservers_flags(tmp_path):

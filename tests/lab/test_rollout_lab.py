@@ -8,62 +8,17 @@ is shut and its connections cut, as a host dropping off the network would.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tritonops.lab.faults import Relay, relayed_known_hosts
 from tritonops.lab.testing import FULL_2080TI
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class Relay:
-    """127.0.0.1:<port> -> target, until cut: then every relayed connection is closed at once."""
-
-    def __init__(self, target: tuple[str, int]):
-        self.target, self.conns = target, []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self.conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source, sink):
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (source, sink):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def cut(self):
-        self.server.close()
-        for conn in self.conns:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-                conn.close()
-            except OSError:
-                pass
 
 
 @pytest.fixture
@@ -72,9 +27,8 @@ def fleet(lab, tmp_path, lab_ssh):
     relay = Relay((full.address, full.port))
     # the relay is the same sshd: its key, under the relay's port
     known = tmp_path / "known_hosts"
-    lines = lab.known_hosts_file.read_text().splitlines()
-    own = [line for line in lines if line.startswith(f"[{full.address}]:{full.port} ")]
-    known.write_text("\n".join(lines + [own[0].replace(f":{full.port} ", f":{relay.port} ", 1)]) + "\n")
+    known.write_text("\n".join(relayed_known_hosts(lab.known_hosts_file.read_text().splitlines(),
+                                                   {full.port: relay.port})) + "\n")
     lab_vars = yaml.safe_load(lab.inventory_file.read_text())["all"]["children"]["lab"]["children"]["lab_full"]
     shared = {k: v for k, v in lab_vars["vars"].items() if k != "tritonops_build_host"}
     model = lab_vars["hosts"][FULL_2080TI].get("tritonops_model") or shared["tritonops_model"]
@@ -100,7 +54,7 @@ def fleet(lab, tmp_path, lab_ssh):
              ">/dev/null 2>&1; rm -rf /opt/tritonops/dep-r1 /opt/tritonops/dep-r2 /opt/tritonops/dep-r3; true")
     lab_ssh(FULL_2080TI, clean)
     yield str(inventory), str(playbook), relay
-    relay.cut()
+    relay.close()
     lab_ssh(FULL_2080TI, clean)
 
 
@@ -114,7 +68,7 @@ def test_a_host_lost_mid_rollout_is_unreachable_the_rest_go_on_and_the_rerun_con
     for line in run.stderr:
         progress.append(line)
         if line.startswith("  r1 ") and "serve" in "".join(progress[-2:]).lower() and " changed " in line:
-            relay.cut()
+            relay.close()  # the host drops off the network: its connections cut, no new one accepted
     out, _ = run.communicate(timeout=600)
     assert run.returncode == 1, "".join(progress)
     text = "".join(progress)
@@ -134,7 +88,7 @@ def test_a_host_lost_mid_rollout_is_unreachable_the_rest_go_on_and_the_rerun_con
     try:
         again = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     finally:
-        fixed.cut()
+        fixed.close()
     assert again.returncode == 0, again.stderr[-3000:]
     assert "took over the lock" in again.stderr  # the lost run could not unlock r2; its process is gone
     assert lab_ssh(FULL_2080TI, "readlink /opt/tritonops/dep-r2/current").stdout.startswith("releases/")

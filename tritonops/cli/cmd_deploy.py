@@ -72,6 +72,19 @@ def reading_options(args):
                          accept_new_host_keys=args.accept_new_host_keys)
 
 
+def show_host_results(out, args, results, payload_key: str, table) -> int:
+    """A reading command's results: --json (host, status, msg, the payload under `payload_key`) or
+    `table(results)`; exit 1 when a host is not ok."""
+    import dataclasses
+
+    if args.json:
+        out.json([{"host": r.host, "status": r.status, "msg": r.msg,
+                   payload_key: dataclasses.asdict(r.payload) if r.payload else None} for r in results])
+    else:
+        out.print(table(results))
+    return 0 if results.all_ok else 1
+
+
 def audit_log_of(args):
     """The audit log path from --audit-log (None: not written)."""
     from tritonops.deploy.event_log import default_audit_log

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
-from tritonops.cli.cmd_deploy import add_reading_options, reading_options
+from tritonops.cli.cmd_deploy import add_reading_options, reading_options, show_host_results
 from tritonops.cli.output import line, status_text
 from tritonops.cli.selection import inventory_paths
 
@@ -31,12 +30,7 @@ def run(args, out) -> int:
     from tritonops.metrics.fetch import fetch_metrics
 
     results = fetch_metrics(inventory_paths(args.inventory), reading_options(args))
-    if args.json:
-        out.json([{"host": r.host, "status": r.status, "msg": r.msg,
-                   "metrics": dataclasses.asdict(r.payload) if r.payload else None} for r in results])
-    else:
-        out.print(_table(results))
-    return 0 if results.all_ok else 1
+    return show_host_results(out, args, results, "metrics", _table)
 
 
 def _ms(value) -> str:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
-from tritonops.cli.cmd_deploy import add_reading_options, reading_options
+from tritonops.cli.cmd_deploy import add_reading_options, reading_options, show_host_results
 from tritonops.cli.output import status_text, styled
 from tritonops.cli.selection import inventory_paths
 
@@ -27,12 +26,7 @@ def run(args, out) -> int:
     from tritonops.deploy.status import status
 
     results = status(inventory_paths(args.inventory), reading_options(args))
-    if args.json:
-        out.json([{"host": r.host, "status": r.status, "msg": r.msg,
-                   "serving": dataclasses.asdict(r.payload) if r.payload else None} for r in results])
-    else:
-        out.print(_table(results))
-    return 0 if results.all_ok else 1
+    return show_host_results(out, args, results, "serving", _table)
 
 
 def _ms(value) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from tritonops.deploy.events import HostLabels, deploy_events
 from tritonops.deploy.run import DeployOptions, DeployReport
-from tritonops.logs.shipping import LogSettingError, LogShipping, log_argv, log_shipping
+from tritonops.logs.shipping import LogSettingError, LogShipping, deployment_tag, log_argv, log_shipping
 from tritonops.results import HostResult
 from tritonops.serving.container import container_name
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -42,17 +42,20 @@ def append_audit(path: Path, docs: Iterable[Mapping[str, Any]]) -> None:
         handle.write(lines)
 
 
+# host variable -> log_shipping() keyword (the logging role's defaults are under every host's variables)
+_SIZE_VARS = {"tritonops_log_max_size": "max_size", "tritonops_log_max_file": "max_file",
+              "tritonops_log_buffer_size": "buffer_size"}
+
+
 def shipping_of(variables: Mapping[str, Any], deployment: str) -> LogShipping | None:
-    """The host's log settings from its variables (the logging role's defaults under them); None
-    when they do not make valid settings (the serve task says why)."""
+    """The host's log settings from its variables; None when they do not make valid settings (the
+    serve task says why)."""
     try:
         return log_shipping(str(variables.get("tritonops_log_driver", "json-file")),
                             variables.get("tritonops_log_collector") or None,
                             variables.get("tritonops_log_options") or {},
-                            max_size=variables.get("tritonops_log_max_size", "50m"),
-                            max_file=variables.get("tritonops_log_max_file", 5),
-                            buffer_size=variables.get("tritonops_log_buffer_size", "4m"),
-                            tag=f"tritonops/{deployment}")
+                            **{key: variables[var] for var, key in _SIZE_VARS.items() if var in variables},
+                            tag=deployment_tag(deployment))
     except (LogSettingError, TypeError, ValueError):
         return None
 

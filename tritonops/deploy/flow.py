@@ -16,17 +16,17 @@ fails a phase leaving the run while the others go on:
   7. run    the playbook (weights, model repository, release, Triton started and gated);
   8. unlock;
   9. events  this run's events per host (deploy.events) to the controller's audit log and, where the
-            host ships its Triton logs, the same way to the same collector (deploy.event_log).
+            host ships its Triton logs, the same way to the same collector (deploy.event_log);
+ 10. targets the Prometheus file_sd file, where the inventory names one (deploy.targets), read through
+            the same sessions.
 """
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import os
 import posixpath
-import socket
 import time
 from dataclasses import replace
 from functools import lru_cache
@@ -34,13 +34,13 @@ from typing import Any, Callable, Sequence
 
 from tritonops import __version__
 from tritonops.deploy.event_log import events_phase
-from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
+from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts, who
 from tritonops.deploy.targets import write_targets
 from tritonops.deploy.weights_spec import WeightsSpec, weights_spec
 from tritonops.facts.probe import read_facts
 from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
 from tritonops.playbook import compile_playbook, load_playbook, run_playbook
-from tritonops.playbook.events import HostDone, OnEvent
+from tritonops.playbook.events import OnEvent
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
@@ -53,13 +53,8 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
            on_phase: Callable[[HostResult], None] | None = None, clock: Callable[[], float] = time.time) -> DeployReport:
     report = DeployReport(check=options.check)
     record = report.recorder(on_phase, clock)
+    seen = report.watcher(on_event, clock)
     started = clock()
-
-    def seen(event) -> None:
-        if isinstance(event, HostDone):
-            report.timeline.append((clock(), event.result))
-        if on_event is not None:
-            on_event(event)
 
     playbook = load_playbook(options.playbook, roles_path=options.roles_path)
     inventory, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
@@ -101,11 +96,11 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
                 report.host_facts, compiled = compiled_for(ready, images)
                 report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=seen)
             if not options.check:
-                events_phase(pool, hosts, deployments, report, options, who=_who(), started=started,
+                events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=clock(), on_phase=on_phase)
+                write_targets(pool, hosts, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)
         finally:
             report.traffic = pool.traffic()
-    write_targets(inventory_paths, options, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)
     return report
 
 
@@ -210,20 +205,12 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
             "serve": serve,
             "release": {"created": created, "metadata": {
                 "tritonops_version": __version__, "inventory_digest": inventory,
-                "who": _who(), "serve": serve,
+                "who": who(), "serve": serve,
                 "models": [{"name": m["name"], "version": m["version"], "model": m["model"], "engine": m["engine"]}
                            for m in models]}},
         },
         "ansible_check_mode": options.check,
     }
-
-
-def _who() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
 
 
 def inventory_digest(paths: Sequence[str]) -> str:

@@ -8,9 +8,9 @@ from typing import Callable, Sequence
 
 from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.targets import write_targets
-from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts
+from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts, who
 from tritonops.playbook import compile_playbook, load_playbook, run_playbook
-from tritonops.playbook.events import HostDone, OnEvent
+from tritonops.playbook.events import OnEvent
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.names import safe_name
@@ -18,17 +18,10 @@ from tritonops.values.names import safe_name
 
 def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str | None = None,
              on_event: OnEvent | None = None, on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
-    from tritonops.deploy.flow import _who
-
     report = DeployReport(check=options.check)
     record = report.recorder(on_phase)
+    seen = report.watcher(on_event)
     started = time.time()
-
-    def seen(event) -> None:
-        if isinstance(event, HostDone):
-            report.timeline.append((time.time(), event.result))
-        if on_event is not None:
-            on_event(event)
 
     playbook = load_playbook(options.playbook, roles_path=options.roles_path)
     extra = {**options.extra_vars, **({"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {})}
@@ -47,9 +40,9 @@ def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str 
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
                                           on_event=seen)
             if not options.check:
-                events_phase(pool, hosts, deployments, report, options, who=_who(), started=started,
+                events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=time.time(), on_phase=on_phase)
+                write_targets(pool, hosts, report, record)  # the release label of the rolled-back hosts
         finally:
             report.traffic = pool.traffic()
-    write_targets(inventory_paths, options, report, record)  # the release label of the rolled-back hosts
     return report

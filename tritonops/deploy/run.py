@@ -3,7 +3,10 @@ the playbook's role defaults), each host's checked deployment folder, and the lo
 
 from __future__ import annotations
 
+import getpass
+import os
 import posixpath
+import socket
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,6 +17,7 @@ from tritonops.deploy import lock as host_lock
 from tritonops.errors import TritonopsError
 from tritonops.inventory import load_inventory
 from tritonops.planning import HostDeployPlan
+from tritonops.playbook.events import HostDone, OnEvent
 from tritonops.playbook.runner import PlaybookRun
 from tritonops.results import HostResult, Recap
 from tritonops.sizing.engine_plan import SizingRequest
@@ -72,6 +76,16 @@ class DeployReport:
     def ok(self) -> bool:
         return self.recap.all_ok and (self.run is None or self.run.stopped_reason is None)
 
+    def watcher(self, on_event: OnEvent | None, clock: Callable[[], float] = time.time) -> OnEvent:
+        """The playbook run's event callback: each host's task result goes on the timeline (with
+        when it was learned), then to `on_event`."""
+        def seen(event) -> None:
+            if isinstance(event, HostDone):
+                self.timeline.append((clock(), event.result))
+            if on_event is not None:
+                on_event(event)
+        return seen
+
     def recorder(self, on_phase: Record | None, clock: Callable[[], float] = time.time) -> Record:
         def record(result: HostResult) -> None:
             self.phases.append(result)
@@ -79,6 +93,15 @@ class DeployReport:
             if on_phase is not None:
                 on_phase(result)
         return record
+
+
+def who() -> str:
+    """user@controller, as a release and the deploy events name who made them."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
 
 
 def run_hosts(playbook, inventory_paths: Sequence[str], options: DeployOptions, extra_vars: dict):

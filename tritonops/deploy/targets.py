@@ -17,14 +17,13 @@ import os
 import posixpath
 import tempfile
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Iterator
 
-from tritonops.deploy.run import DeployOptions, DeployReport, Record, deployment_of, run_hosts
+from tritonops.deploy.run import DeployReport, Record, deployment_of
 from tritonops.errors import InputError
 from tritonops.metrics.rules import RULES_FILE, render_rules
 from tritonops.metrics.targets import HostTarget, merged_groups, read_targets, render_targets, scrape_address
 from tritonops.operations.execute import read_facts
-from tritonops.playbook import load_playbook
 from tritonops.results import HostResult
 from tritonops.serving.releases import parse_releases, releases_query
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -35,13 +34,9 @@ ADDRESS_VAR = "tritonops_metrics_address"
 TASK = "targets"
 
 
-def write_targets(inventory_paths: Sequence[str], options: DeployOptions, report: DeployReport,
-                  record: Record) -> None:
-    """Each selected host with `tritonops_prometheus_file_sd` set gets a result (task "targets")."""
-    if options.check:
-        return
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    _, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
+def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record) -> None:
+    """Each of the run's hosts with `tritonops_prometheus_file_sd` set gets a result (task "targets");
+    what each serves is read through the run's own sessions."""
     where = {}
     for host in hosts:  # every value checked before a host is read; a bad one fails that host's result only
         if host.vars.get(FILE_VAR):
@@ -54,7 +49,7 @@ def write_targets(inventory_paths: Sequence[str], options: DeployOptions, report
         return
     gpus = {result.host: result.payload for result in report.phases
             if result.task == "facts" and result.ok and result.payload is not None}
-    served = _read_served(hosts, options)
+    served = _read_served(pool, hosts)
     by_file: dict[str, list] = {}
     for host in hosts:
         by_file.setdefault(where[host.name]["file"], []).append(host)
@@ -105,7 +100,7 @@ def _settings(host) -> dict:
     return {"file": os.path.normpath(path), "port": port, "address": address, "deployment": deployment_of(host)[1]}
 
 
-def _read_served(hosts, options: DeployOptions):
+def _read_served(pool: SessionPool, hosts):
     """host -> result whose payload is (current release or None, its Triton model names)."""
     by_name = {host.name: host for host in hosts}
 
@@ -117,9 +112,7 @@ def _read_served(hosts, options: DeployOptions):
         models = tuple((release.serve or {}).get("models") or release.models) if release else ()
         return HostResult(session.name, "ok", "", (deployed.current if release else None, models))
 
-    with SessionPool([host.connection for host in hosts], forks=options.forks,
-                     accept_new_host_keys=options.accept_new_host_keys) as pool:
-        return {result.host: result for result in pool.run(phase, task=TASK)}
+    return {result.host: result for result in pool.run(phase, [host.name for host in hosts], task=TASK)}
 
 
 def _gpus(facts) -> tuple[str, int]:

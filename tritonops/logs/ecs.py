@@ -1,8 +1,8 @@
 """The one log format: ECS field names, one JSON object per line. Pure.
 
 Triton's and vLLM's lines are written in it by `container_logger` inside the container; tritonops'
-own deploy events by `event()` here. `message_of` and `display` read a line back (for the health
-gate's log classifier, `tritonops logs`).
+own deploy events by `event()` here. `parsed` and `display` read a line back (`tritonops logs`; the
+serve program on the host has its own reader, standard library only).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 from tritonops.logs.container_logger import ECS_VERSION
 
 LOGGER_SOURCE = (Path(__file__).parent / "container_logger.py").read_text()
-SOURCES = ("triton", "vllm", "tritonops")
 
 
 def event(at: str, host: str, deployment: str, release: str, model: str, level: str, message: str,
@@ -38,12 +37,6 @@ def parsed(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("message"), str) else None
-
-
-def message_of(line: str) -> str:
-    """The message of a formatted line; any other line as it is."""
-    doc = parsed(line)
-    return doc["message"] if doc else line
 
 
 def display(line: str) -> str:

@@ -44,6 +44,12 @@ _SIZE = re.compile(r"[1-9][0-9]{0,8}[kmg]?")
 _ADDRESS = re.compile(r"(?:(?P<scheme>[a-z+]+)://)?(?P<rest>[^\s'\"\\;|&$`<>]+)")
 
 
+def deployment_tag(deployment: str) -> str:
+    """The log tag of a deployment's containers (syslog's app name): one rule, since the settings'
+    digest that names what a container was started for includes it."""
+    return f"tritonops/{deployment}"
+
+
 class LogSettingError(ValueError):
     """A log setting Docker would refuse; the message names the setting and what is allowed."""
 

@@ -20,7 +20,8 @@ from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
 from tritonops.logs.ecs import LOGGER_SOURCE
-from tritonops.logs.shipping import DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, log_shipping
+from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
+                                     log_shipping)
 from tritonops.operations.base import Args
 from tritonops.operations.facts import CommandQuery, DirQuery, Facts, FileQuery, Query
 from tritonops.operations.registry import register
@@ -28,8 +29,8 @@ from tritonops.operations.release import ReleaseArgs, content_digest, existing_r
 from tritonops.operations.steps import Step
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
-from tritonops.serving.container import (ADMIN_HEADER, DEFAULT_ULIMITS, RESTRICTED_APIS, Ports, ServeSpec,
-                                         container_name, logging_digest, run_argv)
+from tritonops.serving.container import (DEFAULT_ULIMITS, Ports, ServeSpec, container_name, logging_digest,
+                                         run_argv)
 from tritonops.serving.verdict import KV_PATTERNS, classify
 from tritonops.transport.base import CommandResult, Transport
 
@@ -81,7 +82,7 @@ class ContainerSettings(Args):
     def shipping(self, deployment: str) -> LogShipping:
         return log_shipping(self.log_driver, self.log_collector, self.log_options, max_size=self.log_max_size,
                             max_file=self.log_max_file, buffer_size=self.log_buffer_size,
-                            tag=f"tritonops/{deployment}")
+                            tag=deployment_tag(deployment))
 
     @field_validator("triton_args")
     @classmethod

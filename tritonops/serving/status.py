@@ -103,7 +103,8 @@ def log_state(container: dict, wanted: LogShipping | None) -> str:
         return "-"
     if wanted is not None and wanted.ships and driver != wanted.driver \
             and container.get("logging") == logging_digest(wanted):
-        return f"{driver} (shipping degraded: {wanted.driver} {wanted.collector or ''} was down at start)".replace(" )", ")")
+        where = " ".join(part for part in (wanted.driver, wanted.collector) if part)
+        return f"{driver} (shipping degraded: {where} was down at start)"
     return driver
 
 
