@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tritonops.facts.model import ProbeReport  # noqa: E402
+from tritonops.facts.model import report_from_json  # noqa: E402
 from tritonops.render.model_repository import RepositoryModel, render_model_repository  # noqa: E402
 from tritonops.sizing.chooser import size_engine  # noqa: E402
 from tritonops.sizing.engine_plan import SizingRequest  # noqa: E402
@@ -41,8 +41,8 @@ def main() -> int:
     parser.add_argument("out")
     parser.add_argument("--kit", default=str(REPO.parent / "shared" / "gpu-kit"))
     args = parser.parse_args()
-    facts = ProbeReport.model_validate_json(
-        (REPO / "tests/fixtures/real/h200x2/probe-local-idle.json").read_text()).hosts[0].facts
+    facts = report_from_json(json.loads(
+        (REPO / "tests/fixtures/real/h200x2/probe-local-idle.json").read_text())).hosts[0].facts
     gpus = gpu_spec_from_facts(facts)
     gpus = replace(gpus, count=1)  # the lent machine has one H200
     out = Path(args.out)

@@ -17,7 +17,7 @@ import pytest
 from tests.test_sizing_gpu import host_facts
 from tritonops.cli.main import main
 from tritonops.errors import InputError
-from tritonops.facts.model import HostProbe, ProbeReport
+from tritonops.facts.model import HostProbe, ProbeReport, report_to_json
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.sizing.fleet import host_request
@@ -403,8 +403,9 @@ def test_plan_with_a_nonsense_host_variable_writes_no_files_for_that_host(tmp_pa
     inventory.write_text("all:\n  hosts:\n    good:\n      ansible_host: 127.0.0.1\n"
                          "    bad:\n      ansible_host: 127.0.0.2\n      tritonops_max_num_seqs: -1\n")
     facts = tmp_path / "facts.json"
-    facts.write_text(ProbeReport(hosts=(HostProbe(host="good", status="ok", facts=host_facts(1)),
-                                        HostProbe(host="bad", status="ok", facts=host_facts(1)))).model_dump_json())
+    facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(
+        HostProbe(host="good", status="ok", facts=host_facts(1)),
+        HostProbe(host="bad", status="ok", facts=host_facts(1)))))))
     code = main(["plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct", "--facts", str(facts), "--json"])
     out = {h["host"]: h for h in json.loads(capsys.readouterr().out)}
     assert code == 1

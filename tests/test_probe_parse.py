@@ -6,7 +6,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import FIXTURES
-from tritonops.facts.model import GpuFacts, NvidiaFacts, ProbeReport
+from tritonops.facts.model import GpuFacts, NvidiaFacts, report_from_json, report_to_json
 from tritonops.facts.probe_parse import (
     ProbeOutputError,
     cuda_version_text,
@@ -121,8 +121,9 @@ def test_unreadable_output_is_a_clear_error(text):
 def test_real_json_output_validates_against_the_documented_schema():
     report = json.loads(load("probe-local-idle.json"))
     jsonschema.validate(report, probe_report_schema())
-    parsed = ProbeReport.model_validate(report)
+    parsed = report_from_json(report)
     assert parsed.hosts[0].facts.nvidia.gpus[1].name == "NVIDIA H200"
+    assert report_to_json(parsed) == report  # read back and written again: the same JSON
 
 
 def test_documented_schema_file_is_current():

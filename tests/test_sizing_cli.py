@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tests.test_sizing_gpu import host_facts
 from tritonops.cli.main import main
-from tritonops.facts.model import HostProbe, ProbeReport
+from tritonops.facts.model import HostProbe, ProbeReport, report_to_json
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 
@@ -67,7 +67,7 @@ def test_plan_per_host_from_a_saved_report(tmp_path, capsys):
         HostProbe(host="h200", status="ok", facts=host_facts(8)),
     ))
     facts = tmp_path / "facts.json"
-    facts.write_text(report.model_dump_json())
+    facts.write_text(json.dumps(report_to_json(report)))
     code, out = run_json(capsys, "plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct",
                          "--facts", str(facts))
     assert code == 0
@@ -91,7 +91,7 @@ def test_plan_json_with_several_models_lists_every_engine_and_the_repository(tmp
         - {name: small, model: Qwen/Qwen1.5-1.8B-Chat, versions: [1, 2], gpu_memory_utilization: 0.2}
 """)
     facts = tmp_path / "facts.json"
-    facts.write_text(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(8)),)).model_dump_json())
+    facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(8)),)))))
     code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts))
     assert code == 0 and out[0]["ok"] is True
     assert [(m["name"], m["version"]) for m in out[0]["models"]] == [("chat", 1), ("small", 1), ("small", 2)]
@@ -110,7 +110,7 @@ def test_plan_exits_1_when_a_host_asks_for_a_key_its_vllm_removed(tmp_path, caps
       tritonops_engine_args: {disable_log_requests: true}
 """)
     facts = tmp_path / "facts.json"
-    facts.write_text(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(1)),)).model_dump_json())
+    facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(1)),)))))
     code = main(["plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct", "--facts", str(facts)])
     text = capsys.readouterr().out
     assert code == 1 and "does not accept engine argument 'disable_log_requests'" in text and "model.json" not in text

@@ -1,6 +1,7 @@
 """GPU specs: the catalog, NVML names, manual numbers, probe facts."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,5 +78,5 @@ def test_spec_from_probe_facts_uses_the_cuda_total():
 
 
 def test_host_without_gpus_has_no_spec():
-    facts = host_facts(1).model_copy(update={"nvidia": NvidiaFacts(error="no NVIDIA driver")})
+    facts = replace(host_facts(1), nvidia=NvidiaFacts(error="no NVIDIA driver"))
     assert gpu_spec_from_facts(facts) is None

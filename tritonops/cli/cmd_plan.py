@@ -45,11 +45,11 @@ def register(subparsers, common) -> None:
 
 
 def _read_report(path: Path) -> ProbeReport:
-    from tritonops.facts.model import ProbeReport
+    from tritonops.facts.model import report_from_json
 
     text = read_regular_text(path, max_bytes=REPORT_MAX_BYTES, what="probe report")   # never a FIFO's wait
     try:
-        return ProbeReport.model_validate(json.loads(text))
+        return report_from_json(json.loads(text))
     except (ValueError, RecursionError) as err:
         raise InputError(f"not a probe report: {str(err).splitlines()[0]}", str(path)) from None
 

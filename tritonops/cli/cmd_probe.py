@@ -56,7 +56,9 @@ def run(args, out) -> int:
                          disk_path=args.root,
                          timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S))
     if args.json:
-        out.json(report.model_dump(mode="json"))
+        from tritonops.facts.model import report_to_json
+
+        out.json(report_to_json(report))
     else:
         out.print(probe_table(report))
     return 0 if all(host.status == "ok" for host in report.hosts) else 1

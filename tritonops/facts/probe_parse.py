@@ -21,13 +21,61 @@ TOOLKIT_EXECUTABLES = ("nvidia-container-runtime-hook", "nvidia-ctk", "nvidia-co
 
 
 class ProbeOutputError(ValueError):
-    """The probe's output could not be read (a broken host Python, a truncated stream)."""
+    """The probe's output could not be read (a broken host Python, a truncated stream, a wrong value)."""
+
+
+_REQUIRED = object()
+
+
+class _Object:
+    """One JSON object of the probe's output, read field by field, each value's type checked: a host's
+    output is untrusted, and the facts classes are plain dataclasses that check nothing themselves."""
+
+    def __init__(self, raw: Any, where: str):
+        if not isinstance(raw, dict):
+            raise ProbeOutputError(f"probe printed a bad {where}: {_shown(raw)} is not an object")
+        self.raw, self.where = raw, where
+
+    def _value(self, key: str, kinds: tuple[type, ...], default: Any) -> Any:
+        value = self.raw.get(key, default)
+        if value is _REQUIRED:
+            raise ProbeOutputError(f"probe printed no {self.where}.{key}")
+        if value is not default and (not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool))):
+            raise ProbeOutputError(f"probe printed a bad {self.where}.{key}: {_shown(value)}")
+        return value
+
+    def integer(self, key: str, default: Any = _REQUIRED) -> Any:
+        return self._value(key, (int,), default)
+
+    def text(self, key: str, default: Any = _REQUIRED) -> Any:
+        return self._value(key, (str,), default)
+
+    def flag(self, key: str) -> bool:
+        return self._value(key, (bool,), False)
+
+    def array(self, key: str) -> list:
+        return self._value(key, (list,), None) or []
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        values = self.array(key)
+        for value in values:
+            if not isinstance(value, str):
+                raise ProbeOutputError(f"probe printed a bad {self.where}.{key}: {_shown(value)} is not text")
+        return tuple(values)
+
+    def object(self, key: str) -> "_Object":
+        return _Object(self.raw.get(key) or {}, f"{self.where}.{key}")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parse_probe_output(text: str) -> HostFacts:
     try:
         raw = json.loads(text.strip().splitlines()[-1]) if text.strip() else None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ProbeOutputError(f"probe printed something that is not JSON: {text.strip()[-200:]!r}") from exc
     if not isinstance(raw, dict) or "system" not in raw:
         raise ProbeOutputError("probe printed no report")
@@ -39,27 +87,29 @@ def parse_probe_output(text: str) -> HostFacts:
 
 
 def parse_system(raw: dict[str, Any]) -> SystemFacts:
+    fields = _Object(raw, "system")
     return SystemFacts(
-        hostname=raw["hostname"],
-        kernel=raw["kernel"],
-        os=raw["os"],
-        cpu_count=raw["cpu_count"],
-        ram_total_bytes=raw["ram_total"],
-        ram_available_bytes=raw["ram_available"],
-        python=raw["python"],
-        disk_path=raw["disk_path"],
-        disk_free_bytes=raw["disk_free"],
-        disk_total_bytes=raw["disk_total"],
+        hostname=fields.text("hostname"),
+        kernel=fields.text("kernel"),
+        os=fields.text("os"),
+        cpu_count=fields.integer("cpu_count"),
+        ram_total_bytes=fields.integer("ram_total"),
+        ram_available_bytes=fields.integer("ram_available"),
+        python=fields.text("python"),
+        disk_path=fields.text("disk_path"),
+        disk_free_bytes=fields.integer("disk_free"),
+        disk_total_bytes=fields.integer("disk_total"),
     )
 
 
 def parse_docker(raw: dict[str, Any]) -> DockerFacts:
-    toolkit = raw.get("toolkit") or []
+    fields = _Object(raw, "docker")
+    toolkit = fields.texts("toolkit")
     return DockerFacts(
-        present=bool(raw.get("present")),
-        version=raw.get("version"),
-        error=raw.get("error"),
-        nvidia_runtime="nvidia" in (raw.get("runtimes") or []),
+        present=bool(fields.flag("present")),
+        version=fields.text("version", None),
+        error=fields.text("error", None),
+        nvidia_runtime="nvidia" in fields.texts("runtimes"),
         nvidia_container_toolkit=any(name in toolkit for name in TOOLKIT_EXECUTABLES),
     )
 
@@ -72,34 +122,40 @@ def cuda_version_text(value: int | None) -> str | None:
 
 
 def parse_gpu(raw: dict[str, Any]) -> GpuFacts:
-    errors = list(raw.get("errors") or [])
-    memory = raw.get("memory") or {}
-    memory_v2 = raw.get("memory_v2") or None
-    total = memory.get("total", 0)
-    reserved = memory_v2.get("reserved") if memory_v2 else None
-    mig = raw.get("mig_mode")
-    persistence = raw.get("persistence")
-    cc = raw.get("cc") or (0, 0)
+    fields = _Object(raw, "GPU")
+    fields.where = f"GPU {fields.integer('index')}"
+    memory = fields.object("memory")
+    memory_v2 = fields.object("memory_v2")
+    total = memory.integer("total", 0)
+    reserved = memory_v2.integer("reserved", None)
+    mig = fields.array("mig_mode")
+    persistence = fields.integer("persistence", None)
+    cc = fields.array("cc") or [0, 0]
+    if len(cc) != 2 or not all(isinstance(part, int) and not isinstance(part, bool) for part in cc):
+        raise ProbeOutputError(f"probe printed a bad {fields.where}.cc: {_shown(cc)}")
     return GpuFacts(
-        index=raw["index"],
-        name=raw.get("name") or "unknown",
-        uuid=raw.get("uuid") or "",
-        pci_bus_id=raw.get("pci_bus_id") or "",
+        index=fields.integer("index"),
+        name=fields.text("name", None) or "unknown",
+        uuid=fields.text("uuid", None) or "",
+        pci_bus_id=fields.text("pci_bus_id", None) or "",
         memory_total_bytes=total,
-        memory_free_bytes=memory.get("free", 0),
-        memory_used_bytes=memory.get("used", 0),
+        memory_free_bytes=memory.integer("free", 0),
+        memory_used_bytes=memory.integer("used", 0),
         memory_reserved_bytes=reserved,
         cuda_total_bytes=total - (reserved or 0),
-        compute_capability=(int(cc[0]), int(cc[1])),
+        compute_capability=(cc[0], cc[1]),
         mig_enabled=bool(mig[0]) if mig else None,
         persistence_mode=bool(persistence) if persistence is not None else None,
-        nvlink_active_links=sum(1 for state in raw.get("nvlink") or () if state),
-        processes=tuple(
-            GpuProcess(pid=p["pid"], used_memory_bytes=p.get("used_memory"), kind=p.get("kind", "compute"))
-            for p in raw.get("processes") or ()
-        ),
-        errors=tuple(errors),
+        nvlink_active_links=sum(1 for state in fields.array("nvlink") if state),
+        processes=tuple(parse_process(process, fields.where) for process in fields.array("processes")),
+        errors=fields.texts("errors"),
     )
+
+
+def parse_process(raw: Any, where: str) -> GpuProcess:
+    fields = _Object(raw, f"{where} process")
+    return GpuProcess(pid=fields.integer("pid"), used_memory_bytes=fields.integer("used_memory", None),
+                      kind=fields.text("kind", "compute"))
 
 
 def link_kind(a: GpuFacts, b: GpuFacts, ancestor: Any) -> str:
@@ -113,10 +169,8 @@ def link_kind(a: GpuFacts, b: GpuFacts, ancestor: Any) -> str:
 
 
 def _cell(matrix: list, i: int, j: int) -> Any:
-    try:
-        return matrix[i][j]
-    except (IndexError, TypeError):
-        return None
+    row = matrix[i] if i < len(matrix) else None
+    return row[j] if isinstance(row, list) and j < len(row) else None
 
 
 def parse_links(gpus: tuple[GpuFacts, ...], topology: list, p2p_read: list) -> tuple[GpuLink, ...]:
@@ -134,15 +188,16 @@ def parse_links(gpus: tuple[GpuFacts, ...], topology: list, p2p_read: list) -> t
 
 
 def parse_nvml(raw: dict[str, Any]) -> NvidiaFacts:
+    fields = _Object(raw, "nvml")
     if raw.get("error"):
-        return NvidiaFacts(error=raw["error"])
-    gpus = tuple(parse_gpu(gpu) for gpu in raw.get("gpus") or ())
-    errors = raw.get("errors") or []
+        return NvidiaFacts(error=fields.text("error"))
+    gpus = tuple(parse_gpu(gpu) for gpu in fields.array("gpus"))
+    errors = fields.texts("errors")
     return NvidiaFacts(
-        driver_version=raw.get("driver"),
-        nvml_version=raw.get("nvml"),
-        cuda_driver_version=cuda_version_text(raw.get("cuda_driver")),
+        driver_version=fields.text("driver", None),
+        nvml_version=fields.text("nvml", None),
+        cuda_driver_version=cuda_version_text(fields.integer("cuda_driver", None)),
         gpus=gpus,
-        links=parse_links(gpus, raw.get("topology") or [], raw.get("p2p_read") or []),
+        links=parse_links(gpus, fields.array("topology"), fields.array("p2p_read")),
         error="; ".join(errors) if errors else None,
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-from tritonops.facts.model import SCHEMA_VERSION, ProbeReport
+from tritonops.facts.model import SCHEMA_VERSION, report_json_schema
 
 
 def probe_report_schema() -> dict:
-    schema = ProbeReport.model_json_schema(mode="serialization")
+    schema = report_json_schema()
     schema["$id"] = f"https://tritonops.dev/schemas/{SCHEMA_VERSION}.json"
     schema["title"] = f"tritonops probe report ({SCHEMA_VERSION})"
     return schema
