@@ -130,3 +130,46 @@ def test_ssh_loads_paramiko_without_invoke_and_match_exec_still_works(tmp_path):
         "print(invoke.__name__)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["False", "through-exec", "invoke"], done.stderr
+
+
+def test_paramiko_knows_its_own_version_without_importlib_metadata():
+    """paramiko's __init__ reads its version (its SSH banner carries it) through importlib.metadata (~30 ms
+    of imports); a stand-in reads it from the dist-info folder while paramiko loads, then is gone."""
+    script = (
+        "import sys\n"
+        "from tritonops.transport.paramiko_lib import paramiko\n"
+        "print('importlib.metadata' in sys.modules, 'email' in sys.modules)\n"
+        "import importlib.metadata\n"
+        "print(paramiko.__version__ == importlib.metadata.version('paramiko'), paramiko.Transport._CLIENT_ID)\n"
+        "print(importlib.metadata.distributions is not None)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    from importlib.metadata import version
+
+    assert done.stdout.split() == ["False", "False", "True", f"paramiko_{version('paramiko')}", "True"], done.stderr
+
+
+def test_the_version_stand_in_asks_the_real_module_for_what_it_cannot_place():
+    from tritonops.transport import paramiko_lib
+
+    stand_in = paramiko_lib._own_version_module()
+    from importlib.metadata import version
+
+    assert stand_in.version("pyyaml") == version("pyyaml")  # its dist-info folder is PyYAML-..., not pyyaml-
+    assert stand_in.version("paramiko") == version("paramiko")
+    assert paramiko_lib._dist_info_version("no-such-package-here") is None
+    assert callable(stand_in.distributions)
+
+
+def test_the_program_exits_with_mains_code_and_all_its_output(tmp_path):
+    """`program()` (the installed script, `python -m tritonops`) freezes the heap before the interpreter's
+    exit; the exit code and every byte written still come out."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n" + "".join(f"    gpu{i}:\n      ansible_host: 10.0.0.{i}\n"
+                                                      for i in range(1, 200)))
+    done = subprocess.run([sys.executable, "-m", "tritonops", "inventory", "-i", str(inventory), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["_meta"]["hostvars"]) == 199
+    bad = subprocess.run([sys.executable, "-m", "tritonops", "probe", "--no-such-flag"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "--no-such-flag" in bad.stderr

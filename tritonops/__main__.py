@@ -1,3 +1,3 @@
-from tritonops.cli.main import main
+from tritonops.cli.main import program
 
-raise SystemExit(main())
+program()

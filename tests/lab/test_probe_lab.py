@@ -152,3 +152,17 @@ def test_probe_by_address_with_user_and_port(lab, capsys, tmp_path, monkeypatch)
     assert code == 0, report
     assert report["hosts"][0]["host"] == f"root@127.0.0.1:{port}"
     assert len(report["hosts"][0]["facts"]["nvidia"]["gpus"]) == 2
+
+
+def test_ssh_connections_have_nagle_off(lab):
+    """paramiko leaves Nagle's algorithm on; an SSH handshake then waits for delayed ACKs (~40 ms each).
+    Our transport turns it off, directly and for a ProxyJump's first hop."""
+    from tritonops.transport.sessions import open_transport
+
+    transport = open_transport(lab.connection(LIGHT_H200X2))
+    try:
+        sock = transport.ssh_client.get_transport().sock
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert transport.run("echo ok").stdout == "ok\n"
+    finally:
+        transport.close()

@@ -52,9 +52,12 @@ def target_specs(args) -> list[ConnectionSpec]:
 def run(args, out) -> int:
     from tritonops.facts.probe import probe_hosts
 
+    printing = ("tritonops.redact",) if args.json else ("tritonops.redact", "rich.table", "rich.console",
+                                                        "tritonops.facts.summary")
     report = probe_hosts(target_specs(args), args.forks, accept_new_host_keys=args.accept_new_host_keys,
                          disk_path=args.root,
-                         timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S))
+                         timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S),
+                         preload=printing)  # loaded while the hosts are dialled
     if args.json:
         from tritonops.facts.model import report_to_json
 

@@ -15,7 +15,6 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from tritonops.redact import redact_text
 from tritonops.text import printable, terminal_safe
 
 if TYPE_CHECKING:
@@ -50,6 +49,8 @@ class _RedactingWriter:
         self._stream = stream
 
     def write(self, text: str) -> int:
+        from tritonops.redact import redact_text  # its patterns take ~10 ms to compile: loaded when first needed
+
         return self._stream.write(terminal_safe(redact_text(text)))
 
     def flush(self) -> None:

@@ -18,6 +18,7 @@ Task = Callable[[Transport, ConnectionSpec], HostResult]
 
 
 def run_on_hosts(specs: Sequence[ConnectionSpec], task: Task, *, forks: int = 10,
-                 accept_new_host_keys: bool = False) -> GroupResult:
-    with SessionPool(specs, forks=forks, accept_new_host_keys=accept_new_host_keys) as pool:
+                 accept_new_host_keys: bool = False, preload: Sequence[str] = ()) -> GroupResult:
+    """`preload`: modules needed once hosts answer, loaded while they work (see SessionPool)."""
+    with SessionPool(specs, forks=forks, accept_new_host_keys=accept_new_host_keys, preload=preload) as pool:
         return pool.run(lambda session: task(session.transport, session.spec))

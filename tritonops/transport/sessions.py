@@ -10,6 +10,7 @@ Whatever a phase raises is that host's one-line result (see pool.py); the others
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -62,8 +63,28 @@ def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) 
     return SshTransport.open(spec, accept_new_host_keys=accept_new_host_keys)
 
 
+def _preload(modules: Sequence[str], connected: threading.Event, pool: "SessionPool") -> None:
+    """Import `modules` once a first host is connected (see SessionPool). A warm-up only: a module that
+    fails to load here fails again, and is reported, where it is used."""
+    connected.wait()
+    for name in modules:
+        if pool.closed:
+            return
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - see above
+            pass
+
+
 class SessionPool:
-    def __init__(self, specs: Sequence[ConnectionSpec], *, forks: int = 10, accept_new_host_keys: bool = False):
+    """`preload`: modules the run will need once hosts answer (a parser, what prints the result). They are
+    imported in a thread of their own once a first host is connected, in time this process would
+    otherwise spend waiting for hosts (sshd readies a session in ~50 ms, the command runs); not before,
+    where they would compete for the interpreter with loading the SSH library and with the handshake's
+    replies (docs/performance.md)."""
+
+    def __init__(self, specs: Sequence[ConnectionSpec], *, forks: int = 10, accept_new_host_keys: bool = False,
+                 preload: Sequence[str] = ()):
         if forks < 1:
             raise TritonopsError(f"--forks must be at least 1 (got {forks})")
         names = [spec.name for spec in specs]
@@ -75,6 +96,11 @@ class SessionPool:
         self._sessions: dict[str, HostSession] = {}
         self._unreachable: dict[str, str] = {}
         self._locks = {name: threading.Lock() for name in self.specs}
+        self.closed = False
+        self._connected = threading.Event()
+        if preload:
+            threading.Thread(target=_preload, args=(tuple(preload), self._connected, self), name="preload",
+                             daemon=True).start()
 
     def __enter__(self) -> "SessionPool":
         return self
@@ -103,6 +129,7 @@ class SessionPool:
                     self._unreachable[name] = one_line(f"cannot connect to {spec.label}: {described(exc)}")
                     raise Unreachable(self._unreachable[name]) from None
                 self._sessions[name] = HostSession(spec, transport)
+                self._connected.set()
             return self._sessions[name]
 
     def lost(self, name: str, why: str) -> None:
@@ -151,6 +178,8 @@ class SessionPool:
         return total
 
     def close(self) -> None:
+        self.closed = True
+        self._connected.set()  # a preload still waiting ends without loading anything
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             session.close()

@@ -195,11 +195,12 @@ def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", rol
     Unreachable). `role` ("bastion ") says what is being reached when it is not the host itself."""
     link = _Link(spec, _client(spec, accept_new))
     try:
-        sock = None
         if isinstance(via, str):
             link.proxy = sock = ProxyProcess(via)
         elif via is not None:
             sock = _forwarded(via, spec)
+        else:
+            sock = _dialled(spec)
         link.client.connect(**_connect_kwargs(spec), sock=sock)
     except (Unreachable, paramiko.SSHException, OSError, EOFError) as exc:
         error = _open_error(exc, link, spec, role)
@@ -211,6 +212,20 @@ def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", rol
         link.close()
         raise
     return link
+
+
+def _dialled(spec: ConnectionSpec) -> socket.socket:
+    """A TCP connection to the host (each of its addresses in turn, as paramiko would), with Nagle's
+    algorithm off. paramiko leaves it on, and an SSH handshake is a run of small messages each answered
+    by the peer: with Nagle, a message waited for the ACK of the one before, which the peer delays by up
+    to 40 ms. Connection + authentication on the lab: 0.13 s with it, 0.045 s without
+    (docs/performance.md). OpenSSH's client turns it off as well."""
+    sock = socket.create_connection((spec.host, spec.port or 22), timeout=spec.connect_timeout_s)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass  # not TCP after all (a test double, an exotic stack): the connection works without it
+    return sock
 
 
 def _forwarded(bastion: _Link, spec: ConnectionSpec) -> paramiko.Channel:
