@@ -59,8 +59,32 @@ def test_each_commands_help_loads_no_library(command):
 
 def test_a_named_command_loads_its_own_module_only():
     assert report("-i", "x", "probe", "--help")["commands"] == ["tritonops.cli.cmd_probe"]
-    assert report("--help")["commands"] == sorted(f"tritonops.cli.cmd_{name}" for name in COMMANDS)
+    assert report("--help")["commands"] == []  # listed from COMMANDS, no module registered
+    assert report("no-such-command")["commands"] == []
     assert report("--version")["commands"] == []  # answered before any command is registered
+
+
+def test_help_lists_every_command_with_the_summary_its_own_parser_has(capsys):
+    """`tritonops --help` lists the commands from COMMANDS without their modules; the text is the same as
+    with every module registered."""
+    from tritonops.cli.main import build_parser
+
+    texts = []
+    for commands in ((), tuple(COMMANDS)):
+        build_parser(commands).print_help()
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    for name, summary in COMMANDS.items():
+        assert name in texts[0] and summary.split()[0] in texts[0]
+
+
+def test_a_command_line_the_pre_reading_cannot_place_is_parsed_with_the_command_module(monkeypatch):
+    """Should named_command ever miss a valid command line, the command is parsed again with its module
+    (never run without it)."""
+    from tritonops.cli import main as cli
+
+    monkeypatch.setattr(cli, "named_command", lambda argv: None)
+    assert cli.main(["size", "--list-gpus", "--json"]) == 0
 
 
 @pytest.mark.parametrize("argv", [["probe", "--help"], ["lab", "up", "--help"], ["probe", "--forks", "x"],

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, request_from_args
 from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
 from tritonops.cli.selection import add_host_key_option, inventory_paths
@@ -95,7 +96,7 @@ def audit_log_of(args):
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "deploy", parents=[common], help="deploy Triton + vLLM: a verified release on every host",
+        "deploy", parents=[common], help=COMMANDS["deploy"],
         description="Probe, size, lock, bring the vllm_env image, then run the deploy playbook: model weights "
                     "(verified), the rendered model repository and a release per host. --check --diff shows "
                     "everything it would write and changes nothing.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
@@ -10,7 +11,7 @@ from tritonops.errors import InputError
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "image", help="build and distribute the Triton + vLLM image (vllm_env)",
+        "image", help=COMMANDS["image"],
         description="Build the committed tritonserver:vllm_env image once and stream it to every host "
                     "that lacks its exact ID (or pull the official vllm-python image), and show which "
                     "host has which image.")

@@ -6,6 +6,7 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import styled
 from tritonops.cli.selection import inventory_paths
 from tritonops.redact import is_secret_name, redact_text, redact_value
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "inventory", parents=[common], help="show the inventory: hosts, groups, variables, connections",
+        "inventory", parents=[common], help=COMMANDS["inventory"],
         description="Show the inventory. Default: a table of hosts and how each is reached.")
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--list", action="store_true", help="a table of hosts and their connection (default)")

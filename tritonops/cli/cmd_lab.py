@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tritonops.cli.output import status_text, styled
 from typing import TYPE_CHECKING
 
+from tritonops.cli.commands import COMMANDS
+from tritonops.cli.output import status_text, styled
 from tritonops.lab.defaults import DEFAULT_PREFIX, PORT_BASE
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers, common) -> None:
-    parser = subparsers.add_parser("lab", parents=[common], help="the local lab of simulated GPU hosts",
+    parser = subparsers.add_parser("lab", parents=[common], help=COMMANDS["lab"],
                                    description="Real SSH hosts (containers) with simulated GPUs on this machine.")
     actions = parser.add_subparsers(dest="lab_action", metavar="ACTION", required=True)
     shared = type(common)(add_help=False)

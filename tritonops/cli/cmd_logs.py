@@ -3,6 +3,7 @@ read through SSH (for teams without a collector)."""
 
 from __future__ import annotations
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_options
 from tritonops.cli.output import line, status_text
 from tritonops.cli.selection import inventory_paths
@@ -10,7 +11,7 @@ from tritonops.cli.selection import inventory_paths
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "logs", parents=[common], help="the Triton container's logs of each host, through SSH",
+        "logs", parents=[common], help=COMMANDS["logs"],
         description="Shows the logs of each selected host's Triton container (the deployment's), every line "
                     "after its host: `time level source message` for tritonops' log format, other lines as "
                     "they are. Read with `docker logs` on the host, whatever the logging driver.")

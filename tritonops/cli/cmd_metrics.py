@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_options, show_host_results
 from tritonops.cli.output import line, status_text
 from tritonops.cli.selection import inventory_paths
@@ -16,7 +17,7 @@ TIMES = ("queue", "compute_input", "compute_infer", "compute_output", "request")
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "metrics", parents=[common], help="per host and model: requests, average times, KV cache (from :8002)",
+        "metrics", parents=[common], help=COMMANDS["metrics"],
         description="Reads each host's Triton metrics page (tritonops_metrics_port, default 8002) on the host "
                     "through SSH and shows per model: requests (success / failure), the average queue, "
                     "compute input / infer / output and whole-request time per request in ms, and where the "

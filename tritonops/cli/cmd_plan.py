@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option, selected_hosts
@@ -25,7 +26,7 @@ REPORT_MAX_BYTES = 64 * 2**20   # a probe report is some kilobytes per host
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "plan", parents=[common], help="the engine plan per inventory host",
+        "plan", parents=[common], help=COMMANDS["plan"],
         description="Probe the inventory's hosts (or read a saved probe report) and size the model for "
                     "each host's GPUs; show model.json and config.pbtxt as they would be written. "
                     "Per-host variables: tritonops_model or tritonops_models (several models and versions), "

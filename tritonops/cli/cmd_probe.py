@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
 from tritonops.facts.defaults import DEFAULT_ROOT
-from tritonops.transport.spec import ConnectionSpec
 from tritonops.values.numbers import real_number
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from tritonops.facts.model import ProbeReport
+    from tritonops.transport.spec import ConnectionSpec
 
 MAX_WAIT_S = 3600.0
 
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "probe", parents=[common], help="read GPUs and host facts over SSH",
+        "probe", parents=[common], help=COMMANDS["probe"],
         description="Probe hosts (user@host[:port], or -i INVENTORY [--limit]) for GPUs, memory, "
                     "disk, Docker and the NVIDIA container toolkit.")
     parser.add_argument("hosts", nargs="*", metavar="HOST", help="user@host[:port]")
@@ -33,6 +34,8 @@ def register(subparsers, common) -> None:
 
 
 def target_specs(args) -> list[ConnectionSpec]:
+    from tritonops.transport.spec import ConnectionSpec  # dataclasses: ~20 ms a usage error need not pay
+
     specs: list[ConnectionSpec] = []
     if args.local:
         specs.append(ConnectionSpec(name="localhost", host="localhost", local=True))

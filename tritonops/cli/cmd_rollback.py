@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import (_print_report, _Progress, _report_json, _tags, add_playbook_options,
                                       audit_log_of, default_playbook, default_roles_path)
 from tritonops.cli.selection import inventory_paths
@@ -9,7 +10,7 @@ from tritonops.cli.selection import inventory_paths
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "rollback", parents=[common], help="back to the previous (or a named) release on each host",
+        "rollback", parents=[common], help=COMMANDS["rollback"],
         description="Each host goes back to the newest release before `current` that passed its health gate "
                     "(or --to RELEASE): image, model repository and engine arguments together, read from the "
                     "host's release.json, gated like a deploy; if it does not pass, the current release comes back.")

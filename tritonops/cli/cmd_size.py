@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.errors import InputError
 from tritonops.sizing.gpu_catalog import GPU_CATALOG
@@ -10,7 +11,7 @@ from tritonops.sizing.gpu_spec import MAX_GPUS_PER_HOST, gpu_spec_from_catalog, 
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "size", parents=[common], help="choose vLLM engine settings for a model and GPUs",
+        "size", parents=[common], help=COMMANDS["size"],
         description="Predict vLLM's KV cache for a model on some GPUs and choose tensor_parallel_size, "
                     "max_model_len, dtype, ... with a reason for each.")
     parser.add_argument("--model", metavar="DIR|HF_ID", help="model directory (config.json, safetensors) or "

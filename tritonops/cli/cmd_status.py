@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_options, show_host_results
 from tritonops.cli.output import status_text, styled
 from tritonops.cli.selection import inventory_paths
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 def register(subparsers, common) -> None:
     parser = subparsers.add_parser(
-        "status", parents=[common], help="what each host serves: release, container, health, KV cache, metrics",
+        "status", parents=[common], help=COMMANDS["status"],
         description="Per host and model: the current release, the container's state, uptime and restarts, "
                     "health and model readiness, vLLM's KV-cache size against the plan's, and from :8002/metrics "
                     "the request count and average request / queue / compute times.")

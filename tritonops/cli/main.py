@@ -1,11 +1,13 @@
 """`tritonops` entry point: global options, one module per command.
 
 Each command module `tritonops/cli/cmd_<name>.py` exposes `register(subparsers, common)` and
-`run(args, out)` returning the exit code; adding a command is one line in COMMANDS. Global options
-(-i, --limit, --forks, --json, -v) are accepted before or after the command name.
+`run(args, out)` returning the exit code; adding a command is one line in COMMANDS (cli/commands.py: its
+name and the one-line summary `tritonops --help` lists). Global options (-i, --limit, --forks, --json, -v) are
+accepted before or after the command name.
 
 A command line that names a command (`tritonops probe ...`) registers that command's module only;
-`--help`, `--version`, no command or an unknown one register every module. So a module imports at
+`--help`, `--version`, no command or an unknown one register none: the commands are listed from
+COMMANDS (a command reached that way after all is parsed again with its module). So a module imports at
 its top only the standard library and light tritonops modules; what its `run` needs (rich, pydantic,
 paramiko, docker, jinja2, yaml) is imported inside the functions that use it. `--help`, `--version`
 and usage errors then cost the interpreter and argparse only (tests/test_startup_imports.py).
@@ -19,22 +21,8 @@ import importlib
 import sys
 
 from tritonops import __version__
+from tritonops.cli.commands import COMMANDS
 from tritonops.errors import TritonopsError
-
-COMMANDS = (
-    "inventory",
-    "probe",
-    "size",
-    "plan",
-    "image",
-    "deploy",
-    "rollback",
-    "status",
-    "metrics",
-    "logs",
-    "lab",
-)
-
 
 def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     """The options every command takes. Subcommands suppress defaults so a value
@@ -53,7 +41,9 @@ def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParser:
+def build_parser(commands: tuple[str, ...] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """The parser with the modules of `commands` registered; every other command is listed by its name
+    and summary only (main never runs one of those)."""
     parser = argparse.ArgumentParser(
         prog="tritonops",
         description="Turn bare-metal GPU hosts into a Triton Inference Server + vLLM serving fleet.",
@@ -62,9 +52,11 @@ def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParse
     parser.add_argument("--version", action="version", version=f"tritonops {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _global_options(suppress_defaults=True)
-    for name in commands:
-        module = importlib.import_module(f"tritonops.cli.cmd_{name}")
-        module.register(subparsers, common)
+    for name, summary in COMMANDS.items():
+        if name in commands:
+            importlib.import_module(f"tritonops.cli.cmd_{name}").register(subparsers, common)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
     return parser
 
 
@@ -107,7 +99,11 @@ def _quiet_libraries(verbosity: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     named = named_command(argv)
-    parser = build_parser((named,) if named else COMMANDS)
+    parser = build_parser((named,) if named else ())
+    if not named:  # help, a mistake, or a line named_command cannot read: parsed with its command's module
+        known, _ = parser.parse_known_args(argv)
+        if known.command:
+            parser = build_parser((known.command,))
     args = parser.parse_args(argv)
     from tritonops.cli.output import Output
 

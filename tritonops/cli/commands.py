@@ -1,0 +1,16 @@
+"""The commands of `tritonops` and what `tritonops --help` says of each: read by cli/main.py, which
+lists them without importing their modules, and by each `cmd_<name>.py`, whose parser says the same."""
+
+COMMANDS = {
+    "inventory": "show the inventory: hosts, groups, variables, connections",
+    "probe": "read GPUs and host facts over SSH",
+    "size": "choose vLLM engine settings for a model and GPUs",
+    "plan": "the engine plan per inventory host",
+    "image": "build and distribute the Triton + vLLM image (vllm_env)",
+    "deploy": "deploy Triton + vLLM: a verified release on every host",
+    "rollback": "back to the previous (or a named) release on each host",
+    "status": "what each host serves: release, container, health, KV cache, metrics",
+    "metrics": "per host and model: requests, average times, KV cache (from :8002)",
+    "logs": "the Triton container's logs of each host, through SSH",
+    "lab": "the local lab of simulated GPU hosts",
+}
