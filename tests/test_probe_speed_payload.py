@@ -112,19 +112,31 @@ def test_the_bundle_is_cached_by_its_inputs(tmp_path, monkeypatch):
     assert probe_payload._cached_build() == b"stale"
 
 
-def test_known_hosts_is_parsed_once_and_read_again_when_it_changes(tmp_path):
-    """One parse for all the hosts of a run; a changed file (here a key removed) is never served stale."""
+def test_known_hosts_is_read_once_and_again_when_it_changes(tmp_path):
+    """One read for all the hosts of a run, each host's keys decoded from its own lines (plain or hashed,
+    the first key of a type winning, as paramiko's lookup has it); a changed file (here a key removed) is
+    never served stale."""
     import paramiko
 
     from tritonops.transport.host_keys import known_hosts_name
     from tritonops.transport.spec import ConnectionSpec
-    from tritonops.transport.ssh import _client, _known_hosts
+    from tritonops.transport.ssh import _client, _read_known_hosts
 
     key = paramiko.Ed25519Key.from_private_key_file(str(write_key(tmp_path)))
+    other_key = paramiko.Ed25519Key.from_private_key_file(str(write_key(tmp_path / "second")))
     known = tmp_path / "known_hosts"
+    hashed = paramiko.HostKeys.hash_host("10.0.0.3")
     known.write_text(f"[10.0.0.1]:2222 {key.get_name()} {key.get_base64()}\n"
-                     f"10.0.0.2 {key.get_name()} {key.get_base64()}\n")
-    assert _known_hosts(str(known)) is _known_hosts(str(known))
+                     f"10.0.0.2 {key.get_name()} {key.get_base64()}\n"
+                     "# a comment\n|1|broken|entry ssh-ed25519 AAAA\nnot-a-line\n"
+                     f"{hashed} {other_key.get_name()} {other_key.get_base64()}\n"
+                     f"10.0.0.3,10.0.0.4 {key.get_name()} {key.get_base64()}\n")
+    hashed_host = ConnectionSpec(name="c", host="10.0.0.3", known_hosts_file=str(known))
+    assert _client(hashed_host, False).get_host_keys().lookup("10.0.0.3")[key.get_name()] == other_key  # first wins
+    listed = ConnectionSpec(name="d", host="10.0.0.4", known_hosts_file=str(known))
+    assert _client(listed, False).get_host_keys().lookup("10.0.0.4")[key.get_name()] == key
+    read = _read_known_hosts[str(known)]
+    assert _client(listed, False) and _read_known_hosts[str(known)] is read  # not read again
     spec = ConnectionSpec(name="a", host="10.0.0.1", port=2222, known_hosts_file=str(known))
     name = known_hosts_name("10.0.0.1", 2222)
     assert _client(spec, False).get_host_keys().lookup(name)[key.get_name()] == key
@@ -135,6 +147,7 @@ def test_known_hosts_is_parsed_once_and_read_again_when_it_changes(tmp_path):
 
 
 def write_key(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
     return path

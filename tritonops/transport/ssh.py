@@ -17,6 +17,7 @@ from tritonops.transport.base import Traffic, CommandResult, CommandTimeout, Hos
 from tritonops.transport.paramiko_lib import paramiko
 from tritonops.transport.host_keys import (AcceptNewHostKey, RefuseUnknownHostKey, changed_key_message,
                                           known_hosts_name)
+from tritonops.transport.dial import connect_tcp
 from tritonops.transport.proxy import ProxyValues, parse_jump_hops, proxy_command_line
 from tritonops.transport.spec import ConnectionSpec
 
@@ -32,7 +33,7 @@ def _client(spec: ConnectionSpec, accept_new: bool) -> paramiko.SSHClient:
     known_hosts = _known_hosts_file(spec)
     client = paramiko.SSHClient()
     name = known_hosts_name(spec.host, spec.port)
-    for key_type, key in (_known_hosts(known_hosts).lookup(name) or {}).items():
+    for key_type, key in (_host_keys(known_hosts, name).lookup(name) or {}).items():
         client.get_host_keys().add(name, key_type, key)
     if accept_new or spec.strict_host_key_checking == "accept-new":
         client.set_missing_host_key_policy(AcceptNewHostKey(known_hosts))
@@ -41,24 +42,73 @@ def _client(spec: ConnectionSpec, accept_new: bool) -> paramiko.SSHClient:
     return client
 
 
-_parsed_known_hosts: dict[str, tuple[tuple[int, ...], paramiko.HostKeys]] = {}
-_parsed_lock = threading.Lock()
+class _KnownHostsLines:
+    """A known_hosts file's lines by the host names they list, so that a host's keys are decoded from its
+    own lines only: paramiko decodes every line into a key object (~0.16 ms a line: 21 ms per connection
+    with the lab's 128 lines; a user's file of 600 lines would cost each probe 0.1 s). A plain name is
+    matched exactly and a hashed one (|1|salt|hash) by its HMAC, as paramiko's lookup does; the lines
+    kept are read by paramiko's own parser, so the keys and the refusals are the same."""
+
+    def __init__(self, text: str):
+        self.by_name: dict[str, list[tuple[int, str]]] = {}
+        self.hashed: list[tuple[str, int, str]] = []
+        for number, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            for name in line.split(None, 1)[0].split(","):
+                if name.startswith("|1|"):
+                    self.hashed.append((name, number, line))
+                else:
+                    self.by_name.setdefault(name, []).append((number, line))
+
+    def host_keys(self, name: str) -> paramiko.HostKeys:
+        """The keys of `name`, the first line's key of each type (as paramiko's lookup has it)."""
+        lines = dict(self.by_name.get(name, ()))
+        for hashed, number, line in self.hashed:
+            if number not in lines and _hashed_name_is(hashed, name):
+                lines[number] = line
+        keys = paramiko.HostKeys()
+        for number in sorted(lines):
+            try:
+                entry = paramiko.hostkeys.HostKeyEntry.from_line(lines[number], number)
+            except paramiko.SSHException:
+                continue  # a line paramiko's loader skips too
+            if entry is not None and entry.key.get_name() not in (keys.lookup(name) or {}):
+                keys.add(name, entry.key.get_name(), entry.key)
+        return keys
 
 
-def _known_hosts(path: str) -> paramiko.HostKeys:
-    """The file parsed once per version (inode, size, change times) for all the hosts of a run: parsing
-    it is ~0.16 ms a line (128 lines: 21 ms), which per host was most of a connection's controller time.
-    Any change to the file (a key added, removed or replaced, the file swapped) is read again."""
+def _hashed_name_is(hashed: str, name: str) -> bool:
+    try:
+        return paramiko.HostKeys.hash_host(name, hashed) == hashed
+    except Exception:  # noqa: BLE001 - a damaged |1| entry names no host
+        return False
+
+
+_read_known_hosts: dict[str, tuple[tuple[int, ...], _KnownHostsLines]] = {}
+_read_lock = threading.Lock()
+
+
+def _host_keys(path: str, name: str) -> paramiko.HostKeys:
+    """The keys the file holds for `name`. The file is read once per version (inode, size, change times)
+    for all the hosts of a run; any change to it (a key added, removed or replaced, the file swapped) is
+    read again."""
     try:
         stat = os.stat(path)
     except OSError:
         return paramiko.HostKeys()
     version = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-    with _parsed_lock:
-        cached = _parsed_known_hosts.get(path)
+    with _read_lock:
+        cached = _read_known_hosts.get(path)
         if cached is None or cached[0] != version:
-            cached = _parsed_known_hosts[path] = (version, paramiko.HostKeys(path))
-        return cached[1]
+            try:
+                with open(path, encoding="utf-8", errors="replace") as file:
+                    text = file.read()
+            except OSError:
+                return paramiko.HostKeys()
+            cached = _read_known_hosts[path] = (version, _KnownHostsLines(text))
+    return cached[1].host_keys(name)
 
 
 class ProxyProcess(paramiko.ProxyCommand):
@@ -189,43 +239,38 @@ def _connect_kwargs(spec: ConnectionSpec) -> dict:
     return kwargs
 
 
-def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", role: str = "") -> _Link:
-    """Open one SSH connection: directly, through a ProxyCommand (`via` is its finished line) or through
-    an open bastion (`via` is its link); every way it can fail becomes one line (HostKeyRefused /
-    Unreachable). `role` ("bastion ") says what is being reached when it is not the host itself."""
+def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", role: str = "",
+          dialled: "socket.socket | OSError | None" = None) -> _Link:
+    """Open one SSH connection: directly (on `dialled`, the connection dial_direct made, or dialling now),
+    through a ProxyCommand (`via` is its finished line) or through an open bastion (`via` is its link);
+    every way it can fail becomes one line (HostKeyRefused / Unreachable). `role` ("bastion ") says what
+    is being reached when it is not the host itself."""
     link = _Link(spec, _client(spec, accept_new))
+    direct = None
     try:
         if isinstance(via, str):
             link.proxy = sock = ProxyProcess(via)
         elif via is not None:
             sock = _forwarded(via, spec)
         else:
-            sock = _dialled(spec)
+            if isinstance(dialled, OSError):
+                raise dialled
+            sock = direct = dialled or connect_tcp(spec)
         link.client.connect(**_connect_kwargs(spec), sock=sock)
     except (Unreachable, paramiko.SSHException, OSError, EOFError) as exc:
         error = _open_error(exc, link, spec, role)
         link.close()
+        if direct is not None:
+            direct.close()
         if error is exc:
             raise
         raise error from exc
     except BaseException:
         link.close()
+        if direct is not None:
+            direct.close()
         raise
     return link
-
-
-def _dialled(spec: ConnectionSpec) -> socket.socket:
-    """A TCP connection to the host (each of its addresses in turn, as paramiko would), with Nagle's
-    algorithm off. paramiko leaves it on, and an SSH handshake is a run of small messages each answered
-    by the peer: with Nagle, a message waited for the ACK of the one before, which the peer delays by up
-    to 40 ms. Connection + authentication on the lab: 0.13 s with it, 0.045 s without
-    (docs/performance.md). OpenSSH's client turns it off as well."""
-    sock = socket.create_connection((spec.host, spec.port or 22), timeout=spec.connect_timeout_s)
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError:
-        pass  # not TCP after all (a test double, an exotic stack): the connection works without it
-    return sock
 
 
 def _forwarded(bastion: _Link, spec: ConnectionSpec) -> paramiko.Channel:
@@ -268,15 +313,17 @@ class SshTransport:
         self.traffic = Traffic()
 
     @classmethod
-    def open(cls, spec: ConnectionSpec, *, accept_new_host_keys: bool = False) -> "SshTransport":
-        """Connect (through each ProxyJump bastion, or the ProxyCommand); failures raise Unreachable."""
+    def open(cls, spec: ConnectionSpec, *, accept_new_host_keys: bool = False,
+             dialled: "socket.socket | OSError | None" = None) -> "SshTransport":
+        """Connect (through each ProxyJump bastion, or the ProxyCommand; a direct host on `dialled` when
+        given, see transport/dial.py); failures raise Unreachable."""
         hops: list[_Link] = []
         via: str | _Link | None = _proxy_command_line(spec)
         try:
             for hop_spec in _hop_specs(spec):  # ProxyJump a,b: reach a, then b through a, then the host
                 via = _open(hop_spec, accept_new_host_keys, via, role="bastion ")
                 hops.append(via)
-            link = _open(spec, accept_new_host_keys, via)
+            link = _open(spec, accept_new_host_keys, via, dialled=dialled)
         except BaseException:
             for hop in reversed(hops):
                 hop.close()
