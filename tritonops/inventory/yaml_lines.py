@@ -37,6 +37,14 @@ class _LineLoader(_SAFE_LOADER):
         return self.construct_document(node)
 
 
+class _AliasFreeLoader(_LineLoader):
+    """For a text without `*`, which can hold no alias: nothing to expand, no walk (~4 ms of a 64-host
+    inventory)."""
+
+    def get_single_data(self):
+        return _SAFE_LOADER.get_single_data(self)
+
+
 def _refuse_alias_bombs(root: yaml.Node) -> None:
     """Count the values the document stands for with its aliases expanded ("billion laughs"), each
     shared node counted once per use but walked once; a node that contains itself is refused too."""
@@ -100,7 +108,8 @@ def load_yaml_file(path: str, shown_as: str) -> Any:
     """Parse one YAML file; syntax errors become InputError at 'shown_as:line'."""
     text = read_regular_text(path, shown_as, what="YAML file")
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        loader = _LineLoader if "*" in text else _AliasFreeLoader
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
         raise InputError("YAML nested too deeply", shown_as) from None
     except yaml.MarkedYAMLError as err:
