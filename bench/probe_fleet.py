@@ -13,13 +13,16 @@ they share the machine's load; the figure is the median of --repeat rounds):
 and prints the medians, the two ratios (tritonops / OpenSSH, goal <= 1.25; Ansible / tritonops,
 goal >= 8) and the load average over the rounds. Every run is checked (all N hosts answered).
 One untimed round on one host comes first (bytecode compiled, the probe bundle cached).
+tritonops is, by default, installed from a wheel of this tree into a venv of its own whose
+dependencies are this venv's (--install wheel: what `pip install` gives a user); --install editable
+runs the development install next to this interpreter, whose finder every start pays (~20-40 ms).
 ansible is the one next to this interpreter (the venv's), else the one on PATH. Python bytecode
 caching is on for all three (PYTHONPYCACHEPREFIX in the state dir), as for installed packages: a
 development shell with PYTHONDONTWRITEBYTECODE=1 would recompile tritonops' own modules on every run
 (+0.1 s); --no-bytecode keeps the environment as it is. Not a test.
 
     python bench/probe_fleet.py [--sizes 1,8,32,64] [--repeat 3] [--prefix tritonops-bench]
-                                [--port-base 22600] [--keep] [--json-out FILE]
+                                [--port-base 22600] [--keep] [--json-out FILE] [--install wheel|editable]
 """
 
 from __future__ import annotations
@@ -74,9 +77,34 @@ def timed(argv: list[str], env: dict) -> tuple[float, subprocess.CompletedProces
     return time.perf_counter() - started, done
 
 
+TRITONOPS: list[str] = []  # the tritonops program measured (see --install)
+
+
+def installed_from_wheel(state: Path) -> str:
+    """`tritonops` installed from a wheel of this tree (built again each run: the tree may have changed)
+    into a venv of its own; a path line in a .pth file gives it this venv's dependencies, the same
+    versions, and no editable-install finder."""
+    import shutil
+    import sysconfig
+
+    venv, wheels = state / "installed", state / "wheels"
+    for folder in (venv, wheels):
+        shutil.rmtree(folder, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = (venv / "lib").glob("python*/site-packages")
+    (site / "bench-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    quiet = dict(stdout=subprocess.DEVNULL, check=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
+                    str(REPO)], **quiet)
+    (wheel,) = wheels.glob("tritonops-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", str(wheel)], **quiet)
+    return str(venv / "bin" / "tritonops")
+
+
 def tritonops_run(inventory: Path, limit: str, n: int, env: dict) -> float:
     cpu = children_cpu()
-    seconds, done = timed([venv_tool("tritonops") or sys.executable, "probe", "-i", str(inventory),
+    seconds, done = timed([*TRITONOPS, "probe", "-i", str(inventory),
                            "--limit", limit, "--forks", str(n), "--json"], env)
     try:
         statuses = [host["status"] for host in json.loads(done.stdout)["hosts"]]
@@ -228,6 +256,9 @@ def main() -> int:
     parser.add_argument("--ssh-option", action="append", default=[], metavar="OPT",
                         help="an -o option for the OpenSSH floor (repeatable), e.g. KexAlgorithms=curve25519-sha256")
     parser.add_argument("--no-ansible", action="store_true", help="tritonops and the OpenSSH floor only")
+    parser.add_argument("--install", choices=("wheel", "editable"), default="wheel",
+                        help="the tritonops measured: installed from a wheel of this tree (default), or this "
+                             "venv's development install")
     parser.add_argument("--handshakes", type=int, default=16, metavar="K",
                         help="also time K single connections (paramiko vs ssh, wall and controller CPU); 0: no")
     args = parser.parse_args()
@@ -248,6 +279,9 @@ def main() -> int:
     print(f"lab: {lab_hosts} light hosts ({args.profile}) up in {time.perf_counter() - started:.1f} s; "
           f"{os.cpu_count()} CPUs here, load {os.getloadavg()[0]:.2f}", flush=True)
 
+    measured = installed_from_wheel(state) if args.install == "wheel" else venv_tool("tritonops")
+    TRITONOPS[:] = [measured or sys.executable]
+    print(f"tritonops measured: {TRITONOPS[0]} ({args.install} install)", flush=True)
     env = dict(os.environ, **ANSIBLE_ENV)
     if not args.no_bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)

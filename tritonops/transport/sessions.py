@@ -61,9 +61,9 @@ def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) 
     from tritonops.transport.dial import dial_direct
 
     dialled = dial_direct(spec)  # sshd readies its side while paramiko loads
-    from tritonops.transport.ssh import SshTransport  # paramiko is only needed for remote hosts
-
     try:
+        from tritonops.transport.ssh import SshTransport  # paramiko is only needed for remote hosts
+
         return SshTransport.open(spec, accept_new_host_keys=accept_new_host_keys, dialled=dialled)
     except BaseException:
         if dialled is not None and not isinstance(dialled, OSError):
