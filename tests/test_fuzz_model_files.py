@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import struct
 import tempfile
 from collections import Counter
 from dataclasses import fields
 from pathlib import Path
-
-import shutil
 
 import pytest
 from fuzzcount import tried
@@ -35,11 +35,12 @@ TRIED = tried                 # shared: the run's summary prints it (conftest.py
 LOADED: Counter = Counter()   # of those, how many loaded (sizing: how many fit)
 EXAMPLES = {"model config dicts": 1000, "model sizing of accepted configs": 300, "model config.json bytes": 300,
             "model safetensors headers": 600, "model safetensors bytes": 600}
-WORK = Path(tempfile.mkdtemp(prefix="tritonops-fuzz-"))
+WORK = Path(tempfile.gettempdir()) / f"tritonops-fuzz-{os.getpid()}"  # made by the fixture: none left when deselected
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _remove_the_fuzz_files():
+def _fuzz_files_folder():
+    WORK.mkdir(mode=0o700)
     yield
     shutil.rmtree(WORK, ignore_errors=True)
 
