@@ -1,6 +1,7 @@
 """Probe hosts: send the probe program, parse what it prints into `HostFacts` (plain dataclasses: a probe
-loads no pydantic, see facts/model.py). The parser and the facts classes are loaded while the hosts are
-dialled (SessionPool's preload), not in front of the first connection."""
+loads no pydantic, see facts/model.py). The parser and the facts classes are loaded once a first host is
+connected, while it readies the session and runs the program (SessionPool's preload), not in front of the
+first connection."""
 
 from __future__ import annotations
 
