@@ -138,3 +138,18 @@ def test_schema_rejects_a_report_with_a_missing_field():
     del report["hosts"][0]["facts"]["nvidia"]["gpus"][0]["memory_total_bytes"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(report, probe_report_schema())
+
+
+def test_real_single_h200_output_of_this_probe_program_parses_and_matches_nvidia_smi():
+    """tests/fixtures/real/h200x1-probe: the current bundle run on a lent H200 (its README has the command)."""
+    folder = FIXTURES / "real" / "h200x1-probe"
+    facts = parse_probe_output((folder / "probe-raw.json").read_text())
+    smi = (folder / "nvidia-smi.txt").read_text()
+    (gpu,) = facts.nvidia.gpus
+    assert gpu.name == "NVIDIA H200" and gpu.name in smi
+    assert f"{gpu.memory_total_bytes // 2**20}MiB" in smi  # 143771MiB
+    assert gpu.cuda_total_bytes == H200_CUDA_TOTAL  # the same as the 2-GPU machine's torch figure
+    assert gpu.persistence_mode is True and gpu.mig_enabled is False and gpu.compute_capability == (9, 0)
+    assert facts.nvidia.driver_version == "580.159.04" and "Driver Version: 580.159.04" in smi
+    assert facts.nvidia.links == () and facts.nvidia.error is None
+    assert facts.docker.present is False
