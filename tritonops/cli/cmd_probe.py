@@ -60,7 +60,7 @@ def run(args, out) -> int:
     report = probe_hosts(target_specs(args), args.forks, accept_new_host_keys=args.accept_new_host_keys,
                          disk_path=args.root,
                          timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S),
-                         preload=printing)  # loaded while the hosts are dialled
+                         preload=printing)  # loaded while the first host runs the probe
     if args.json:
         from tritonops.facts.model import report_to_json
 

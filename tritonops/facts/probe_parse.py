@@ -106,7 +106,7 @@ def parse_docker(raw: dict[str, Any]) -> DockerFacts:
     fields = _Object(raw, "docker")
     toolkit = fields.texts("toolkit")
     return DockerFacts(
-        present=bool(fields.flag("present")),
+        present=fields.flag("present"),
         version=fields.text("version", None),
         error=fields.text("error", None),
         nvidia_runtime="nvidia" in fields.texts("runtimes"),
@@ -123,7 +123,8 @@ def cuda_version_text(value: int | None) -> str | None:
 
 def parse_gpu(raw: dict[str, Any]) -> GpuFacts:
     fields = _Object(raw, "GPU")
-    fields.where = f"GPU {fields.integer('index')}"
+    index = fields.integer("index")
+    fields.where = f"GPU {index}"
     memory = fields.object("memory")
     memory_v2 = fields.object("memory_v2")
     total = memory.integer("total", 0)
@@ -134,7 +135,7 @@ def parse_gpu(raw: dict[str, Any]) -> GpuFacts:
     if len(cc) != 2 or not all(isinstance(part, int) and not isinstance(part, bool) for part in cc):
         raise ProbeOutputError(f"probe printed a bad {fields.where}.cc: {_shown(cc)}")
     return GpuFacts(
-        index=fields.integer("index"),
+        index=index,
         name=fields.text("name", None) or "unknown",
         uuid=fields.text("uuid", None) or "",
         pci_bus_id=fields.text("pci_bus_id", None) or "",

@@ -71,19 +71,6 @@ def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) 
         raise
 
 
-def _preload(modules: Sequence[str], connected: threading.Event, pool: "SessionPool") -> None:
-    """Import `modules` once a first host is connected (see SessionPool). A warm-up only: a module that
-    fails to load here fails again, and is reported, where it is used."""
-    connected.wait()
-    for name in modules:
-        if pool.closed:
-            return
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - see above
-            pass
-
-
 class SessionPool:
     """`preload`: modules the run will need once hosts answer (a parser, what prints the result). They are
     imported in a thread of their own once a first host is connected, in time this process would
@@ -107,8 +94,19 @@ class SessionPool:
         self.closed = False
         self._connected = threading.Event()
         if preload:
-            threading.Thread(target=_preload, args=(tuple(preload), self._connected, self), name="preload",
-                             daemon=True).start()
+            threading.Thread(target=self._preload, args=(tuple(preload),), name="preload", daemon=True).start()
+
+    def _preload(self, modules: tuple[str, ...]) -> None:
+        """Import `modules` once a first host is connected. A warm-up only: a module that fails to load
+        here fails again, and is reported, where it is used."""
+        self._connected.wait()
+        for name in modules:
+            if self.closed:
+                return
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - see above
+                pass
 
     def __enter__(self) -> "SessionPool":
         return self

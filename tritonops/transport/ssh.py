@@ -190,16 +190,20 @@ class ProxyProcess(paramiko.ProxyCommand):
 
 @dataclass
 class _Link:
-    """One open SSH connection: its paramiko client, and the ProxyCommand it rides on (if any)."""
+    """One open SSH connection: its paramiko client, and the ProxyCommand or TCP socket it rides on (if
+    any)."""
 
     spec: ConnectionSpec
     client: paramiko.SSHClient
     proxy: ProxyProcess | None = None
+    direct: socket.socket | None = None
 
     def close(self) -> None:
         self.client.close()
-        if self.proxy is not None:  # the client closes it only when the SSH session had opened
+        if self.proxy is not None:  # the client closes them only when the SSH session had opened
             self.proxy.close()
+        if self.direct is not None:
+            self.direct.close()
 
 
 def _hop_specs(spec: ConnectionSpec) -> list[ConnectionSpec]:
@@ -246,7 +250,6 @@ def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", rol
     every way it can fail becomes one line (HostKeyRefused / Unreachable). `role` ("bastion ") says what
     is being reached when it is not the host itself."""
     link = _Link(spec, _client(spec, accept_new))
-    direct = None
     try:
         if isinstance(via, str):
             link.proxy = sock = ProxyProcess(via)
@@ -255,20 +258,16 @@ def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", rol
         else:
             if isinstance(dialled, OSError):
                 raise dialled
-            sock = direct = dialled or connect_tcp(spec)
+            link.direct = sock = dialled or connect_tcp(spec)
         link.client.connect(**_connect_kwargs(spec), sock=sock)
     except (Unreachable, paramiko.SSHException, OSError, EOFError) as exc:
         error = _open_error(exc, link, spec, role)
         link.close()
-        if direct is not None:
-            direct.close()
         if error is exc:
             raise
         raise error from exc
     except BaseException:
         link.close()
-        if direct is not None:
-            direct.close()
         raise
     return link
 
