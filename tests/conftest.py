@@ -1,4 +1,5 @@
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,13 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED = Path(os.environ.get("TRITONOPS_SHARED", REPO.parent / "shared"))
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (just bound and let go)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @pytest.fixture(autouse=True)

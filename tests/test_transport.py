@@ -1,12 +1,12 @@
 """The host pool and transports without the lab: local runs, a closed port, host-key policies."""
 
-import socket
 import threading
 import time
 
 import paramiko
 import pytest
 
+from tests.conftest import closed_port
 from tritonops.results import HostResult
 from tritonops.transport.base import CommandTimeout, HostKeyRefused
 from tritonops.transport.host_keys import AcceptNewHostKey, RefuseUnknownHostKey, known_hosts_name
@@ -79,9 +79,7 @@ def test_local_command_timeout_is_an_error_not_a_hang():
 
 
 def test_closed_port_is_unreachable_with_the_reason():
-    with socket.socket() as sock:  # find a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = closed_port()
     spec = ConnectionSpec(name="ghost", host="127.0.0.1", port=port, user="root", connect_timeout_s=3)
     group = run_on_hosts([spec, local("alive")], echo_task)
     assert group["ghost"].status == "unreachable"

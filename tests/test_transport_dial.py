@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from tests.conftest import closed_port
 from tritonops.transport.base import Unreachable
 from tritonops.transport.dial import dial_direct
 from tritonops.transport.sessions import open_transport
@@ -63,9 +64,7 @@ def test_early_connections_have_nagle_off_and_proxied_hosts_get_none(silent):
 
 
 def test_a_refused_early_connection_is_reported_as_the_transport_would(silent):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     spec = ConnectionSpec(name="ghost", host="127.0.0.1", port=port, user="root", connect_timeout_s=3)
     assert isinstance(dial_direct(spec), ConnectionRefusedError)
     with pytest.raises(Unreachable, match=rf"cannot connect to root@127.0.0.1:{port}: .*[Rr]efused"):

@@ -2,12 +2,12 @@
 hops checked like any target. No SSH server needed."""
 
 import shlex
-import socket
 import subprocess
 import time
 
 import pytest
 
+from tests.conftest import closed_port
 from tritonops.errors import InputError
 from tritonops.transport.base import Unreachable
 from tritonops.transport.pool import run_on_hosts
@@ -32,12 +32,6 @@ HOSTILE = [
 
 def values(host: str) -> ProxyValues:
     return ProxyValues(host=host, port=22, user="root", name="gpu1")
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_tokens_expand_like_openssh():

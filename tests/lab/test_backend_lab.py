@@ -31,6 +31,7 @@ from contextlib import contextmanager
 import pytest
 import yaml
 
+from tests.conftest import closed_port
 from tritonops.image.api import build_images
 from tritonops.inventory import load_inventory
 from tritonops.lab.hub import tiny_model
@@ -175,9 +176,7 @@ def test_generate_answers_with_text(lab, servers):
 @contextmanager
 def _tunnel(lab, remote_port: int):
     """A local port forwarded to the lab host's loopback `remote_port` by OpenSSH (`-L`)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        local = probe.getsockname()[1]
+    local = closed_port()  # free for the tunnel's local end
     argv = lab.ssh_argv(FULL_2080TI)
     argv[-1:-1] = ["-N", "-o", "ExitOnForwardFailure=yes", "-L", f"127.0.0.1:{local}:127.0.0.1:{remote_port}"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

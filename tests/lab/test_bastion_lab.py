@@ -6,13 +6,13 @@ resolve those names, the bastion (on that network) can.
 """
 
 import json
-import socket
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import closed_port
 from tritonops.cli.main import main
 from tritonops.facts.probe import probe_hosts
 from tritonops.lab.inventory import render_inventory, render_known_hosts
@@ -21,12 +21,6 @@ from tritonops.lab.state import LabHost, LabState
 from tritonops.lab.testing import BASTION, FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU
 
 GPU_HOSTS = {FULL_2080TI: 1, LIGHT_H200X2: 2}  # name: GPUs
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def by_host(report):

@@ -8,6 +8,7 @@ from dataclasses import replace
 import jsonschema
 import pytest
 
+from tests.conftest import closed_port
 from tritonops.cli.main import main
 from tritonops.facts.probe import probe_hosts
 from tritonops.facts.schema import probe_report_schema
@@ -23,12 +24,6 @@ GIB = 1024 ** 3
 
 def by_host(report):
     return {host.host: host for host in report.hosts}
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_probe_reads_each_lab_host_over_ssh(lab):
