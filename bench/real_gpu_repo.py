@@ -52,8 +52,9 @@ def main() -> int:
         source = REPO / "tests/fixtures/models" / model
         plan = size_engine(load_model_dir(source), gpus, SizingRequest(model_ref="hf-config", vllm_version=VLLM))
         assert plan.fits, plan.problems
+        # stats stay as rendered (vLLM's default: on), so the backend's KV-cache gauge is the one users get
         model_json = {**plan.model_json, "model": "hf-config", "tokenizer": "tokenizer", "load_format": "dummy",
-                      "seed": 0, "disable_log_stats": False}
+                      "seed": 0}
         repository = out / name  # one repository per model: each engine gets the GPU to itself
         for path, text in render_model_repository([RepositoryModel(name, 1, model_json)]).items():
             (repository / path).parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,9 @@
 #                       ".gpukit-cache/tritonops-repo"], command="bash bench/real_gpu_serve.sh qwen05")
 #            for parts 00, 01, 02 back to back (the last one serves), then warm:
 #            run(carry=[".gpukit-cache/kit", ".gpukit-cache/tritonops-repo"], command="bash bench/real_gpu_serve.sh qwen7b")
+#   a second argument `kv` also runs bench/real_gpu_kv_sampler.py beside it: 16 concurrent long requests while
+#   :8002/metrics is read every 0.5 s ($OUT/kv-samples.txt), and the gate's own request is a long one too, so the
+#   server stays up while they run.
 set -euo pipefail
 MODEL=${1:?model name: qwen05 or qwen7b}
 KIT=.gpukit-cache/kit
@@ -17,4 +20,14 @@ bash "$KIT/device-run"                       # stash this call's part; unpack on
 [ -d "$TS/backends" ] || exit 0              # still waiting for parts
 mkdir -p "$TS/backends/vllm"
 cp tritonops/image/assets/vllm_backend_model.py.txt "$TS/backends/vllm/model.py"
-exec bash "$KIT/device-run" ".gpukit-cache/tritonops-repo/$MODEL" "$MODEL"
+if [ "${2:-}" != kv ]; then
+  exec bash "$KIT/device-run" ".gpukit-cache/tritonops-repo/$MODEL" "$MODEL"
+fi
+python3 bench/real_gpu_kv_sampler.py "$MODEL" "$OUT/kv-samples.txt" &
+SAMPLER=$!
+REQ=${GPUKIT_WORK:-/tmp/gpukit}/long-request.json
+echo '{"text_input": "The capital of France is", "parameters": {"stream": false, "max_tokens": 3000, "ignore_eos": true}}' >"$REQ"
+rc=0
+bash "$KIT/device-run" ".gpukit-cache/tritonops-repo/$MODEL" "$MODEL" "$REQ" || rc=$?
+wait "$SAMPLER" || echo "kv sampler: exit $?"
+exit "$rc"

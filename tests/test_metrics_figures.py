@@ -72,3 +72,41 @@ def test_versions_summed_failures_over_reasons_compute_per_inference_and_engine_
 def test_a_page_that_is_not_tritons_metrics_is_refused_with_why(text, why):
     with pytest.raises(MetricsPageError, match=why):
         host_figures(text)
+
+
+def _kv_capacity(folder: Path) -> int:
+    """vLLM's own "GPU KV cache size: N tokens" line from the run's log."""
+    import re
+
+    (tokens,) = re.findall(r"GPU KV cache size: ([\d,]+) tokens", (folder / "tritonserver.log").read_text())
+    return int(tokens.replace(",", ""))
+
+
+def _sampled(folder: Path) -> list[ModelFigures]:
+    """Each half-second sample bench/real_gpu_kv_sampler.py took of :8002 while the engine was busy."""
+    blocks = (folder / "kv-samples.txt").read_text().split("--- t=")[1:]
+    figures = []
+    for block in blocks:
+        lines = [line for line in block.splitlines()[1:] if line.startswith("vllm:")]
+        (model,) = model_figures(parse_exposition("\n".join(lines))).values()
+        figures.append(model)
+    return figures
+
+
+@pytest.mark.parametrize("name", ["qwen05", "qwen7b"])
+def test_the_backends_kv_gauge_on_the_real_engine_follows_the_tokens_held(name):
+    """tritonops' backend feeds vllm:kv_cache_usage_perc from vLLM 0.25's own stat logger: on the H200,
+    with 17 requests generating (16 of 2048 tokens, the gate's of 3000), it rises sample by sample, as
+    a fraction (not a percent) of the cache vLLM reported, never more than the requests can hold; the
+    page after they all ended reads 0, and `tritonops metrics` shows it."""
+    folder = REAL / f"h200-kv-{name}"
+    capacity = _kv_capacity(folder)
+    busy = [model for model in _sampled(folder) if model.running == 17]
+    assert len(busy) >= 8
+    usage = [model.kv_cache_usage for model in busy]
+    assert all(later > earlier for earlier, later in zip(usage, usage[1:])), usage
+    assert 0 < usage[0]
+    held_per_request = usage[-1] * capacity / 17
+    assert 500 < held_per_request <= 3000 + 16  # tokens: the longest request plus at most one block of the prompt
+    (after,) = host_figures((folder / "metrics.txt").read_text()).models
+    assert (after.model, after.kv_cache_usage, after.running, after.requests) == (name, 0.0, 0, 18)
