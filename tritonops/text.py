@@ -32,3 +32,11 @@ def terminal_safe(rendered: str) -> str:
     """Rendered console output with only colour (SGR) sequences, newlines and tabs left: the last
     wall, for text that reached a renderer without passing `printable`."""
     return _CONTROL_BUT_LAYOUT.sub("", _NOT_SGR.sub("", rendered))
+
+
+def close_matches(word: str, candidates, n: int = 3) -> list[str]:
+    """The candidates that look like a mistyped `word`, best first (for "did you mean ...?"). difflib
+    is loaded here, on the error path, not by every command that might need it."""
+    import difflib
+
+    return difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.6)

@@ -6,11 +6,11 @@ inventory fails at the file:line that set it. ansible_* and other user variables
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from tritonops.errors import InputError
 from tritonops.inventory.model import Setting
+from tritonops.text import close_matches
 
 PREFIX = "tritonops_"
 
@@ -79,7 +79,7 @@ def check_known(settings: Iterable[tuple[str, Setting]]) -> None:
     """Fail on the first tritonops_* variable nobody knows, naming where it was set."""
     for name, setting in settings:
         if name.startswith(PREFIX) and name not in KNOWN_VARS:
-            close = difflib.get_close_matches(name, KNOWN_VARS, n=3, cutoff=0.6)
+            close = close_matches(name, KNOWN_VARS, n=3)
             hint = f"; did you mean {' or '.join(close)}?" if close else \
                 "; see docs/inventory.md for the variables tritonops understands"
             raise InputError(f"unknown tritonops variable '{name}'{hint}", setting.where)

@@ -13,13 +13,13 @@ pattern with catastrophic backtracking is refused instead of hanging; @file must
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import ipaddress
 import re
 import time
 
 from tritonops.errors import InputError
+from tritonops.text import close_matches
 from tritonops.values.files import read_regular_text
 
 REGEX_BUDGET_S = 1.0  # all of one pattern's regular-expression matching together
@@ -74,7 +74,7 @@ def split_pattern(pattern: str) -> list[str]:
 
 def unknown_name_error(name: str, candidates: list[str], what: str, pattern: str | None = None,
                        where: str | None = None) -> InputError:
-    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    close = close_matches(name, candidates, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     context = f" (in host pattern {pattern!r})" if pattern and pattern != name else ""
     return InputError(f"no {what} named '{name}'{context}{hint}", where)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 
 from tritonops.errors import InputError
 from tritonops.operations.base import Operation
+from tritonops.text import close_matches
 
 OPERATIONS: dict[str, Operation] = {}
 
@@ -18,7 +18,7 @@ def register(operation: Operation) -> Operation:
 def operation_named(name: str, where: str | None = None) -> Operation:
     _load_builtin()
     if name not in OPERATIONS:
-        close = difflib.get_close_matches(name, list(OPERATIONS), n=3, cutoff=0.6)
+        close = close_matches(name, list(OPERATIONS), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(OPERATIONS))}"
         raise InputError(f"unknown operation '{name}'{hint}", where)
     return OPERATIONS[name]

@@ -15,7 +15,6 @@ Two forms (not both on one host):
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from typing import Any
 from tritonops.errors import InputError
 from tritonops.render.model_repository import MAX_VERSION
 from tritonops.sizing.request_numbers import request_number
+from tritonops.text import close_matches
 from tritonops.values.names import safe_name
 from tritonops.values.numbers import whole_number
 
@@ -138,7 +138,7 @@ def _entry(item: Any, label: str, host_args: dict, where: str | None, vouched: f
                          f"{type(item).__name__}", where)
     for key in item:
         if key not in ENTRY_KEYS:
-            close = difflib.get_close_matches(str(key), ENTRY_KEYS, n=2, cutoff=0.6)
+            close = close_matches(str(key), ENTRY_KEYS, n=2)
             hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(ENTRY_KEYS)}"
             raise InputError(f"{label}: unknown key {str(key)!r}{hint}", where)
     name = safe_name(item.get("name"), f"{label}.name", where)

@@ -30,10 +30,10 @@ Sources, per key below:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from tritonops.errors import InputError
+from tritonops.text import close_matches
 
 Version = tuple[int, int, int]
 _ALWAYS: tuple[Version, Version | None] = ((0, 0, 0), None)
@@ -92,7 +92,7 @@ def refusal(key: str, version_text: str, version: Version) -> str:
         return (f"vLLM {version_text} does not accept engine argument '{key}' (first in "
                 f"{'.'.join(map(str, first))})")
     known = [k for k in ENGINE_ARG_SPANS if accepts(k, version)]
-    close = difflib.get_close_matches(key, known, n=2, cutoff=0.6)
+    close = close_matches(key, known, n=2)
     hint = f"; did you mean {' or '.join(close)}?" if close else \
         " (tritonops checks model.json against the engine arguments it knows for each vLLM version)"
     return f"vLLM {version_text} has no engine argument '{key}'{hint}"
