@@ -6,7 +6,7 @@ import pytest
 
 from tritonops.errors import InputError
 from tritonops.sizing.chooser import size_engine
-from tritonops.sizing.engine_plan import SizingRequest
+from tritonops.sizing.engine_plan import Reason, SizingRequest
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
 from tritonops.sizing.memory_model import kv_bytes_per_token
 from tritonops.sizing.model_catalog import find_catalog_model
@@ -115,7 +115,8 @@ def test_every_field_has_a_reason_and_assumed_defaults_are_named():
     plan = size(QWEN7, "h200")
     for field in ("tensor_parallel_size", "max_model_len", "dtype", "kv_cache_dtype", "gpu_memory_utilization",
                   "enforce_eager", "max_num_seqs", "max_num_batched_tokens", "kv_cache_tokens"):
-        assert any(r.startswith(field + " ") for r in plan.reasons), field
+        (reason,) = [r for r in plan.reasons if r.field == field]
+        assert reason.value == str(getattr(plan, field)).lower() and reason.why, field
     assert plan.assumed == ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens")
     assert (plan.max_num_seqs, plan.max_num_batched_tokens, plan.gpu_memory_utilization) == (1024, 8192, 0.92)
 
@@ -193,3 +194,14 @@ def test_busy_gpu_lowers_the_default_utilisation_or_is_refused():
 def test_bad_utilisation_is_an_input_error():
     with pytest.raises(InputError, match="--gpu-memory-utilization"):
         size(QWEN7, "h200", gpu_memory_utilization=1.5)
+
+
+def test_a_reason_is_data_and_reads_as_one_line_in_the_json():
+    """`plan` shows each field's `why`; --json and release.json carry "field value: why" lines."""
+    plan = size(QWEN7, "h200", max_model_len=8192)
+    (length,) = [r for r in plan.reasons if r.field == "max_model_len"]
+    assert (length.value, length.why) == ("8192", f"as requested; predicted KV cache {plan.kv_cache_tokens} "
+                                                  "tokens (accepted)")
+    assert str(length) in plan.to_dict()["reasons"]
+    assert str(Reason("swap_space", None, "vLLM's default")) == "swap_space: vLLM's default"
+    assert str(Reason("dtype", "bfloat16")) == "dtype bfloat16"

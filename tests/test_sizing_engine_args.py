@@ -57,7 +57,8 @@ def test_swap_on_the_pinned_version_is_cpu_kv_offloading_over_all_tp_ranks():
 def test_where_a_version_has_both_v1_gets_offloading_not_swap_blocks():
     plan = size("0.14.0", 4)
     assert "swap_space" not in plan.model_json and plan.model_json["kv_offloading_size"] == 4
-    assert any("V1 allocates no swap blocks" in r for r in plan.reasons)
+    (reason,) = [r for r in plan.reasons if r.field == "kv_offloading_size"]
+    assert reason.value == "4" and reason.why.endswith("vLLM V1 allocates no swap blocks")
 
 
 def test_v1_before_offloading_writes_swap_space_and_says_it_is_only_validated():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tritonops.sizing.dtype_rules import kv_cache_dtype_problem, quantization_problem, resolve_dtype
-from tritonops.sizing.engine_plan import EnginePlan, MemoryBreakdown, SizingRequest
+from tritonops.sizing.engine_plan import EnginePlan, MemoryBreakdown, Reason, SizingRequest
 from tritonops.sizing.alternatives import alternatives_for
 from tritonops.sizing.engine_args import model_json_for
 from tritonops.sizing.gpu_spec import GpuSpec
@@ -108,9 +108,9 @@ def _eager_options(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, reques
     headroom = int(gpus.cuda_total_bytes * (1 - util)) - CUDA_CONTEXT_BYTES
     graphs = cudagraph_estimate(model, tp)
     if headroom < graphs:
-        return (True,), (f"enforce_eager true: CUDA graphs (~{gib(graphs)}) would not fit in the "
-                         f"{gib(max(headroom, 0))} left outside gpu_memory_utilization {util} (vLLM "
-                         f"{profile.version} captures them after the KV cache)")
+        return (True,), (f"CUDA graphs (~{gib(graphs)}) would not fit in the {gib(max(headroom, 0))} left "
+                         f"outside gpu_memory_utilization {util} (vLLM {profile.version} captures them after the "
+                         "KV cache)")
     return (False,), ""
 
 
@@ -143,7 +143,7 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     profile = profile_for(request.vllm_version, gpus.compute_capability)
     cc = gpus.compute_capability
     problems: list[str] = []
-    reasons: list[str] = []
+    reasons: list[Reason] = []
     assumed: list[str] = []
     notes = list(model.notes)
 
@@ -161,11 +161,11 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
             problems.append(problem)
 
     util = request.gpu_memory_utilization
-    util_reason = f"gpu_memory_utilization {util}: as requested"
+    util_reason = Reason("gpu_memory_utilization", str(util), "as requested")
     if util is None:
         util = profile.default_gpu_memory_utilization
         assumed.append("gpu_memory_utilization")
-        util_reason = f"gpu_memory_utilization {util}: vLLM {profile.version} default"
+        util_reason = Reason("gpu_memory_utilization", str(util), f"vLLM {profile.version} default")
     # memory other processes hold: vLLM either refuses to start or runs out later
     if gpus.free_bytes is not None:
         usable = gpus.free_bytes - CUDA_CONTEXT_BYTES
@@ -173,8 +173,9 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
         if usable < wanted and not profile.subtracts_other_processes:
             lower = max(int(usable / gpus.cuda_total_bytes * 100) / 100, 0.0)
             if request.gpu_memory_utilization is None and lower >= 0.3:
-                util_reason = (f"gpu_memory_utilization {lower}: lowered from the default {util} because only "
-                               f"{gib(gpus.free_bytes)} of {gib(gpus.cuda_total_bytes)} is free (other processes)")
+                util_reason = Reason("gpu_memory_utilization", str(lower),
+                                     f"lowered from the default {util} because only {gib(gpus.free_bytes)} of "
+                                     f"{gib(gpus.cuda_total_bytes)} is free (other processes)")
                 util = lower
                 assumed.remove("gpu_memory_utilization")
             elif profile.checks_free_memory_at_start:
@@ -245,56 +246,57 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     fits_flag = not problems
     valid = valid_tp_sizes(model, gpus.count)
     if request.tensor_parallel_size is not None:
-        reasons.append(f"tensor_parallel_size {tp}: as requested")
+        reasons.append(Reason("tensor_parallel_size", str(tp), "as requested"))
     elif request.prefer == "latency":
-        reasons.append(f"tensor_parallel_size {tp}: the most GPUs that fit (--prefer latency); valid on "
-                       f"{gpus.count} GPU(s): {', '.join(map(str, valid))}")
+        reasons.append(Reason("tensor_parallel_size", str(tp), f"the most GPUs that fit (--prefer latency); valid "
+                              f"on {gpus.count} GPU(s): {', '.join(map(str, valid))}"))
     elif length >= target:
-        reasons.append(f"tensor_parallel_size {tp}: the fewest GPUs that hold the {target}-token target; valid on "
-                       f"{gpus.count} GPU(s): {', '.join(map(str, valid))}")
+        reasons.append(Reason("tensor_parallel_size", str(tp), f"the fewest GPUs that hold the {target}-token "
+                              f"target; valid on {gpus.count} GPU(s): {', '.join(map(str, valid))}"))
     else:
-        reasons.append(f"tensor_parallel_size {tp}: the longest context on {gpus.count} GPU(s) (valid: "
-                       f"{', '.join(map(str, valid)) or 'none'})")
+        reasons.append(Reason("tensor_parallel_size", str(tp), f"the longest context on {gpus.count} GPU(s) "
+                              f"(valid: {', '.join(map(str, valid)) or 'none'})"))
 
     cap = "the model's maximum" if target == model_max else f"the cap {target}"
     per_request = "" if request.concurrency == 1 else f" for {request.concurrency} concurrent requests"
     if request.max_model_len is not None:
-        reasons.append(f"max_model_len {length}: as requested; predicted KV cache {memory.kv_cache_tokens} tokens"
-                       + (" (accepted)" if fits_flag else ""))
+        reasons.append(Reason("max_model_len", str(length), f"as requested; predicted KV cache "
+                              f"{memory.kv_cache_tokens} tokens" + (" (accepted)" if fits_flag else "")))
     elif length >= target:
-        reasons.append(f"max_model_len {length}: {cap}; the predicted KV cache holds {memory.kv_cache_tokens} "
-                       f"tokens{per_request}")
+        reasons.append(Reason("max_model_len", str(length), f"{cap}; the predicted KV cache holds "
+                              f"{memory.kv_cache_tokens} tokens{per_request}"))
     elif length == 0:
-        reasons.append("max_model_len 0: no context fits (see problems)")
+        reasons.append(Reason("max_model_len", "0", "no context fits (see problems)"))
     elif length > 0:
-        reasons.append(f"max_model_len {length}: the longest the predicted KV cache ({memory.kv_cache_tokens} "
-                       f"tokens) holds{per_request}, in multiples of {profile.block_size} (below {cap}, {target})")
-    reasons.append(dtype_reason or f"dtype {dtype}")
+        reasons.append(Reason("max_model_len", str(length), f"the longest the predicted KV cache "
+                              f"({memory.kv_cache_tokens} tokens) holds{per_request}, in multiples of "
+                              f"{profile.block_size} (below {cap}, {target})"))
+    reasons.append(dtype_reason or Reason("dtype", dtype))
     kv_dtype = request.kv_cache_dtype or "auto"
-    reasons.append(f"kv_cache_dtype {kv_dtype}: " + ("as requested" if request.kv_cache_dtype else
-                                                      f"KV cache in the model dtype ({dtype})"))
+    reasons.append(Reason("kv_cache_dtype", kv_dtype, "as requested" if request.kv_cache_dtype else
+                          f"KV cache in the model dtype ({dtype})"))
     reasons.append(util_reason)
     if request.enforce_eager is not None:
-        reasons.append(f"enforce_eager {str(request.enforce_eager).lower()}: as requested")
+        reasons.append(Reason("enforce_eager", str(request.enforce_eager).lower(), "as requested"))
     elif chosen.enforce_eager:
-        reasons.append(eager_reason or (f"enforce_eager true: the CUDA-graph estimate vLLM {profile.version} "
-                                        "subtracts would cost the context the target needs"))
+        reasons.append(Reason("enforce_eager", "true", eager_reason or (
+            f"the CUDA-graph estimate vLLM {profile.version} subtracts would cost the context the target needs")))
     else:
-        reasons.append("enforce_eager false: CUDA graphs fit (faster decoding)")
+        reasons.append(Reason("enforce_eager", "false", "CUDA graphs fit (faster decoding)"))
     if request.max_num_seqs is None:
         assumed.append("max_num_seqs")
-        reasons.append(f"max_num_seqs {settings.max_num_seqs}: vLLM {profile.version} {profile.engine} default "
-                       f"for {gpus.name} ({gib(gpus.cuda_total_bytes)})")
+        reasons.append(Reason("max_num_seqs", str(settings.max_num_seqs), f"vLLM {profile.version} "
+                              f"{profile.engine} default for {gpus.name} ({gib(gpus.cuda_total_bytes)})"))
     else:
-        reasons.append(f"max_num_seqs {settings.max_num_seqs}: as requested")
+        reasons.append(Reason("max_num_seqs", str(settings.max_num_seqs), "as requested"))
     if request.max_num_batched_tokens is None:
         assumed.append("max_num_batched_tokens")
         how = ("the vllm serve default for this GPU" if profile.engine == "V1" else
                "chunked prefill's size" if profile.chunked_prefill(length) else "max(max_model_len, 2048)")
-        reasons.append(f"max_num_batched_tokens {settings.max_num_batched_tokens}: {how} (sizes the profiled "
-                       "activation peak)")
+        reasons.append(Reason("max_num_batched_tokens", str(settings.max_num_batched_tokens),
+                              f"{how} (sizes the profiled activation peak)"))
     else:
-        reasons.append(f"max_num_batched_tokens {settings.max_num_batched_tokens}: as requested")
+        reasons.append(Reason("max_num_batched_tokens", str(settings.max_num_batched_tokens), "as requested"))
 
     cpu = cpu_kv_cache(profile, tp, request.swap_space_gib, request.host_ram_bytes, model.use_mla)
     reasons.extend(cpu.reasons)
@@ -302,15 +304,16 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     problems.extend(cpu.problems)
     notes.extend(cpu.notes)
     fits_flag = fits_flag and not cpu.problems
-    reasons.append(f"kv_cache_tokens {memory.kv_cache_tokens}: predicted \"{profile.kv_tokens_log_line}\" "
-                   f"({memory.num_blocks} blocks of {profile.block_size}; {gib(memory.kv_cache)} per GPU after a "
-                   f"{gib(memory.safety_margin)} safety margin)")
+    reasons.append(Reason("kv_cache_tokens", str(memory.kv_cache_tokens), f"predicted \"{profile.kv_tokens_log_line}\" "
+                          f"({memory.num_blocks} blocks of {profile.block_size}; {gib(memory.kv_cache)} per GPU "
+                          f"after a {gib(memory.safety_margin)} safety margin)"))
     if model.rough:
         notes.append("estimate is rough for this architecture (see notes); it errs low")
     auto_length = vllm_auto_fit_length(model, profile, memory)
     if auto_length is not None:
-        reasons.append(f"vllm_auto_max_model_len {auto_length}: what vLLM {profile.version}'s own auto-fit "
-                       f"(max_model_len auto) would choose on the predicted KV cache; tritonops pins {length}")
+        reasons.append(Reason("vllm_auto_max_model_len", str(auto_length), f"what vLLM {profile.version}'s own "
+                              f"auto-fit (max_model_len auto) would choose on the predicted KV cache; tritonops "
+                              f"pins {length}"))
     if profile.measured_memory and not memory.calibrated:
         notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on an H200 at TP 1 for "
                      "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models; for this model, TP or GPU the "

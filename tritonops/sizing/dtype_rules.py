@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tritonops.sizing.engine_plan import Reason
 from tritonops.sizing.model_spec import FLOAT16_NOT_SUPPORTED, ModelSpec
 from tritonops.sizing.versions import VllmProfile
 
@@ -13,38 +14,39 @@ def normalise_dtype(dtype: str) -> str:
     return _ALIASES.get(dtype.lower(), dtype.lower())
 
 
-def resolve_dtype(model: ModelSpec, cc: tuple[int, int], requested: str | None) -> tuple[str, str, str | None]:
-    """(dtype, reason, problem). `problem` is what vLLM would refuse, else None."""
+def resolve_dtype(model: ModelSpec, cc: tuple[int, int],
+                  requested: str | None) -> tuple[str, Reason | None, str | None]:
+    """(dtype, reason, problem). `problem` is what vLLM would refuse (and then no reason), else None."""
     cc_text = f"{cc[0]}.{cc[1]}"
     half_only = model.quantization is not None and model.quantization.method in ("awq", "gptq") and cc < (8, 0)
     if requested and normalise_dtype(requested) != "auto":
         dtype = normalise_dtype(requested)
         if dtype not in ("float16", "bfloat16", "float32"):
-            return dtype, "", f"dtype '{requested}' is not one of auto, float16, bfloat16, float32"
+            return dtype, None, f"dtype '{requested}' is not one of auto, float16, bfloat16, float32"
         if dtype == "bfloat16" and cc < (8, 0):
-            return dtype, "", (f"Bfloat16 is only supported on GPUs with compute capability of at least 8.0 "
+            return dtype, None, (f"Bfloat16 is only supported on GPUs with compute capability of at least 8.0 "
                                f"(this GPU: {cc_text}); use float16")
         if dtype == "float16" and model.model_type in FLOAT16_NOT_SUPPORTED:
-            return dtype, "", f"{model.model_type} models do not support float16 in vLLM; use bfloat16 or float32"
+            return dtype, None, f"{model.model_type} models do not support float16 in vLLM; use bfloat16 or float32"
         if half_only and dtype != "float16":
-            return dtype, "", f"{model.quantization.method} kernels below compute capability 8.0 run float16 only"
-        return dtype, f"dtype {dtype}: as requested", None
+            return dtype, None, f"{model.quantization.method} kernels below compute capability 8.0 run float16 only"
+        return dtype, Reason("dtype", dtype, "as requested"), None
 
     native = model.torch_dtype
     if half_only:
-        return "float16", f"dtype float16: {model.quantization.method} kernels below CC 8.0 run float16 only", None
+        return "float16", Reason("dtype", "float16", f"{model.quantization.method} kernels below CC 8.0 run float16 only"), None
     if cc < (8, 0):
         if model.model_type in FLOAT16_NOT_SUPPORTED:
-            return "float32", (f"dtype float32: no bfloat16 below compute capability 8.0 (GPU {cc_text}) and "
-                               f"{model.model_type} refuses float16 (weights and KV cache take twice the "
-                               "memory)"), None
+            return "float32", Reason("dtype", "float32", f"no bfloat16 below compute capability 8.0 (GPU {cc_text}) "
+                                     f"and {model.model_type} refuses float16 (weights and KV cache take twice the "
+                                     "memory)"), None
         if native in ("bfloat16", "float32"):
-            return "float16", (f"dtype float16: the checkpoint is {native}, but compute capability {cc_text} < 8.0 "
-                               "has no bfloat16 (vLLM would refuse or fall back)"), None
-        return "float16", "dtype float16: the checkpoint's dtype", None
+            return "float16", Reason("dtype", "float16", f"the checkpoint is {native}, but compute capability "
+                                     f"{cc_text} < 8.0 has no bfloat16 (vLLM would refuse or fall back)"), None
+        return "float16", Reason("dtype", "float16", "the checkpoint's dtype"), None
     if native == "float32":
-        return "bfloat16", "dtype bfloat16: float32 checkpoint served in 16 bits (what vLLM's auto picks)", None
-    return native, f"dtype {native}: the checkpoint's dtype, supported on compute capability {cc_text}", None
+        return "bfloat16", Reason("dtype", "bfloat16", "float32 checkpoint served in 16 bits (what vLLM's auto picks)"), None
+    return native, Reason("dtype", native, f"the checkpoint's dtype, supported on compute capability {cc_text}"), None
 
 
 def quantization_method_in_use(model: ModelSpec, cc: tuple[int, int]) -> str | None:

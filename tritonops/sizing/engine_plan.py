@@ -59,6 +59,20 @@ class MemoryBreakdown:
 
 
 @dataclass(frozen=True)
+class Reason:
+    """Why one engine field has its value. `plan` shows `why` beside the field; the plan's JSON
+    says the whole as one line: "max_model_len 32768: the model's maximum; ..."."""
+
+    field: str
+    value: str | None = None   # as written in model.json ("true", "0.92"); None: about the field, not a value
+    why: str = ""
+
+    def __str__(self) -> str:
+        head = self.field if self.value is None else f"{self.field} {self.value}"
+        return f"{head}: {self.why}" if self.why else head
+
+
+@dataclass(frozen=True)
 class EnginePlan:
     fits: bool
     model: str
@@ -81,7 +95,7 @@ class EnginePlan:
     weights_bytes_per_gpu: int
     kv_bytes_per_token: int
     memory: MemoryBreakdown
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     assumed: tuple[str, ...]
     problems: tuple[str, ...]
     alternatives: tuple[Alternative, ...]
@@ -94,7 +108,8 @@ class EnginePlan:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for key in ("reasons", "assumed", "problems", "notes"):
+        for key in ("assumed", "problems", "notes"):
             data[key] = list(data[key])
+        data["reasons"] = [str(reason) for reason in self.reasons]
         data["alternatives"] = [asdict(a) for a in self.alternatives]
         return data

@@ -18,11 +18,10 @@ def _value(plan: EnginePlan, name: str) -> str:
 
 
 def plan_rows(plan: EnginePlan) -> list[tuple[str, str, str]]:
-    """One row per engine field, its reason the line that starts with the field's name."""
+    """One row per engine field, with the field's reason."""
     rows = []
     for name in _FIELDS:
-        reason = next((r.split(": ", 1)[1] if ": " in r else r for r in plan.reasons
-                       if r.split(" ", 1)[0].rstrip(":") == name), "")
+        reason = next((r.why or str(r) for r in plan.reasons if r.field == name), "")
         if name in ("swap_space", "kv_offloading_size", "vllm_auto_max_model_len") and not reason:
             continue
         assumed = " (assumed)" if name in plan.assumed else ""

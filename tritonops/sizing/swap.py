@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tritonops.sizing.engine_plan import Reason
 from tritonops.sizing.units import GIB, gib
 from tritonops.sizing.versions import VllmProfile
 
@@ -24,7 +25,7 @@ class CpuKvCache:
     swap_space: float | None = None          # written to model.json when not None
     kv_offloading_size: float | None = None  # GiB over all TP ranks, written with backend "native"
     cpu_bytes: int = 0                       # host RAM the engine takes for it
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[Reason, ...] = ()
     assumed: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -42,7 +43,7 @@ def cpu_kv_cache(profile: VllmProfile, tp: int, swap_gib: float | None, ram: int
         return _default(profile, tp, ram)
     if swap_gib == 0:
         if profile.accepts_swap_space:
-            return CpuKvCache(swap_space=0, reasons=("swap_space 0: as requested (no CPU swap)",))
+            return CpuKvCache(swap_space=0, reasons=(Reason("swap_space", "0", "as requested (no CPU swap)"),))
         return CpuKvCache()
     total = swap_gib * tp
     if profile.kv_offloading:
@@ -51,8 +52,9 @@ def cpu_kv_cache(profile: VllmProfile, tp: int, swap_gib: float | None, ram: int
         notes = ("CPU KV-cache offloading is documented for standard attention (GQA/MHA); this model uses "
                  "MLA",) if mla else ()
         return CpuKvCache(kv_offloading_size=_number(total), cpu_bytes=int(total * GIB), notes=notes,
-                          reasons=(f"kv_offloading_size {_number(total)}: {_number(swap_gib)} GiB per GPU x TP {tp} "
-                                   f"of CPU KV-cache offloading (native), as requested; {why}",))
+                          reasons=(Reason("kv_offloading_size", str(_number(total)),
+                                          f"{_number(swap_gib)} GiB per GPU x TP {tp} of CPU KV-cache offloading "
+                                          f"(native), as requested; {why}"),))
     if not profile.accepts_swap_space:
         return CpuKvCache(problems=(f"vLLM {profile.version} has neither swap_space nor kv_offloading_size: "
                                     "no CPU memory for the KV cache (leave tritonops_swap_space_gib out)",))
@@ -68,7 +70,7 @@ def cpu_kv_cache(profile: VllmProfile, tp: int, swap_gib: float | None, ram: int
         notes.append(f"vLLM {profile.version} V1 allocates no CPU swap blocks and has no KV-cache offloading: "
                      "swap_space is written but only validated")
     return CpuKvCache(swap_space=_number(swap_gib), cpu_bytes=used, problems=tuple(problems), notes=tuple(notes),
-                      reasons=(f"swap_space {_number(swap_gib)}: as requested (GiB per GPU)",))
+                      reasons=(Reason("swap_space", str(_number(swap_gib)), "as requested (GiB per GPU)"),))
 
 
 def _default(profile: VllmProfile, tp: int, ram: int | None) -> CpuKvCache:
@@ -79,12 +81,12 @@ def _default(profile: VllmProfile, tp: int, ram: int | None) -> CpuKvCache:
     v0 = profile.engine == "V0"
     if not ram:
         return CpuKvCache(cpu_bytes=VLLM_DEFAULT_SWAP_GIB * tp * GIB if v0 else 0, assumed=("swap_space",),
-                          reasons=("swap_space: vLLM's default 4 GiB per GPU (host RAM unknown)",))
+                          reasons=(Reason("swap_space", None, "vLLM's default 4 GiB per GPU (host RAM unknown)"),))
     limit = VLLM_SWAP_WARNS_ABOVE * ram / tp / GIB
     if VLLM_DEFAULT_SWAP_GIB > limit:
         swap = int(limit)
         return CpuKvCache(swap_space=swap, cpu_bytes=swap * tp * GIB if v0 else 0,
-                          reasons=(f"swap_space {swap}: 4 GiB per GPU x TP {tp} would exceed 40 % of the host's "
-                                   f"{gib(ram)} RAM",))
+                          reasons=(Reason("swap_space", str(swap), f"4 GiB per GPU x TP {tp} would exceed 40 % of "
+                                          f"the host's {gib(ram)} RAM"),))
     return CpuKvCache(cpu_bytes=VLLM_DEFAULT_SWAP_GIB * tp * GIB if v0 else 0,
-                      reasons=("swap_space: vLLM's default 4 GiB per GPU fits the host's RAM",))
+                      reasons=(Reason("swap_space", None, "vLLM's default 4 GiB per GPU fits the host's RAM"),))
