@@ -20,7 +20,7 @@ from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.request_numbers import checked_request
 from tritonops.sizing.swap import cpu_kv_cache
 from tritonops.sizing.tp_rules import tp_problem, valid_tp_sizes
-from tritonops.sizing.units import GIB, gib, round_down
+from tritonops.sizing.units import gib, round_down
 from tritonops.sizing.versions import VllmProfile, profile_for
 
 
@@ -140,198 +140,49 @@ def size_engine(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> Engi
 
 
 def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[EnginePlan, bool]:
+    """The plan, and whether its max_model_len falls short of the target context."""
     profile = profile_for(request.vllm_version, gpus.compute_capability)
-    cc = gpus.compute_capability
-    problems: list[str] = []
-    reasons: list[Reason] = []
-    assumed: list[str] = []
-    notes = list(model.notes)
-
-    if cc < profile.min_compute_capability:
-        problems.append(f"vLLM {profile.version}'s Triton image needs compute capability "
-                        f"{profile.min_compute_capability[0]}.{profile.min_compute_capability[1]}+ "
-                        f"(NGC from 25.01); {gpus.name} is {gpus.cc_str}")
-    dtype, dtype_reason, dtype_problem = resolve_dtype(model, cc, request.dtype)
-    if dtype_problem:
-        problems.append(dtype_problem)
-        dtype = "float16" if dtype not in ("float16", "bfloat16", "float32") else dtype
-    for problem in (quantization_problem(model, cc, profile),
-                    kv_cache_dtype_problem(request.kv_cache_dtype or "auto", cc)):
-        if problem:
-            problems.append(problem)
-
-    util = request.gpu_memory_utilization
-    util_reason = Reason("gpu_memory_utilization", str(util), "as requested")
-    if util is None:
-        util = profile.default_gpu_memory_utilization
-        assumed.append("gpu_memory_utilization")
-        util_reason = Reason("gpu_memory_utilization", str(util), f"vLLM {profile.version} default")
-    # memory other processes hold: vLLM either refuses to start or runs out later
-    if gpus.free_bytes is not None:
-        usable = gpus.free_bytes - CUDA_CONTEXT_BYTES
-        wanted = util * gpus.cuda_total_bytes
-        if usable < wanted and not profile.subtracts_other_processes:
-            lower = max(int(usable / gpus.cuda_total_bytes * 100) / 100, 0.0)
-            if request.gpu_memory_utilization is None and lower >= 0.3:
-                util_reason = Reason("gpu_memory_utilization", str(lower),
-                                     f"lowered from the default {util} because only {gib(gpus.free_bytes)} of "
-                                     f"{gib(gpus.cuda_total_bytes)} is free (other processes)")
-                util = lower
-                assumed.remove("gpu_memory_utilization")
-            elif profile.checks_free_memory_at_start:
-                problems.append(f"Free memory on device ({gib(gpus.free_bytes)}/{gib(gpus.cuda_total_bytes)}) on "
-                                f"startup is less than desired GPU memory utilization ({util}, {gib(wanted)}); "
-                                f"at most {lower} would start")
-            else:
-                problems.append(f"only {gib(gpus.free_bytes)} free for a {gib(wanted)} budget: vLLM "
-                                f"{profile.version} does not count other processes and would run out of memory "
-                                f"(use gpu_memory_utilization <= {lower})")
-
-    if request.tensor_parallel_size is not None:
-        candidates = [request.tensor_parallel_size]
-        bad = tp_problem(model, request.tensor_parallel_size)
-        if bad:
-            problems.append(bad)
-        if request.tensor_parallel_size > gpus.count:
-            problems.append(f"tensor_parallel_size {request.tensor_parallel_size} needs more GPUs than the "
-                            f"{gpus.count} available")
-    else:
-        candidates = valid_tp_sizes(model, gpus.count) or [1]
-
-    model_max = model.max_model_len
-    if request.max_model_len is not None:
-        target = request.max_model_len
-        if target > model_max:
-            problems.append(f"max_model_len {target} is above the model's limit {model_max} "
-                            "(vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
-    else:
-        target = min(model_max, request.max_context or model_max)
-
-    fits: list[Fit] = []
-    eager_reason = ""
-    for tp in candidates:
-        options, why = _eager_options(model, gpus, profile, request, util, tp)
-        eager_reason = eager_reason or why
-        for eager in options:
-            fits.append(fit_length(model, gpus, profile, request, tp, util, dtype, eager,
-                                   max(target, profile.block_size)))
-    chosen = _pick(fits, target, request.prefer)
-
-    # a given max_model_len is checked as is (not rounded): does vLLM accept exactly it?
-    if request.max_model_len is not None:
-        settings = _settings(model, gpus, profile, request, chosen.tensor_parallel_size, util, dtype,
-                             chosen.enforce_eager, request.max_model_len)
-        memory = estimate_memory(model, gpus, settings, profile)
-        length = request.max_model_len
-        if not accepts(profile, memory, length, request.concurrency):
-            longest = chosen.max_model_len
-            problems.append(f"max_model_len {length} is larger than the {memory.kv_cache_tokens} tokens the KV "
-                            f"cache is predicted to hold" + (f"; {longest} would fit" if longest else ""))
-        if profile.engine == "V0" and not profile.chunked_prefill(length) and \
-                settings.max_num_batched_tokens < length:
-            problems.append(f"max_num_batched_tokens {settings.max_num_batched_tokens} is smaller than "
-                            f"max_model_len {length} (chunked prefill is off in this V0 engine)")
-    else:
-        settings, memory, length = chosen.settings, chosen.memory, chosen.max_model_len
-        if length == 0:
-            if memory.kv_cache <= 0 or memory.num_blocks == 0:
-                problems.append(f"does not fit in {dtype}: {gib(memory.weights)} of weights per GPU (+{gib(memory.activation)} "
-                                f"activation peak) leave no KV cache in {gib(memory.budget)} "
-                                f"({util} x {gib(gpus.cuda_total_bytes)}) on {chosen.tensor_parallel_size} x {gpus.name}")
-            else:
-                problems.append(f"the KV cache ({memory.kv_cache_tokens} tokens) cannot hold one request of "
-                                f"{profile.block_size} tokens")
-
-    tp = chosen.tensor_parallel_size
-    fits_flag = not problems
-    valid = valid_tp_sizes(model, gpus.count)
-    if request.tensor_parallel_size is not None:
-        reasons.append(Reason("tensor_parallel_size", str(tp), "as requested"))
-    elif request.prefer == "latency":
-        reasons.append(Reason("tensor_parallel_size", str(tp), f"the most GPUs that fit (--prefer latency); valid "
-                              f"on {gpus.count} GPU(s): {', '.join(map(str, valid))}"))
-    elif length >= target:
-        reasons.append(Reason("tensor_parallel_size", str(tp), f"the fewest GPUs that hold the {target}-token "
-                              f"target; valid on {gpus.count} GPU(s): {', '.join(map(str, valid))}"))
-    else:
-        reasons.append(Reason("tensor_parallel_size", str(tp), f"the longest context on {gpus.count} GPU(s) "
-                              f"(valid: {', '.join(map(str, valid)) or 'none'})"))
-
-    cap = "the model's maximum" if target == model_max else f"the cap {target}"
-    per_request = "" if request.concurrency == 1 else f" for {request.concurrency} concurrent requests"
-    if request.max_model_len is not None:
-        reasons.append(Reason("max_model_len", str(length), f"as requested; predicted KV cache "
-                              f"{memory.kv_cache_tokens} tokens" + (" (accepted)" if fits_flag else "")))
-    elif length >= target:
-        reasons.append(Reason("max_model_len", str(length), f"{cap}; the predicted KV cache holds "
-                              f"{memory.kv_cache_tokens} tokens{per_request}"))
-    elif length == 0:
-        reasons.append(Reason("max_model_len", "0", "no context fits (see problems)"))
-    elif length > 0:
-        reasons.append(Reason("max_model_len", str(length), f"the longest the predicted KV cache "
-                              f"({memory.kv_cache_tokens} tokens) holds{per_request}, in multiples of "
-                              f"{profile.block_size} (below {cap}, {target})"))
-    reasons.append(dtype_reason or Reason("dtype", dtype))
-    kv_dtype = request.kv_cache_dtype or "auto"
-    reasons.append(Reason("kv_cache_dtype", kv_dtype, "as requested" if request.kv_cache_dtype else
-                          f"KV cache in the model dtype ({dtype})"))
-    reasons.append(util_reason)
-    if request.enforce_eager is not None:
-        reasons.append(Reason("enforce_eager", str(request.enforce_eager).lower(), "as requested"))
-    elif chosen.enforce_eager:
-        reasons.append(Reason("enforce_eager", "true", eager_reason or (
-            f"the CUDA-graph estimate vLLM {profile.version} subtracts would cost the context the target needs")))
-    else:
-        reasons.append(Reason("enforce_eager", "false", "CUDA graphs fit (faster decoding)"))
-    if request.max_num_seqs is None:
-        assumed.append("max_num_seqs")
-        reasons.append(Reason("max_num_seqs", str(settings.max_num_seqs), f"vLLM {profile.version} "
-                              f"{profile.engine} default for {gpus.name} ({gib(gpus.cuda_total_bytes)})"))
-    else:
-        reasons.append(Reason("max_num_seqs", str(settings.max_num_seqs), "as requested"))
-    if request.max_num_batched_tokens is None:
-        assumed.append("max_num_batched_tokens")
-        how = ("the vllm serve default for this GPU" if profile.engine == "V1" else
-               "chunked prefill's size" if profile.chunked_prefill(length) else "max(max_model_len, 2048)")
-        reasons.append(Reason("max_num_batched_tokens", str(settings.max_num_batched_tokens),
-                              f"{how} (sizes the profiled activation peak)"))
-    else:
-        reasons.append(Reason("max_num_batched_tokens", str(settings.max_num_batched_tokens), "as requested"))
-
-    cpu = cpu_kv_cache(profile, tp, request.swap_space_gib, request.host_ram_bytes, model.use_mla)
-    reasons.extend(cpu.reasons)
-    assumed.extend(cpu.assumed)
-    problems.extend(cpu.problems)
-    notes.extend(cpu.notes)
-    fits_flag = fits_flag and not cpu.problems
-    reasons.append(Reason("kv_cache_tokens", str(memory.kv_cache_tokens), f"predicted \"{profile.kv_tokens_log_line}\" "
-                          f"({memory.num_blocks} blocks of {profile.block_size}; {gib(memory.kv_cache)} per GPU "
-                          f"after a {gib(memory.safety_margin)} safety margin)"))
-    if model.rough:
-        notes.append("estimate is rough for this architecture (see notes); it errs low")
+    dtype, dtype_reason, problems = _compatibility(model, gpus, profile, request)
+    util = _utilization(gpus, profile, request)
+    candidates, tp_problems = _tp_candidates(model, gpus, request)
+    target, target_problems = _target_length(model, request)
+    problems += [*util.problems, *tp_problems, *target_problems]
+    chosen, eager_why = _choose(model, gpus, profile, request, util.value, dtype, candidates, target)
+    settings, memory, length, length_problems = _settled(model, gpus, profile, request, chosen, util.value, dtype)
+    problems += length_problems
+    cpu = cpu_kv_cache(profile, chosen.tensor_parallel_size, request.swap_space_gib, request.host_ram_bytes,
+                       model.use_mla)
+    batch_reasons, batch_assumed = _batch_reasons(profile, gpus, request, settings, length)
     auto_length = vllm_auto_fit_length(model, profile, memory)
+    reasons = [_tp_reason(model, gpus, request, chosen.tensor_parallel_size, length, target),
+               _length_reason(model, profile, request, memory, length, target, accepted=not problems),
+               dtype_reason,
+               Reason("kv_cache_dtype", request.kv_cache_dtype or "auto", "as requested" if request.kv_cache_dtype
+                      else f"KV cache in the model dtype ({dtype})"),
+               util.reason,
+               _eager_reason(profile, request, chosen.enforce_eager, eager_why),
+               *batch_reasons, *cpu.reasons,
+               Reason("kv_cache_tokens", str(memory.kv_cache_tokens), f"predicted \"{profile.kv_tokens_log_line}\" "
+                      f"({memory.num_blocks} blocks of {profile.block_size}; {gib(memory.kv_cache)} per GPU after a "
+                      f"{gib(memory.safety_margin)} safety margin)")]
     if auto_length is not None:
         reasons.append(Reason("vllm_auto_max_model_len", str(auto_length), f"what vLLM {profile.version}'s own "
-                              f"auto-fit (max_model_len auto) would choose on the predicted KV cache; tritonops "
+                              "auto-fit (max_model_len auto) would choose on the predicted KV cache; tritonops "
                               f"pins {length}"))
-    if profile.measured_memory and not memory.calibrated:
-        notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on an H200 at TP 1 for "
-                     "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models; for this model, TP or GPU the "
-                     f"figure keeps an allowance ({gib(memory.safety_margin)}) and errs low")
-
+    problems += cpu.problems
     plan = EnginePlan(
-        fits=fits_flag,
+        fits=not problems,
         model=request.model_ref or model.name,
         vllm_version=profile.version,
         engine=profile.engine,
         gpu_name=gpus.name,
         gpu_count=gpus.count,
         compute_capability=gpus.cc_str,
-        tensor_parallel_size=tp,
+        tensor_parallel_size=chosen.tensor_parallel_size,
         max_model_len=length,
         dtype=dtype,
-        kv_cache_dtype=kv_dtype,
-        gpu_memory_utilization=util,
+        kv_cache_dtype=request.kv_cache_dtype or "auto",
+        gpu_memory_utilization=util.value,
         enforce_eager=settings.enforce_eager,
         max_num_seqs=settings.max_num_seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
@@ -345,14 +196,206 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
                                other_processes=memory.other_processes, cudagraph=memory.cudagraph,
                                safety_margin=memory.safety_margin, kv_cache=memory.kv_cache),
         reasons=tuple(reasons),
-        assumed=tuple(assumed),
+        assumed=(*(("gpu_memory_utilization",) if util.assumed else ()), *batch_assumed, *cpu.assumed),
         problems=tuple(problems),
         alternatives=(),
-        notes=tuple(notes),
+        notes=_notes(model, profile, memory, cpu.notes),
         rough=model.rough,
         kv_offloading_size=cpu.kv_offloading_size,
         cpu_kv_cache_bytes=cpu.cpu_bytes,
         vllm_auto_max_model_len=auto_length,
     )
-    plan = replace(plan, model_json=model_json_for(plan, profile, request))
-    return plan, length < target
+    return replace(plan, model_json=model_json_for(plan, profile, request)), length < target
+
+
+def _compatibility(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile,
+                   request: SizingRequest) -> tuple[str, Reason, list[str]]:
+    """The dtype and its reason, and what this GPU and vLLM version refuse outright."""
+    cc = gpus.compute_capability
+    problems = []
+    if cc < profile.min_compute_capability:
+        problems.append(f"vLLM {profile.version}'s Triton image needs compute capability "
+                        f"{profile.min_compute_capability[0]}.{profile.min_compute_capability[1]}+ "
+                        f"(NGC from 25.01); {gpus.name} is {gpus.cc_str}")
+    dtype, reason, dtype_problem = resolve_dtype(model, cc, request.dtype)
+    if dtype_problem:
+        problems.append(dtype_problem)
+        dtype = "float16" if dtype not in ("float16", "bfloat16", "float32") else dtype
+    problems += [problem for problem in (quantization_problem(model, cc, profile),
+                                         kv_cache_dtype_problem(request.kv_cache_dtype or "auto", cc)) if problem]
+    return dtype, reason or Reason("dtype", dtype), problems
+
+
+@dataclass(frozen=True)
+class _Utilization:
+    value: float
+    reason: Reason
+    assumed: bool                 # vLLM's default, not asked for
+    problems: tuple[str, ...] = ()
+
+
+def _utilization(gpus: GpuSpec, profile: VllmProfile, request: SizingRequest) -> _Utilization:
+    """gpu_memory_utilization, checked against the memory other processes hold: vLLM either refuses
+    to start or runs out later; a default is lowered where that still leaves a usable budget."""
+    asked = request.gpu_memory_utilization
+    chosen = _Utilization(asked, Reason("gpu_memory_utilization", str(asked), "as requested"), False) \
+        if asked is not None else _Utilization(
+            profile.default_gpu_memory_utilization, Reason("gpu_memory_utilization",
+                                                           str(profile.default_gpu_memory_utilization),
+                                                           f"vLLM {profile.version} default"), True)
+    if gpus.free_bytes is None:
+        return chosen
+    util, free, total = chosen.value, gpus.free_bytes, gpus.cuda_total_bytes
+    usable, wanted = free - CUDA_CONTEXT_BYTES, util * total
+    if usable >= wanted or profile.subtracts_other_processes:
+        return chosen
+    lower = max(int(usable / total * 100) / 100, 0.0)
+    if asked is None and lower >= 0.3:
+        return _Utilization(lower, Reason("gpu_memory_utilization", str(lower), f"lowered from the default {util} "
+                                          f"because only {gib(free)} of {gib(total)} is free (other processes)"),
+                            False)
+    if profile.checks_free_memory_at_start:
+        problem = (f"Free memory on device ({gib(free)}/{gib(total)}) on startup is less than desired GPU memory "
+                   f"utilization ({util}, {gib(wanted)}); at most {lower} would start")
+    else:
+        problem = (f"only {gib(free)} free for a {gib(wanted)} budget: vLLM {profile.version} does not count other "
+                   f"processes and would run out of memory (use gpu_memory_utilization <= {lower})")
+    return replace(chosen, problems=(problem,))
+
+
+def _tp_candidates(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[list[int], list[str]]:
+    """The tensor_parallel_size values to try (a given one only, checked), and what is wrong with it."""
+    asked = request.tensor_parallel_size
+    if asked is None:
+        return valid_tp_sizes(model, gpus.count) or [1], []
+    problems = [problem for problem in (tp_problem(model, asked),) if problem]
+    if asked > gpus.count:
+        problems.append(f"tensor_parallel_size {asked} needs more GPUs than the {gpus.count} available")
+    return [asked], problems
+
+
+def _target_length(model: ModelSpec, request: SizingRequest) -> tuple[int, list[str]]:
+    """The context the plan aims for: a given max_model_len (checked against the model's), else the
+    model's maximum under the request's cap."""
+    if request.max_model_len is None:
+        return min(model.max_model_len, request.max_context or model.max_model_len), []
+    if request.max_model_len > model.max_model_len:
+        return request.max_model_len, [f"max_model_len {request.max_model_len} is above the model's limit "
+                                       f"{model.max_model_len} (vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)"]
+    return request.max_model_len, []
+
+
+def _choose(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: SizingRequest, util: float, dtype: str,
+            candidates: list[int], target: int) -> tuple[Fit, str]:
+    """The best fit over the TP candidates and their enforce_eager options, and why only eager was
+    possible where that decided it."""
+    fits: list[Fit] = []
+    eager_why = ""
+    for tp in candidates:
+        options, why = _eager_options(model, gpus, profile, request, util, tp)
+        eager_why = eager_why or why
+        for eager in options:
+            fits.append(fit_length(model, gpus, profile, request, tp, util, dtype, eager,
+                                   max(target, profile.block_size)))
+    return _pick(fits, target, request.prefer), eager_why
+
+
+def _settled(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: SizingRequest, chosen: Fit,
+             util: float, dtype: str) -> tuple[EngineSettings, MemoryEstimate, int, list[str]]:
+    """The settings, memory and max_model_len the plan states, and why vLLM would refuse them. A given
+    max_model_len is checked as is (not rounded): does vLLM accept exactly it?"""
+    problems = []
+    if request.max_model_len is None:
+        settings, memory, length = chosen.settings, chosen.memory, chosen.max_model_len
+        if length == 0 and (memory.kv_cache <= 0 or memory.num_blocks == 0):
+            problems.append(f"does not fit in {dtype}: {gib(memory.weights)} of weights per GPU "
+                            f"(+{gib(memory.activation)} activation peak) leave no KV cache in {gib(memory.budget)} "
+                            f"({util} x {gib(gpus.cuda_total_bytes)}) on {chosen.tensor_parallel_size} x {gpus.name}")
+        elif length == 0:
+            problems.append(f"the KV cache ({memory.kv_cache_tokens} tokens) cannot hold one request of "
+                            f"{profile.block_size} tokens")
+        return settings, memory, length, problems
+    length = request.max_model_len
+    settings = _settings(model, gpus, profile, request, chosen.tensor_parallel_size, util, dtype,
+                         chosen.enforce_eager, length)
+    memory = estimate_memory(model, gpus, settings, profile)
+    if not accepts(profile, memory, length, request.concurrency):
+        longest = chosen.max_model_len
+        problems.append(f"max_model_len {length} is larger than the {memory.kv_cache_tokens} tokens the KV "
+                        f"cache is predicted to hold" + (f"; {longest} would fit" if longest else ""))
+    if profile.engine == "V0" and not profile.chunked_prefill(length) and settings.max_num_batched_tokens < length:
+        problems.append(f"max_num_batched_tokens {settings.max_num_batched_tokens} is smaller than "
+                        f"max_model_len {length} (chunked prefill is off in this V0 engine)")
+    return settings, memory, length, problems
+
+
+def _tp_reason(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, tp: int, length: int,
+               target: int) -> Reason:
+    valid = ", ".join(map(str, valid_tp_sizes(model, gpus.count)))
+    if request.tensor_parallel_size is not None:
+        why = "as requested"
+    elif request.prefer == "latency":
+        why = f"the most GPUs that fit (--prefer latency); valid on {gpus.count} GPU(s): {valid}"
+    elif length >= target:
+        why = f"the fewest GPUs that hold the {target}-token target; valid on {gpus.count} GPU(s): {valid}"
+    else:
+        why = f"the longest context on {gpus.count} GPU(s) (valid: {valid or 'none'})"
+    return Reason("tensor_parallel_size", str(tp), why)
+
+
+def _length_reason(model: ModelSpec, profile: VllmProfile, request: SizingRequest, memory: MemoryEstimate,
+                   length: int, target: int, accepted: bool) -> Reason:
+    cap = "the model's maximum" if target == model.max_model_len else f"the cap {target}"
+    per_request = "" if request.concurrency == 1 else f" for {request.concurrency} concurrent requests"
+    if request.max_model_len is not None:
+        why = f"as requested; predicted KV cache {memory.kv_cache_tokens} tokens" + (" (accepted)" if accepted else "")
+    elif length >= target:
+        why = f"{cap}; the predicted KV cache holds {memory.kv_cache_tokens} tokens{per_request}"
+    elif length == 0:
+        why = "no context fits (see problems)"
+    else:
+        why = (f"the longest the predicted KV cache ({memory.kv_cache_tokens} tokens) holds{per_request}, in "
+               f"multiples of {profile.block_size} (below {cap}, {target})")
+    return Reason("max_model_len", str(length), why)
+
+
+def _eager_reason(profile: VllmProfile, request: SizingRequest, eager: bool, eager_why: str) -> Reason:
+    if request.enforce_eager is not None:
+        return Reason("enforce_eager", str(request.enforce_eager).lower(), "as requested")
+    if eager:
+        return Reason("enforce_eager", "true", eager_why or (f"the CUDA-graph estimate vLLM {profile.version} "
+                                                             "subtracts would cost the context the target needs"))
+    return Reason("enforce_eager", "false", "CUDA graphs fit (faster decoding)")
+
+
+def _batch_reasons(profile: VllmProfile, gpus: GpuSpec, request: SizingRequest, settings: EngineSettings,
+                   length: int) -> tuple[list[Reason], list[str]]:
+    """max_num_seqs and max_num_batched_tokens: their reasons, and which are vLLM's defaults (assumed)."""
+    reasons, assumed = [], []
+    seqs, tokens = str(settings.max_num_seqs), str(settings.max_num_batched_tokens)
+    if request.max_num_seqs is None:
+        assumed.append("max_num_seqs")
+        reasons.append(Reason("max_num_seqs", seqs, f"vLLM {profile.version} {profile.engine} default for "
+                              f"{gpus.name} ({gib(gpus.cuda_total_bytes)})"))
+    else:
+        reasons.append(Reason("max_num_seqs", seqs, "as requested"))
+    if request.max_num_batched_tokens is None:
+        assumed.append("max_num_batched_tokens")
+        how = ("the vllm serve default for this GPU" if profile.engine == "V1" else
+               "chunked prefill's size" if profile.chunked_prefill(length) else "max(max_model_len, 2048)")
+        reasons.append(Reason("max_num_batched_tokens", tokens, f"{how} (sizes the profiled activation peak)"))
+    else:
+        reasons.append(Reason("max_num_batched_tokens", tokens, "as requested"))
+    return reasons, assumed
+
+
+def _notes(model: ModelSpec, profile: VllmProfile, memory: MemoryEstimate,
+           cpu_notes: tuple[str, ...]) -> tuple[str, ...]:
+    notes = [*model.notes, *cpu_notes]
+    if model.rough:
+        notes.append("estimate is rough for this architecture (see notes); it errs low")
+    if profile.measured_memory and not memory.calibrated:
+        notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on an H200 at TP 1 for "
+                     "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models; for this model, TP or GPU the "
+                     f"figure keeps an allowance ({gib(memory.safety_margin)}) and errs low")
+    return tuple(notes)
