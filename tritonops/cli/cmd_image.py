@@ -6,7 +6,7 @@ from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
 from tritonops.errors import InputError
-
+from tritonops.image.ids import short_image_id
 
 
 def register(subparsers, common) -> None:
@@ -30,7 +30,6 @@ def register(subparsers, common) -> None:
 
 
 
-
 def run_build(args, out) -> int:
     from tritonops.image.api import build_images
 
@@ -50,12 +49,12 @@ def run_build(args, out) -> int:
             table.add_column(column, overflow="fold")
         for r in report.results:
             data = r.payload or {}
-            table.add_row(r.host, _status(r.status), data.get("action", ""), _short(data.get("image_id")),
+            table.add_row(r.host, _status(r.status), data.get("action", ""), short_image_id(data.get("image_id")),
                           str(data.get("bytes_received", "")), r.msg)
         out.print(table)
         for image in report.images:
             if image.get("content_tag"):
-                out.info(f"{image['content_tag']} = {_short(image.get('image_id'))}"
+                out.info(f"{image['content_tag']} = {short_image_id(image.get('image_id'))}"
                          + (f", built on {image['built_on']}" if image.get("built_on") else ", not rebuilt"))
         out.info(f"bytes out of the controller: {report.bytes_out}")
         counts = {}
@@ -80,8 +79,8 @@ def run_status(args, out) -> int:
         for r in group:
             data = r.payload or {}
             table.add_row(r.host, _status(r.status), data.get("mode", ""), data.get("image", ""),
-                          _short(data.get("image_id")), data.get("vllm_version") or "",
-                          _short(data.get("base_digest")), r.msg)
+                          short_image_id(data.get("image_id")), data.get("vllm_version") or "",
+                          short_image_id(data.get("base_digest")), r.msg)
         out.print(table)
     return 0 if group.all_ok else 1
 
@@ -93,9 +92,3 @@ def _row(result) -> dict:
 
 def _status(status: str):
     return status_text(status)
-
-
-def _short(image_id) -> str:
-    if not image_id:
-        return "-"
-    return image_id[7:19] if image_id.startswith("sha256:") else image_id[:12]

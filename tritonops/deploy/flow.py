@@ -38,6 +38,7 @@ from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, loc
 from tritonops.deploy.targets import write_targets
 from tritonops.deploy.weights_spec import WeightsSpec, weights_spec
 from tritonops.facts.probe import read_facts
+from tritonops.image.ids import short_image_id
 from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
 from tritonops.playbook import compile_playbook, load_playbook, run_playbook
 from tritonops.playbook.events import OnEvent
@@ -134,7 +135,7 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
             payload = result.payload or {}
             if result.ok and payload.get("image_id"):
                 images[result.host] = {"id": payload["image_id"], "reference": payload.get("image", "")}
-                record(replace(result, status="ok", msg=f"has {_short(payload['image_id'])} "
+                record(replace(result, status="ok", msg=f"has {short_image_id(payload['image_id'])} "
                                                         "(a deploy builds or refreshes it first if its content changed)",
                                task="image"))
             else:
@@ -151,10 +152,6 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
             images[result.host] = {"id": payload["image_id"],
                                    "reference": payload.get("content_tag") or payload.get("image", "")}
     return images
-
-
-def _short(image_id: str) -> str:
-    return image_id[7:19] if image_id.startswith("sha256:") else image_id[:12]
 
 
 @lru_cache(maxsize=64)

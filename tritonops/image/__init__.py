@@ -2,7 +2,7 @@
 (`tritonserver:vllm_env`: a base image plus `pip install vllm==<pin>`, built once, streamed to
 every host that lacks its exact ID).
 
-Pure: `ngc`, `spec`, `settings`, `build_script`, `preflight`, `plan`. Talking to engines:
+Pure: `ngc`, `spec`, `settings`, `build_script`, `preflight`, `plan`, `ids`. Talking to engines:
 `docker_ssh` (the docker SDK through the host's SSH session), `engine`, `build`, `distribute`;
 `api` ties them together and returns results as data for the CLI.
 """

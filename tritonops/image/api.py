@@ -20,6 +20,7 @@ from tritonops.image import ngc
 from tritonops.image.build import BuildFailed, build, existing, resolve_base, spec_for
 from tritonops.image.distribute import stream_image
 from tritonops.image.engine import ByteCounter, Cancelled, EngineError, HostEngine, StreamFilter
+from tritonops.image.ids import short_image_id
 from tritonops.image.plan import HostImage, choose_build_host, plan_distribution
 from tritonops.image.preflight import EngineFacts, ImageNeeds, check
 from tritonops.image.settings import image_config
@@ -265,10 +266,10 @@ def _committed(run: _Run, group: list[Session], build_host: str | None, parallel
 
     for name in plan.up_to_date:
         if built and name == holder.name:
-            run.done(name, "changed", f"built {spec.content_tag} ({image.id[7:19]})", action="build",
+            run.done(name, "changed", f"built {spec.content_tag} ({short_image_id(image.id)})", action="build",
                      bytes_received=0, **common)
         else:
-            run.done(name, "ok", f"{spec.content_tag} present ({image.id[7:19]})", action="none",
+            run.done(name, "ok", f"{spec.content_tag} present ({short_image_id(image.id)})", action="none",
                      bytes_received=0, **common)
     for name in plan.retag:
         try:
@@ -276,7 +277,7 @@ def _committed(run: _Run, group: list[Session], build_host: str | None, parallel
         except EngineError as exc:
             run.done(name, "failed", str(exc), action="tag", **common)
             continue
-        run.done(name, "changed", f"tagged {spec.content_tag} ({image.id[7:19]}), no bytes moved", action="tag",
+        run.done(name, "changed", f"tagged {spec.content_tag} ({short_image_id(image.id)}), no bytes moved", action="tag",
                  bytes_received=0, **common)
 
     def send(transfer) -> None:
@@ -326,10 +327,10 @@ def _build_here(run: _Run, session: Session) -> None:
     data = {"mode": "committed", "image": outcome.spec.moving_tag, "content_tag": outcome.spec.content_tag,
             "image_id": outcome.image.id, "bytes_received": 0}
     if outcome.built:
-        run.done(session.name, "changed", f"built {outcome.spec.content_tag} ({outcome.image.id[7:19]})",
+        run.done(session.name, "changed", f"built {outcome.spec.content_tag} ({short_image_id(outcome.image.id)})",
                  action="build", **data)
     else:
-        run.done(session.name, "ok", f"{outcome.spec.content_tag} present ({outcome.image.id[7:19]})",
+        run.done(session.name, "ok", f"{outcome.spec.content_tag} present ({short_image_id(outcome.image.id)})",
                  action="none", **data)
 
 
