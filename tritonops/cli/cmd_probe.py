@@ -73,7 +73,8 @@ def run(args, out) -> int:
 def probe_table(report: ProbeReport) -> Table:
     from rich.table import Table
 
-    from tritonops.facts.summary import compute_capabilities, free_vram_summary, gib, gpu_summary
+    from tritonops.facts.summary import compute_capabilities, free_vram_summary, gpu_summary
+    from tritonops.units import gib
 
     table = Table(title=None, show_lines=False)
     for column in ("host", "status", "GPUs", "CC", "free VRAM", "driver / CUDA", "RAM", "disk free",
@@ -91,7 +92,7 @@ def probe_table(report: ProbeReport) -> Table:
         toolkit = "yes" if docker.nvidia_container_toolkit or docker.nvidia_runtime else "no"
         table.add_row(
             host.host, status, gpu_summary(nvidia), compute_capabilities(nvidia), free_vram_summary(nvidia),
-            driver, f"{gib(system.ram_available_bytes)}/{gib(system.ram_total_bytes)}",
-            gib(system.disk_free_bytes), docker_text, toolkit, host.msg,
+            driver, f"{gib(system.ram_available_bytes, 0)}/{gib(system.ram_total_bytes, 0)}",
+            gib(system.disk_free_bytes, 0), docker_text, toolkit, host.msg,
         )
     return table

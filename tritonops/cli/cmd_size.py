@@ -69,10 +69,12 @@ def _list(args, out) -> int:
         else:
             from rich.table import Table
 
+            from tritonops.units import gib
+
             table = Table("key", "NVML name", "NVML total", "CUDA total", "CC", "source")
             for r in rows:
-                table.add_row(r["key"], r["nvml_names"][0], f"{r['memory_total_bytes'] / 2**30:.2f} GiB",
-                              f"{r['cuda_total_bytes'] / 2**30:.2f} GiB", r["compute_capability"], r["source"])
+                table.add_row(r["key"], r["nvml_names"][0], gib(r["memory_total_bytes"]), gib(r["cuda_total_bytes"]),
+                              r["compute_capability"], r["source"])
             out.print(table)
     if args.list_models:
         if args.json:

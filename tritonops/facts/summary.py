@@ -5,8 +5,8 @@ from __future__ import annotations
 from itertools import groupby
 
 from tritonops.facts.model import GpuFacts, NvidiaFacts
+from tritonops.units import GIB, gib
 
-GIB = 1024 ** 3
 _VENDOR_PREFIXES = ("NVIDIA ", "GeForce ", "Tesla ", "Quadro ")
 
 
@@ -19,11 +19,6 @@ def short_gpu_name(name: str) -> str:
             if name.startswith(prefix):
                 name, stripped = name[len(prefix):], True
     return name
-
-
-def gib(value: int, digits: int = 0) -> str:
-    amount = value / GIB
-    return f"{amount:.{digits}f} GiB" if digits else f"{round(amount)} GiB"
 
 
 def interconnect(nvidia: NvidiaFacts) -> str:

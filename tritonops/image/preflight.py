@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tritonops.facts.model import HostFacts
 from tritonops.image import ngc
+from tritonops.units import gib
 
 DISK_FACTOR = 2
 
@@ -40,10 +41,6 @@ class Preflight:
     @property
     def ok(self) -> bool:
         return not self.refusals
-
-
-def gib(n: int) -> str:
-    return f"{n / (1 << 30):.1f} GiB"
 
 
 def check(facts: HostFacts | None, engine: EngineFacts, needs: ImageNeeds) -> Preflight:
@@ -80,6 +77,6 @@ def check(facts: HostFacts | None, engine: EngineFacts, needs: ImageNeeds) -> Pr
             notes.append("free disk under Docker's data root unknown")
         elif engine.data_root_free_bytes < DISK_FACTOR * needs.size_bytes:
             refusals.append(
-                f"{gib(engine.data_root_free_bytes)} free under Docker's data root {engine.data_root}; "
-                f"needs {gib(DISK_FACTOR * needs.size_bytes)} ({DISK_FACTOR}x the image's {gib(needs.size_bytes)})")
+                f"{gib(engine.data_root_free_bytes, 1)} free under Docker's data root {engine.data_root}; "
+                f"needs {gib(DISK_FACTOR * needs.size_bytes, 1)} ({DISK_FACTOR}x the image's {gib(needs.size_bytes, 1)})")
     return Preflight(tuple(refusals), tuple(notes))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.memory_model import CUDA_CONTEXT_BYTES
-from tritonops.sizing.units import GIB, gib
+from tritonops.units import GIB, gib
 
 OS_HEADROOM_MIN = 8 * GIB
 OS_HEADROOM_SHARE = 0.10

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-GIB = 1024 ** 3
+from tritonops.units import GIB
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.memory_model import quantized_weight_bytes
 from tritonops.sizing.model_spec import ModelSpec, Quantization
 from tritonops.sizing.tp_rules import valid_tp_sizes
-from tritonops.sizing.units import gib
+from tritonops.units import gib
 
 MAX_GPUS_PER_HOST = 8
 

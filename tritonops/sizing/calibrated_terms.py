@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from tritonops.sizing.model_spec import DTYPE_BYTES, ModelSpec
-from tritonops.sizing.units import KIB, MIB
+from tritonops.units import KIB, MIB
 
 # model_type values of the MoE architectures 0.25 runs on the V2 runner (config/vllm.py)
 V2_RUNNER_MOE_TYPES = frozenset({"qwen2_moe", "deepseek_v2", "granitemoe"})

@@ -13,7 +13,7 @@ from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.startup_log import StartupRecord
-from tritonops.sizing.units import MIB
+from tritonops.units import MIB
 
 GOAL_MEDIAN = 0.01
 GOAL_WORST = 0.03

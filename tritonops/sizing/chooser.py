@@ -20,7 +20,7 @@ from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.request_numbers import checked_request
 from tritonops.sizing.swap import cpu_kv_cache
 from tritonops.sizing.tp_rules import tp_problem, valid_tp_sizes
-from tritonops.sizing.units import gib, round_down
+from tritonops.units import gib, round_down
 from tritonops.sizing.versions import VllmProfile, profile_for
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tritonops.sizing.engine_plan import EnginePlan
-from tritonops.sizing.units import gib
+from tritonops.units import gib
 
 _FIELDS = ("tensor_parallel_size", "max_model_len", "dtype", "kv_cache_dtype", "gpu_memory_utilization",
            "enforce_eager", "max_num_seqs", "max_num_batched_tokens", "swap_space", "kv_offloading_size", "kv_cache_tokens",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritonops.sizing.units import GIB, MIB
+from tritonops.units import GIB, MIB
 
 # H200 fixture: NVML v2 reserved 644,939,776 B of 150,754,820,096 B = 0.43 %; older and
 # consumer cards reserve relatively more (A100-80GB: ~1 %), so estimates use 1.5 %.

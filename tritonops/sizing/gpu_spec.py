@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from tritonops.errors import InputError
 from tritonops.sizing.gpu_catalog import GPU_CATALOG, find_gpu
-from tritonops.sizing.units import GIB
+from tritonops.units import GIB
 from tritonops.values.numbers import real_number, whole_number
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from tritonops.sizing import calibrated_terms as measured
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.model_spec import DTYPE_BYTES, ModelSpec
-from tritonops.sizing.units import GIB, MIB
+from tritonops.units import GIB, MIB
 from tritonops.sizing.versions import VllmProfile
 
 # Sampler working copies of the [requests x vocab] float32 logits during the profiling run.

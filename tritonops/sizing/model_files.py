@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from tritonops.errors import InputError
-from tritonops.sizing.units import MIB
+from tritonops.units import MIB
 from tritonops.values.files import read_regular_file
 
 JSON_FILE_MAX_BYTES = 16 * MIB   # config.json and index files are kilobytes

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tritonops.sizing.engine_plan import Reason
-from tritonops.sizing.units import GIB, gib
+from tritonops.units import GIB, gib
 from tritonops.sizing.versions import VllmProfile
 
 VLLM_DEFAULT_SWAP_GIB = 4          # swap_space default, every version that has it
