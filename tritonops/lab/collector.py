@@ -15,7 +15,6 @@ tcp://<prefix>-collector:514`) ships every host's Triton lines and the deploy's 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import yaml
 from tritonops.errors import TritonopsError
 from tritonops.lab import image_specs as specs
 from tritonops.lab.containers import LABEL_LAB, ensure_network
+from tritonops.waiting import wait_until
 
 PORT = 514
 FILE = "received.log"
@@ -135,15 +135,15 @@ def _container(client, collector: LabCollector):
 
 
 def _wait_listening(container, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         container.reload()
         if container.status != "running":
             raise TritonopsError(f"the lab collector stopped: {container.logs(tail=5).decode(errors='replace')}")
         code, _ = container.exec_run(["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/514"])
-        if code == 0:
-            return
-        time.sleep(0.2)
+        return code == 0
+
+    if wait_until(listening, timeout_s=timeout_s, interval_s=0.2, max_interval_s=0.2):
+        return
     raise TritonopsError("the lab collector does not listen on 514")
 
 

@@ -24,10 +24,10 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from dataclasses import dataclass, field
 
 from tritonops.values.names import safe_name
+from tritonops.waiting import wait_until
 
 KINDS = ("ssh", "dockerd", "triton", "collector", "controller-int", "controller-kill")
 # (marker in the deploy's progress output on stderr, what it means); "+N s" variants are drawn per trial
@@ -168,12 +168,7 @@ def start_dockerd(container: str, timeout_s: float = 90.0) -> bool:
         return True
     host_exec(container, "pgrep -x dockerd >/dev/null || (rm -f /var/run/docker.pid; "
                          "dockerd >>/var/log/dockerd.log 2>&1 &)", detach=True)
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if dockerd_up(container):
-            return True
-        time.sleep(1)
-    return False
+    return bool(wait_until(lambda: dockerd_up(container), timeout_s=timeout_s, interval_s=1, max_interval_s=1))
 
 
 def kill_triton(container: str, triton: str) -> str:

@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pathlib import Path
 from tritonops.errors import TritonopsError
 from tritonops.metrics.rules import LAB_TIMING, RULES_FILE, render_rules
 from tritonops.values.ssh_target import host_address
+from tritonops.waiting import wait_until
 
 BINARY = "prometheus"
 DEFAULT_PORT = 9090
@@ -174,18 +174,18 @@ def _zombie(pid: int) -> bool:
 
 
 def _wait_ready(lab: LabPrometheus, alive, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if not alive():
             tail = lab.log_file.read_text(errors="replace").strip().splitlines()[-1:] if lab.log_file.exists() else []
             raise TritonopsError(f"the lab's Prometheus exited: {tail[0] if tail else 'no log'} ({lab.log_file})")
         try:
             with urllib.request.urlopen(lab.url + "/-/ready", timeout=2) as response:
-                if response.status == 200:
-                    return
+                return response.status == 200
         except OSError:
-            pass
-        time.sleep(0.3)
+            return False
+
+    if wait_until(ready, timeout_s=timeout_s, interval_s=0.3, max_interval_s=0.3):
+        return
     raise TritonopsError(f"the lab's Prometheus was not ready within {timeout_s:.0f} s ({lab.log_file})")
 
 
@@ -195,9 +195,7 @@ def down(lab: LabPrometheus, timeout_s: float = 30.0) -> bool:
     if pid is None:
         return False
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and running_pid(lab) == pid:
-        time.sleep(0.2)
+    wait_until(lambda: running_pid(lab) != pid, timeout_s=timeout_s, interval_s=0.2, max_interval_s=0.2)
     lab.pid_file.unlink(missing_ok=True)
     return True
 

@@ -10,13 +10,13 @@ import hashlib
 import html
 import shlex
 import threading
-import time
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tritonops.lab.wheelhouse.wheel import wheel_bytes, wheel_name
 from tritonops.tarball import tar_bytes
+from tritonops.waiting import wait_until
 
 LAB_VLLM_VERSION = "0.10.2"  # the pin the lab's inventory uses (vLLM of NGC 25.10)
 INDEX_DIR = "/opt/tritonops-lab/wheelhouse"
@@ -98,11 +98,8 @@ def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VE
     if not result.ok:
         raise RuntimeError(f"starting the index on {transport.name} failed: {result.tail()}")
     url = index_url(port)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if index_answers(transport, port):
-            return url
-        time.sleep(0.3)
+    if wait_until(lambda: index_answers(transport, port), timeout_s=timeout_s, interval_s=0.3, max_interval_s=0.3):
+        return url
     log = transport.run(f"tail -n 5 {d}/server.log", timeout=10).stdout
     raise RuntimeError(f"the index on {transport.name}:{port} did not answer within {timeout_s:g} s: {log}")
 
