@@ -4,6 +4,11 @@ This is what `docker -H ssh://host` does: each HTTP connection to the engine is 
 channel running `docker system dial-stdio`. Unlike the SDK's own `ssh://` support, no second
 SSH connection is opened (with its own host-key policy and ~/.ssh/config): the channels ride
 on the session tritonops already opened with strict host-key checking.
+
+It leans on the SDK's non-public parts, which is why pyproject.toml keeps docker below 8 and
+tests/test_docker_sdk_contract.py checks each of them against the installed SDK: an
+SSHHTTPAdapter subclass (its `_create_paramiko_client` and `_connect` hooks, `pools`, `ssh_host`,
+SSHConnectionPool's arguments) mounted on an APIClient through `_custom_adapter` and `_unmount`.
 """
 
 from __future__ import annotations
@@ -61,6 +66,12 @@ def docker_client(transport: Transport, timeout: float = DEFAULT_TIMEOUT_S) -> d
     ssh_client = _paramiko_client(transport)
     if ssh_client is None:  # LocalTransport: this machine's engine
         return docker.DockerClient(base_url="unix:///var/run/docker.sock", version=API_VERSION, timeout=timeout)
+    return session_docker_client(ssh_client, timeout)
+
+
+def session_docker_client(ssh_client, timeout: float = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
+    """A docker SDK client whose every HTTP connection is a `docker system dial-stdio` channel of
+    `ssh_client`, an authenticated paramiko client (nothing is sent until a request is made)."""
     client = docker.DockerClient(base_url="tcp://127.0.0.1:1", version=API_VERSION, timeout=timeout)
     api = client.api
     adapter = _SessionAdapter(ssh_client, timeout)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
@@ -124,16 +123,9 @@ class HostEngine:
 
     def load(self, chunks: Iterable[bytes]) -> list[str]:
         """`docker load` from a stream; returns the image IDs the engine reports loaded."""
-        response = self.api._post(self.api._url("/images/load"), data=chunks, params={"quiet": "1"},
-                                  headers={"Content-Type": "application/x-tar"}, stream=True)
-        self.api._raise_for_status(response)
         loaded, errors = [], []
-        for line in response.iter_lines():
-            if not line:
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
+        for entry in self.api.load_image(chunks, quiet=True):  # the engine's progress, as JSON objects
+            if not isinstance(entry, dict):
                 continue
             if entry.get("error"):
                 errors.append(entry["error"])
