@@ -127,8 +127,8 @@ class HostEngine:
         for entry in self.api.load_image(chunks, quiet=True):  # the engine's progress, as JSON objects
             if not isinstance(entry, dict):
                 continue
-            if entry.get("error"):
-                errors.append(entry["error"])
+            if entry.get("error") or (entry.get("message") and "stream" not in entry):  # a refusal's body
+                errors.append(entry.get("error") or entry["message"])
             text = entry.get("stream", "")
             if "Loaded image ID:" in text:
                 loaded.append(text.split("Loaded image ID:", 1)[1].strip())
