@@ -19,12 +19,13 @@ from tritonops.facts.probe import read_facts
 from tritonops.image import ngc
 from tritonops.image.build import BuildFailed, build, existing, resolve_base, spec_for
 from tritonops.image.distribute import stream_image
-from tritonops.image.engine import ByteCounter, Cancelled, EngineError, HostEngine, StreamFilter
+from tritonops.image.engine import ByteCounter, Cancelled, EngineError, HostEngine, ImageInfo, StreamFilter
 from tritonops.image.ids import short_image_id
 from tritonops.image.plan import HostImage, choose_build_host, plan_distribution
 from tritonops.image.preflight import EngineFacts, ImageNeeds, check
 from tritonops.image.settings import image_config
-from tritonops.image.spec import LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig
+from tritonops.image.spec import (LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig,
+                                  ImageSpec)
 from tritonops.results import GroupResult, HostResult
 from tritonops.transport.base import Transport, Unreachable
 from tritonops.transport.sessions import SessionPool
@@ -189,6 +190,8 @@ def _official(run: _Run, group: list[Session]) -> None:
 
 
 def _committed(run: _Run, group: list[Session], build_host: str | None, parallel_build: bool) -> dict | None:
+    """The committed image on every host of a group that shares its settings: found or built once,
+    then tagged or streamed to the others (or, with parallel_build, built on each)."""
     config = group[0].config
     release = ngc.lookup(config.release)
     eligible = [s for s in group if _preflight(run, s, ImageNeeds(release, None))]
@@ -197,9 +200,31 @@ def _committed(run: _Run, group: list[Session], build_host: str | None, parallel
     if parallel_build:
         run.parallel(eligible, lambda s: _build_here(run, s))
         return {"content_tag": None, "parallel_build": True, "hosts": [s.name for s in eligible]}
+    chosen = _builder(run, group, eligible, build_host or config.build_host, release)
+    if chosen is None:
+        return None
+    builder, base = chosen
+    spec = spec_for(config, base)
+    summary = {"content_tag": spec.content_tag, "content_hash": spec.content_hash, "image_id": None,
+               "built_on": None, "source_hosts": [], "size_bytes": None}
+    targets = [s for s in eligible if s.name not in run.results]
+    found = _found_or_built(run, spec, base, builder, targets)
+    if found is None:
+        return summary
+    holder, image, built = found
+    summary.update(built_on=builder.name if built else None, image_id=image.id, size_bytes=image.size_bytes)
+    summary["source_hosts"] = _distribute(run, spec, release, image, holder, built, targets, config.registry)
+    return summary
+
+
+def _builder(run: _Run, group: list[Session], eligible: list[Session], wanted: str | None,
+             release: ngc.NgcRelease | None) -> tuple[Session, ImageInfo] | None:
+    """The host that builds, and the base image it resolved: the configured one, else the chosen host
+    and then the others (those holding the base first) until one can get the base and hold it. None,
+    with each host's failure recorded, when none can."""
+    config = group[0].config
     by_name = {s.name: s for s in eligible}
     refused = {s.name: run.results[s.name].msg for s in group if s.name in run.results}
-    wanted = build_host or config.build_host
     has_base = {s.name: s.engine.image(config.image) is not None for s in eligible}
     try:
         first = choose_build_host(list(by_name), has_base, wanted, refused)
@@ -207,83 +232,74 @@ def _committed(run: _Run, group: list[Session], build_host: str | None, parallel
         for s in eligible:
             run.done(s.name, "failed", f"no build host: {exc}", mode="committed")
         return None
-    # The chosen host first; without a configured one, the next candidates if it cannot get the base.
     candidates = [first] + ([] if wanted else [n for n in by_name if n != first and has_base[n]]
                             + [n for n in by_name if n != first and not has_base[n]])
-    builder, base, errors = None, None, []
+    errors = []
     for name in candidates:
         try:
             base = resolve_base(by_name[name].engine, config)
         except BuildFailed as exc:
             errors.append(str(exc))
             continue
-        if not _preflight(run, by_name[name], ImageNeeds(release, base.size_bytes)):
-            continue
-        builder = by_name[name]
-        break
-    if builder is None or base is None:
-        reason = "; ".join(errors) or "no host could hold the base image"
-        for s in eligible:
-            if s.name not in run.results:
-                run.done(s.name, "failed", f"cannot build {REPOSITORY}:{MOVING_TAG}: {reason}", mode="committed")
-        return None
-    spec = spec_for(config, base)
-    summary = {"content_tag": spec.content_tag, "content_hash": spec.content_hash, "image_id": None,
-               "built_on": None, "source_hosts": [], "size_bytes": None}
-    targets = [s for s in eligible if s.name not in run.results]
-    # Reuse: a host (the build host first) that already holds the image with this content.
-    holder, image = None, None
+        if _preflight(run, by_name[name], ImageNeeds(release, base.size_bytes)):
+            return by_name[name], base
+    reason = "; ".join(errors) or "no host could hold the base image"
+    for s in eligible:
+        if s.name not in run.results:
+            run.done(s.name, "failed", f"cannot build {REPOSITORY}:{MOVING_TAG}: {reason}", mode="committed")
+    return None
+
+
+def _found_or_built(run: _Run, spec: ImageSpec, base: ImageInfo, builder: Session,
+                    targets: list[Session]) -> tuple[Session, ImageInfo, bool] | None:
+    """(the host holding the image, the image, whether it was built now): a host (the builder first)
+    that already holds this content, else a build on the builder. None, recorded for every target,
+    when the build failed."""
     for s in [builder] + [t for t in targets if t is not builder]:
         found = existing(s.engine, spec)
         if found is not None:
-            holder, image = s, found
-            break
-    built = False
-    if image is None:
-        try:
-            outcome = build(builder.engine, spec, base)
-        except (BuildFailed, EngineError) as exc:
-            run.done(builder.name, "failed", str(exc), mode="committed", content_tag=spec.content_tag,
-                     action="build")
-            for s in targets:
-                if s is not builder:
-                    run.done(s.name, "failed", f"not built: the build on {builder.name} failed",
-                             mode="committed", content_tag=spec.content_tag)
-            return summary
-        holder, image, built = builder, outcome.image, True
-        summary["built_on"] = builder.name
-    summary["image_id"], summary["size_bytes"] = image.id, image.size_bytes
-    states = []
-    for s in targets:
-        states.append(HostImage(s.name, s.engine.image(image.id) is not None, s.engine.tag_id(spec.content_tag),
-                                s.engine.tag_id(spec.moving_tag)))
-    plan = plan_distribution(image.id, states, prefer=[holder.name], registry=config.registry)
-    summary["source_hosts"] = sorted({t.source for t in plan.transfers})
+            return s, found, False
+    try:
+        return builder, build(builder.engine, spec, base).image, True
+    except (BuildFailed, EngineError) as exc:
+        run.done(builder.name, "failed", str(exc), mode="committed", content_tag=spec.content_tag, action="build")
+        for s in targets:
+            if s is not builder:
+                run.done(s.name, "failed", f"not built: the build on {builder.name} failed",
+                         mode="committed", content_tag=spec.content_tag)
+        return None
+
+
+def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, image: ImageInfo, holder: Session,
+                built: bool, targets: list[Session], registry: str | None) -> list[str]:
+    """Each target up to date, tagged where it has the image, or sent it (save -> load through the
+    controller, ID verified before tags are set); returns the hosts the image was sent from."""
+    states = [HostImage(s.name, s.engine.image(image.id) is not None, s.engine.tag_id(spec.content_tag),
+                        s.engine.tag_id(spec.moving_tag)) for s in targets]
+    plan = plan_distribution(image.id, states, prefer=[holder.name], registry=registry)
     by_target = {s.name: s for s in targets}
     common = {"mode": "committed", "image": spec.moving_tag, "content_tag": spec.content_tag, "image_id": image.id}
-    note = (f" (tritonops_registry {config.registry} is planning-only: streamed through the controller)"
-            if config.registry else "")
-
+    note = (f" (tritonops_registry {registry} is planning-only: streamed through the controller)"
+            if registry else "")
+    short = short_image_id(image.id)
     for name in plan.up_to_date:
         if built and name == holder.name:
-            run.done(name, "changed", f"built {spec.content_tag} ({short_image_id(image.id)})", action="build",
-                     bytes_received=0, **common)
+            run.done(name, "changed", f"built {spec.content_tag} ({short})", action="build", bytes_received=0,
+                     **common)
         else:
-            run.done(name, "ok", f"{spec.content_tag} present ({short_image_id(image.id)})", action="none",
-                     bytes_received=0, **common)
+            run.done(name, "ok", f"{spec.content_tag} present ({short})", action="none", bytes_received=0, **common)
     for name in plan.retag:
         try:
             _tag(by_target[name].engine, image.id, spec)
         except EngineError as exc:
             run.done(name, "failed", str(exc), action="tag", **common)
             continue
-        run.done(name, "changed", f"tagged {spec.content_tag} ({short_image_id(image.id)}), no bytes moved", action="tag",
+        run.done(name, "changed", f"tagged {spec.content_tag} ({short}), no bytes moved", action="tag",
                  bytes_received=0, **common)
 
     def send(transfer) -> None:
         target = by_target[transfer.target]
-        needs = ImageNeeds(release, image.size_bytes)
-        if not _preflight(run, target, needs):
+        if not _preflight(run, target, ImageNeeds(release, image.size_bytes)):
             return
         try:
             stream_image(by_target[transfer.source].engine, target.engine, image.id, run.counter, run.cancel,
@@ -302,7 +318,7 @@ def _committed(run: _Run, group: list[Session], build_host: str | None, parallel
                  source=transfer.source, **common)
 
     run.parallel(list(plan.transfers), send)
-    return summary
+    return sorted({t.source for t in plan.transfers})
 
 
 def _tag(engine: HostEngine, image_id: str, spec) -> None:
