@@ -16,8 +16,8 @@ from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
 from tritonops.sizing.memory_model import kv_bytes_per_token
 from tritonops.sizing.model_spec import model_spec_from_config
 from tritonops.sizing.startup_log import parse_startup_log
-from tritonops.units import MIB
 from tritonops.sizing.versions import profile_for
+from tritonops.units import MIB
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real" / "calib-h200"
 GPUS = gpu_spec_from_catalog("h200:1")

@@ -20,8 +20,8 @@ from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.request_numbers import checked_request
 from tritonops.sizing.swap import cpu_kv_cache
 from tritonops.sizing.tp_rules import tp_problem, valid_tp_sizes
-from tritonops.units import gib, round_down
 from tritonops.sizing.versions import VllmProfile, profile_for
+from tritonops.units import gib, round_down
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from tritonops.sizing import calibrated_terms as measured
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.model_spec import DTYPE_BYTES, ModelSpec
-from tritonops.units import GIB, MIB
 from tritonops.sizing.versions import VllmProfile
+from tritonops.units import GIB, MIB
 
 # Sampler working copies of the [requests x vocab] float32 logits during the profiling run.
 # V0 also computes log-probs and sorts the whole vocabulary (top_k = vocab - 1): 6 copies fit

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tritonops.sizing.engine_plan import Reason
-from tritonops.units import GIB, gib
 from tritonops.sizing.versions import VllmProfile
+from tritonops.units import GIB, gib
 
 VLLM_DEFAULT_SWAP_GIB = 4          # swap_space default, every version that has it
 VLLM_SWAP_REFUSED_ABOVE = 0.7      # CacheConfig.verify_with_parallel_config: "Too large swap space"
