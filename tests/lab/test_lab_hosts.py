@@ -127,6 +127,26 @@ def test_lab_up_again_changes_nothing(lab):
     assert all(h.healthy for h in again.hosts)
 
 
+def test_a_second_lab_folder_with_the_same_prefix_gets_its_own_key_authorized(tmp_path):
+    """Two checkouts bringing the lab up under one prefix: the second keeps the host and makes its
+    own client key the authorized one (before, its SSH was refused: the host held the first's)."""
+    import subprocess
+
+    prefix, host = "tritonops-labtest3", HostSpec("gamma", "t4", "light")
+    try:
+        first = api.up(LabRequest((host,)), state_dir=tmp_path / "a", name_prefix=prefix, port_base=22420)
+        second = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=22420)
+        assert [(r.host, r.status) for r in second.results] == [("gamma", "changed")]
+        assert "authorized this lab's client key" in second.results["gamma"].msg
+        assert second.host("gamma").port == first.host("gamma").port  # the same host, kept
+        done = subprocess.run(second.ssh_argv("gamma", "hostname"), capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout.strip()) == (0, "gamma"), done.stderr
+        again = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=22420)
+        assert [(r.host, r.status, r.msg) for r in again.results] == [("gamma", "ok", "unchanged")]
+    finally:
+        api.down(state_dir=tmp_path / "b", name_prefix=prefix)
+
+
 def test_lab_adds_and_removes_the_difference_and_down_leaves_nothing(tmp_path):
     prefix, state_dir = "tritonops-labtest2", tmp_path / "lab2"
     one, two = HostSpec("alpha", "t4", "light"), HostSpec("beta", "l4", "light")

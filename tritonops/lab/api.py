@@ -60,13 +60,16 @@ def _lab_hosts(client, prefix: str) -> list[LabHost]:
     return sorted(hosts, key=lambda h: h.name)
 
 
-def _ready(client, prefix: str, action: HostAction, created: bool, triton, preload_tar: str | None) -> HostResult:
+def _ready(client, prefix: str, action: HostAction, created: bool, rekeyed: bool, triton,
+           preload_tar: str | None) -> HostResult:
     """Wait for sshd (and the inner engine, with the Triton image) on one host."""
     started = time.monotonic()
     container = client.containers.get(ct.container_name(prefix, action.host))
     if not wait_for_sshd("127.0.0.1", action.port, 30.0):
         return HostResult(action.host, "failed", f"sshd did not answer on 127.0.0.1:{action.port} within 30 s")
     msg = {"create": "created", "recreate": f"recreated ({action.reason})", "start": "started"}.get(action.action, "")
+    if rekeyed:
+        msg = (msg + "; " if msg else "") + "authorized this lab's client key (it held another lab folder's)"
     loaded = False
     if action.spec.kind == "full":
         version = ct.wait_inner_engine(container)
@@ -79,7 +82,7 @@ def _ready(client, prefix: str, action: HostAction, created: bool, triton, prelo
             return HostResult(action.host, "failed", str(err))
         if loaded:
             msg = (msg + "; " if msg else "") + "loaded the Triton image into the inner engine"
-    changed = created or loaded or action.action == "start"
+    changed = created or rekeyed or loaded or action.action == "start"
     return HostResult(action.host, "changed" if changed else "ok", msg or "unchanged",
                       elapsed_s=time.monotonic() - started)
 
@@ -110,7 +113,7 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
     actions = plan_hosts(request, ct.existing_hosts(client, name_prefix), hashes, ports)
 
     results: dict[str, HostResult] = {}
-    to_ready: list[tuple[HostAction, bool]] = []
+    to_ready: list[tuple[HostAction, bool, bool]] = []  # (action, created, re-keyed)
     for action in actions:
         started = time.monotonic()
         try:
@@ -125,18 +128,20 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
                                hashes[spec.name], client_pub, keys.new_host_key(spec.name),
                                render_profile(get_profile(spec.profile), spec.name, spec.faults),
                                cache / "images" if spec.kind == "full" else None)
-                to_ready.append((action, True))
+                to_ready.append((action, True, False))
             else:
+                container = client.containers.get(ct.container_name(name_prefix, action.host))
                 if action.action == "start":
-                    client.containers.get(ct.container_name(name_prefix, action.host)).start()
-                to_ready.append((action, False))
+                    container.start()
+                to_ready.append((action, False, ct.authorize_key(container, client_pub)))
         except Exception as err:  # one host's failure never hides the others
             results[action.host] = HostResult(action.host, "failed", f"{type(err).__name__}: {err}",
                                               elapsed_s=time.monotonic() - started)
 
     with ThreadPoolExecutor(PARALLEL_HOSTS) as pool:
-        futures = {a.host: pool.submit(_ready, client, name_prefix, a, created, images.tritonserver, preload_tar)
-                   for a, created in to_ready}
+        futures = {a.host: pool.submit(_ready, client, name_prefix, a, created, rekeyed, images.tritonserver,
+                                       preload_tar)
+                   for a, created, rekeyed in to_ready}
         for host, future in futures.items():
             try:
                 results[host] = future.result()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import tarfile
 import time
 from pathlib import Path
 
@@ -83,6 +85,27 @@ def put_profile(container, profile_text: str | None) -> None:
         container.put_archive("/", tar_bytes([(PROFILE_PATH, profile_text.encode(), 0o644)], mtime=int(time.time())))
 
 
+AUTHORIZED_KEYS = "/root/.ssh/authorized_keys"
+
+
+def authorize_key(container, client_pubkey: str) -> bool:
+    """Make this lab state's client key the host's authorized key; True when it was another (a host
+    kept from a lab brought up with the same prefix but another state folder, e.g. a second checkout,
+    whose key this state does not have)."""
+    wanted = (client_pubkey + "\n").encode()
+    try:
+        stream, _ = container.get_archive(AUTHORIZED_KEYS)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            member = archive.extractfile(archive.getmembers()[0])
+            current = member.read() if member is not None else b""
+    except (NotFound, tarfile.TarError, IndexError):
+        current = b""
+    if current == wanted:
+        return False
+    container.put_archive("/", tar_bytes([(AUTHORIZED_KEYS, wanted, 0o600)], mtime=int(time.time())))
+    return True
+
+
 def create_host(client, prefix: str, spec: HostSpec, image_id: str, port: int, network: str, spec_hash: str,
                 client_pubkey: str, host_key: tuple[bytes, str], profile_text: str | None,
                 preload_dir: Path | None):
@@ -104,7 +127,7 @@ def create_host(client, prefix: str, spec: HostSpec, image_id: str, port: int, n
     created = client.api.create_container(image_id, name=container_name(prefix, spec.name), hostname=spec.name,
                                           labels=labels, ports=[22], host_config=host_config)
     container = client.containers.get(created["Id"])
-    files = [("/root/.ssh/authorized_keys", (client_pubkey + "\n").encode(), 0o600),
+    files = [(AUTHORIZED_KEYS, (client_pubkey + "\n").encode(), 0o600),
              ("/etc/ssh/ssh_host_ed25519_key", host_key[0], 0o600),
              ("/etc/ssh/ssh_host_ed25519_key.pub", (host_key[1] + "\n").encode(), 0o644)]
     if profile_text is not None:
