@@ -127,23 +127,36 @@ def test_lab_up_again_changes_nothing(lab):
     assert all(h.healthy for h in again.hosts)
 
 
-def test_a_second_lab_folder_with_the_same_prefix_gets_its_own_key_authorized(tmp_path):
-    """Two checkouts bringing the lab up under one prefix: the second keeps the host and makes its
-    own client key the authorized one (before, its SSH was refused: the host held the first's)."""
+def test_a_second_lab_folder_with_the_same_prefix_reaches_the_hosts_and_gets_the_collector(tmp_path):
+    """Two checkouts bringing the lab up under one prefix: the second keeps the host and adds its own
+    client key (before, its SSH was refused: the host held the first's), the first still reaches it;
+    the collector is the second's, writing into its folder."""
     import subprocess
 
+    from tritonops.lab import collector
+    from tritonops.lab.api import default_cache_dir
+
     prefix, host = "tritonops-labtest3", HostSpec("gamma", "t4", "light")
+    client = docker.from_env()
     try:
         first = api.up(LabRequest((host,)), state_dir=tmp_path / "a", name_prefix=prefix, port_base=22420)
         second = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=22420)
         assert [(r.host, r.status) for r in second.results] == [("gamma", "changed")]
-        assert "authorized this lab's client key" in second.results["gamma"].msg
+        assert "added this lab folder's client key" in second.results["gamma"].msg
         assert second.host("gamma").port == first.host("gamma").port  # the same host, kept
-        done = subprocess.run(second.ssh_argv("gamma", "hostname"), capture_output=True, text=True, timeout=60)
-        assert (done.returncode, done.stdout.strip()) == (0, "gamma"), done.stderr
+        for state in (second, first):
+            done = subprocess.run(state.ssh_argv("gamma", "hostname"), capture_output=True, text=True, timeout=60)
+            assert (done.returncode, done.stdout.strip()) == (0, "gamma"), done.stderr
         again = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=22420)
         assert [(r.host, r.status, r.msg) for r in again.results] == [("gamma", "ok", "unchanged")]
+
+        for folder in ("a", "b"):
+            collector.up(client, collector.lab_collector(tmp_path / folder, prefix), default_cache_dir(),
+                         tmp_path / "collector-build.log")
+        (container,) = client.containers.list(filters={"name": collector.lab_collector(tmp_path, prefix).name})
+        assert collector._log_folder(container) == (tmp_path / "b" / "collector").resolve()
     finally:
+        collector.down(client, collector.lab_collector(tmp_path / "b", prefix))
         api.down(state_dir=tmp_path / "b", name_prefix=prefix)
 
 

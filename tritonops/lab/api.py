@@ -69,7 +69,7 @@ def _ready(client, prefix: str, action: HostAction, created: bool, rekeyed: bool
         return HostResult(action.host, "failed", f"sshd did not answer on 127.0.0.1:{action.port} within 30 s")
     msg = {"create": "created", "recreate": f"recreated ({action.reason})", "start": "started"}.get(action.action, "")
     if rekeyed:
-        msg = (msg + "; " if msg else "") + "authorized this lab's client key (it held another lab folder's)"
+        msg = (msg + "; " if msg else "") + "added this lab folder's client key (the host came from another folder)"
     loaded = False
     if action.spec.kind == "full":
         version = ct.wait_inner_engine(container)

@@ -64,8 +64,8 @@ def up(client, collector: LabCollector, cache_dir: Path, log_file: Path) -> None
     collector.folder.mkdir(parents=True, exist_ok=True)
     network = ensure_network(client, collector.prefix)
     found = _container(client, collector)
-    if found is not None and found.image.id != image.image_id:
-        found.remove(force=True)
+    if found is not None and (found.image.id != image.image_id or _log_folder(found) != collector.folder.resolve()):
+        found.remove(force=True)  # an older image, or another lab folder's (a second checkout): its logs go there
         found = None
     if found is None:
         found = client.containers.run(image.image_id, name=collector.name, hostname=collector.name, detach=True,
@@ -77,6 +77,14 @@ def up(client, collector: LabCollector, cache_dir: Path, log_file: Path) -> None
     overlay = {"all": {"vars": {"tritonops_log_driver": "syslog", "tritonops_log_collector": collector.address}}}
     collector.inventory_file.write_text("# Written by `python -m tritonops.lab collector up`: ship every lab host's "
                                         "Triton logs to the lab collector.\n" + yaml.safe_dump(overlay))
+
+
+def _log_folder(container) -> Path | None:
+    """The folder of this machine the collector writes received.log into."""
+    for mount in container.attrs.get("Mounts") or ():
+        if mount.get("Destination") == LOG_PATH and mount.get("Source"):
+            return Path(mount["Source"]).resolve()
+    return None
 
 
 def stop(client, collector: LabCollector) -> bool:

@@ -89,10 +89,9 @@ AUTHORIZED_KEYS = "/root/.ssh/authorized_keys"
 
 
 def authorize_key(container, client_pubkey: str) -> bool:
-    """Make this lab state's client key the host's authorized key; True when it was another (a host
-    kept from a lab brought up with the same prefix but another state folder, e.g. a second checkout,
-    whose key this state does not have)."""
-    wanted = (client_pubkey + "\n").encode()
+    """Add this lab folder's client key to the host's authorized keys where it is missing: a host kept
+    from a lab brought up under the same prefix from another folder (a second checkout) holds that
+    folder's key only. The other folder's key stays: both reach the host. True when it was added."""
     try:
         stream, _ = container.get_archive(AUTHORIZED_KEYS)
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
@@ -100,9 +99,10 @@ def authorize_key(container, client_pubkey: str) -> bool:
             current = member.read() if member is not None else b""
     except (NotFound, tarfile.TarError, IndexError):
         current = b""
-    if current == wanted:
+    if client_pubkey.encode() in current.splitlines():
         return False
-    container.put_archive("/", tar_bytes([(AUTHORIZED_KEYS, wanted, 0o600)], mtime=int(time.time())))
+    keys = current + (b"" if not current or current.endswith(b"\n") else b"\n") + client_pubkey.encode() + b"\n"
+    container.put_archive("/", tar_bytes([(AUTHORIZED_KEYS, keys, 0o600)], mtime=int(time.time())))
     return True
 
 
