@@ -7,6 +7,7 @@ import pytest
 
 from tritonops.metrics.exposition import parse_exposition
 from tritonops.metrics.figures import MetricsPageError, ModelFigures, host_figures, model_figures
+from tritonops.serving.verdict import kv_cache_tokens
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
@@ -74,14 +75,6 @@ def test_a_page_that_is_not_tritons_metrics_is_refused_with_why(text, why):
         host_figures(text)
 
 
-def _kv_capacity(folder: Path) -> int:
-    """vLLM's own "GPU KV cache size: N tokens" line from the run's log."""
-    import re
-
-    (tokens,) = re.findall(r"GPU KV cache size: ([\d,]+) tokens", (folder / "tritonserver.log").read_text())
-    return int(tokens.replace(",", ""))
-
-
 def _sampled(folder: Path) -> list[ModelFigures]:
     """Each half-second sample bench/real_gpu_kv_sampler.py took of :8002 while the engine was busy."""
     blocks = (folder / "kv-samples.txt").read_text().split("--- t=")[1:]
@@ -100,7 +93,7 @@ def test_the_backends_kv_gauge_on_the_real_engine_follows_the_tokens_held(name):
     a fraction (not a percent) of the cache vLLM reported, never more than the requests can hold; the
     page after they all ended reads 0, and `tritonops metrics` shows it."""
     folder = REAL / f"h200-kv-{name}"
-    capacity = _kv_capacity(folder)
+    capacity = kv_cache_tokens((folder / "tritonserver.log").read_text())  # what the gate reads
     busy = [model for model in _sampled(folder) if model.running == 17]
     assert len(busy) >= 8
     usage = [model.kv_cache_usage for model in busy]
