@@ -78,5 +78,6 @@ def check(facts: HostFacts | None, engine: EngineFacts, needs: ImageNeeds) -> Pr
         elif engine.data_root_free_bytes < DISK_FACTOR * needs.size_bytes:
             refusals.append(
                 f"{gib(engine.data_root_free_bytes, 1)} free under Docker's data root {engine.data_root}; "
-                f"needs {gib(DISK_FACTOR * needs.size_bytes, 1)} ({DISK_FACTOR}x the image's {gib(needs.size_bytes, 1)})")
+                f"needs {gib(DISK_FACTOR * needs.size_bytes, 1)} ({DISK_FACTOR}x the image's "
+                f"{gib(needs.size_bytes, 1)})")
     return Preflight(tuple(refusals), tuple(notes))

@@ -25,16 +25,19 @@ def resolve_dtype(model: ModelSpec, cc: tuple[int, int],
             return dtype, None, f"dtype '{requested}' is not one of auto, float16, bfloat16, float32"
         if dtype == "bfloat16" and cc < (8, 0):
             return dtype, None, (f"Bfloat16 is only supported on GPUs with compute capability of at least 8.0 "
-                               f"(this GPU: {cc_text}); use float16")
+                                 f"(this GPU: {cc_text}); use float16")
         if dtype == "float16" and model.model_type in FLOAT16_NOT_SUPPORTED:
-            return dtype, None, f"{model.model_type} models do not support float16 in vLLM; use bfloat16 or float32"
+            return dtype, None, (f"{model.model_type} models do not support float16 in vLLM; use bfloat16 or "
+                                 "float32")
         if half_only and dtype != "float16":
-            return dtype, None, f"{model.quantization.method} kernels below compute capability 8.0 run float16 only"
+            return dtype, None, (f"{model.quantization.method} kernels below compute capability 8.0 run float16 "
+                                 "only")
         return dtype, Reason("dtype", dtype, "as requested"), None
 
     native = model.torch_dtype
     if half_only:
-        return "float16", Reason("dtype", "float16", f"{model.quantization.method} kernels below CC 8.0 run float16 only"), None
+        return "float16", Reason("dtype", "float16",
+                                 f"{model.quantization.method} kernels below CC 8.0 run float16 only"), None
     if cc < (8, 0):
         if model.model_type in FLOAT16_NOT_SUPPORTED:
             return "float32", Reason("dtype", "float32", f"no bfloat16 below compute capability 8.0 (GPU {cc_text}) "
@@ -45,7 +48,8 @@ def resolve_dtype(model: ModelSpec, cc: tuple[int, int],
                                      f"{cc_text} < 8.0 has no bfloat16 (vLLM would refuse or fall back)"), None
         return "float16", Reason("dtype", "float16", "the checkpoint's dtype"), None
     if native == "float32":
-        return "bfloat16", Reason("dtype", "bfloat16", "float32 checkpoint served in 16 bits (what vLLM's auto picks)"), None
+        return "bfloat16", Reason("dtype", "bfloat16",
+                                  "float32 checkpoint served in 16 bits (what vLLM's auto picks)"), None
     return native, Reason("dtype", native, f"the checkpoint's dtype, supported on compute capability {cc_text}"), None
 
 
