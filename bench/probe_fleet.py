@@ -77,9 +77,6 @@ def timed(argv: list[str], env: dict) -> tuple[float, subprocess.CompletedProces
     return time.perf_counter() - started, done
 
 
-TRITONOPS: list[str] = []  # the tritonops program measured (see --install)
-
-
 def installed_from_wheel(state: Path) -> str:
     """`tritonops` installed from a wheel of this tree (built again each run: the tree may have changed)
     into a venv of its own; a path line in a .pth file gives it this venv's dependencies, the same
@@ -102,9 +99,9 @@ def installed_from_wheel(state: Path) -> str:
     return str(venv / "bin" / "tritonops")
 
 
-def tritonops_run(inventory: Path, limit: str, n: int, env: dict) -> float:
+def tritonops_run(program: list[str], inventory: Path, limit: str, n: int, env: dict) -> float:
     cpu = children_cpu()
-    seconds, done = timed([*TRITONOPS, "probe", "-i", str(inventory),
+    seconds, done = timed([*program, "probe", "-i", str(inventory),
                            "--limit", limit, "--forks", str(n), "--json"], env)
     try:
         statuses = [host["status"] for host in json.loads(done.stdout)["hosts"]]
@@ -189,7 +186,8 @@ def handshakes(inventory: Path, count: int, env: dict) -> dict:
     return {key: statistics.median(values) for key, values in figures.items()}
 
 
-def measure(n: int, repeat: int, inventory: Path, env: dict, ansible: bool = True) -> dict:
+def measure(program: list[str], n: int, repeat: int, inventory: Path, env: dict, ansible: bool = True) -> dict:
+    """`program`: the tritonops command measured (see --install)."""
     names = [f"light-{i:02d}" for i in range(1, n + 1)]
     limit = ":".join(names)
     specs = [host.connection for host in load_inventory([str(inventory)]).select(limit)]
@@ -199,7 +197,7 @@ def measure(n: int, repeat: int, inventory: Path, env: dict, ansible: bool = Tru
         runs["load"].append(os.getloadavg()[0])
         for what in order[round_ % len(order):] + order[:round_ % len(order)]:
             if what == "tritonops":
-                runs["tritonops"].append(tritonops_run(inventory, limit, n, env))
+                runs["tritonops"].append(tritonops_run(program, inventory, limit, n, env))
             elif what == "openssh":
                 runs["openssh"].append(openssh_run(specs, env))
             else:
@@ -280,8 +278,8 @@ def main() -> int:
           f"{os.cpu_count()} CPUs here, load {os.getloadavg()[0]:.2f}", flush=True)
 
     measured = installed_from_wheel(state) if args.install == "wheel" else venv_tool("tritonops")
-    TRITONOPS[:] = [measured or sys.executable]
-    print(f"tritonops measured: {TRITONOPS[0]} ({args.install} install)", flush=True)
+    program = [measured] if measured else [sys.executable, "-m", "tritonops"]
+    print(f"tritonops measured: {' '.join(program)} ({args.install} install)", flush=True)
     env = dict(os.environ, **ANSIBLE_ENV)
     if not args.no_bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -293,10 +291,10 @@ def main() -> int:
             print(f"one connection + `true`, median of {args.handshakes} hosts: paramiko {hs['paramiko_wall']:.3f} s "
                   f"(controller CPU {hs['paramiko_cpu']:.3f} s), OpenSSH {hs['openssh_wall']:.3f} s "
                   f"(CPU {hs['openssh_cpu']:.3f} s)", flush=True)
-        measure(1, 1, inventory, env, not args.no_ansible)  # warm-up, not counted: bytecode compiled, the bundle cached
+        measure(program, 1, 1, inventory, env, not args.no_ansible)  # warm-up, not counted: bytecode compiled, the bundle cached
         CONTROLLER_CPU.clear()
         for n in sizes:
-            rows.append(measure(n, args.repeat, inventory, env, not args.no_ansible))
+            rows.append(measure(program, n, args.repeat, inventory, env, not args.no_ansible))
             m = rows[-1]["median"]
             print(f"N={n}: tritonops {m['tritonops']:.2f} s, OpenSSH {m['openssh']:.2f} s, "
                   f"Ansible {m['ansible']:.2f} s", flush=True)
