@@ -238,11 +238,12 @@ def _utilization(gpus: GpuSpec, profile: VllmProfile, request: SizingRequest) ->
     """gpu_memory_utilization, checked against the memory other processes hold: vLLM either refuses
     to start or runs out later; a default is lowered where that still leaves a usable budget."""
     asked = request.gpu_memory_utilization
-    chosen = _Utilization(asked, Reason("gpu_memory_utilization", str(asked), "as requested"), False) \
-        if asked is not None else _Utilization(
-            profile.default_gpu_memory_utilization, Reason("gpu_memory_utilization",
-                                                           str(profile.default_gpu_memory_utilization),
-                                                           f"vLLM {profile.version} default"), True)
+    if asked is not None:
+        chosen = _Utilization(asked, Reason("gpu_memory_utilization", str(asked), "as requested"), assumed=False)
+    else:
+        default = profile.default_gpu_memory_utilization
+        chosen = _Utilization(default, Reason("gpu_memory_utilization", str(default),
+                                              f"vLLM {profile.version} default"), assumed=True)
     if gpus.free_bytes is None:
         return chosen
     util, free, total = chosen.value, gpus.free_bytes, gpus.cuda_total_bytes
