@@ -150,3 +150,24 @@ def test_registry_has_the_starting_set_with_descriptions():
 def test_var_source_of_a_missing_variable_is_a_key_error(layered):
     with pytest.raises(KeyError):
         layered.host("node02").var_source("nope")
+
+
+def test_role_defaults_put_under_a_loaded_inventory_equal_loading_it_with_them(monkeypatch):
+    from tritonops.inventory.model import Setting
+    from tritonops.inventory.role_defaults import with_role_defaults
+
+    monkeypatch.chdir(LAYERED)
+    defaults = {"tritonops_root": Setting("/opt/tritonops", "roles/r/defaults/main.yml:1 (role r defaults)",
+                                          "roles/r/defaults/main.yml:1", str(LAYERED)),
+                "only_default": Setting(1, "roles/r/defaults/main.yml:2 (role r defaults)",
+                                        "roles/r/defaults/main.yml:2", str(LAYERED))}
+    extra = {"tritonops_deployment": "from-e"}
+    loaded_with = load_inventory(["hosts.yml"], ssh_config_file=os.devnull, defaults=defaults, extra_vars=extra)
+    put_under = with_role_defaults(load_inventory(["hosts.yml"], ssh_config_file=os.devnull, extra_vars=extra),
+                                   defaults)
+    assert [host.name for host in put_under.hosts] == [host.name for host in loaded_with.hosts]
+    for host, expected in zip(put_under.hosts, loaded_with.hosts):
+        assert host.vars == expected.vars and list(host.vars) == list(expected.vars)
+        assert host.history == expected.history
+        assert host.connection == expected.connection and host.groups == expected.groups
+    assert put_under.host("node02").var_source("only_default") == "roles/r/defaults/main.yml:2 (role r defaults)"

@@ -1,0 +1,50 @@
+"""A run's inputs, read once: the playbook and its roles, the inventory, the hosts --limit selects.
+
+pyinfra carries one State through its stages; here `load_run_inputs` is the only place a deploy,
+rollback or reading command reads its playbook and inventory files, and every later phase (the
+controller's own, compiling the playbook, running it) is handed the result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonops.inventory import load_inventory
+from tritonops.inventory.model import Host, Inventory
+from tritonops.inventory.role_defaults import with_role_defaults
+from tritonops.playbook.loader import load_playbook
+from tritonops.playbook.model import Play, Playbook
+
+
+@dataclass(frozen=True, eq=False)
+class RunInputs:
+    playbook: Playbook
+    inventory: Inventory             # every play's role defaults as its lowest layer, provenance kept
+    hosts: tuple[Host, ...]          # what --limit selects of it, in inventory order
+    paths: tuple[str, ...]           # the inventory files and folders as given (-i)
+    limit: str | None = None
+    extra_vars: Mapping[str, Any] = field(default_factory=dict)
+    loaded: Inventory | None = field(default=None, repr=False)  # as read, without role defaults
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(host.name for host in self.hosts)
+
+    def play_inventory(self, play: Play) -> Inventory:
+        """The inventory as one play sees it: that play's own role defaults as the lowest layer."""
+        return with_role_defaults(self.loaded or self.inventory, play.defaults)
+
+
+def load_run_inputs(playbook_path: str, inventory_paths: Sequence[str], *, roles_path: Sequence[str] = (),
+                    limit: str | None = None, extra_vars: Mapping[str, Any] | None = None,
+                    ssh_config_file: str | None = None) -> RunInputs:
+    """Every static mistake (playbook, roles, inventory, -e, --limit) raises here, before any host is
+    contacted."""
+    playbook = load_playbook(playbook_path, roles_path=roles_path)
+    extra_vars = dict(extra_vars or {})
+    loaded = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars)
+    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
+    inventory = with_role_defaults(loaded, defaults)
+    hosts = inventory.select(limit) if limit else inventory.hosts
+    return RunInputs(playbook, inventory, tuple(hosts), tuple(inventory_paths), limit, extra_vars, loaded)
