@@ -32,6 +32,7 @@ from tritonops.cli.cmd_deploy import default_playbook, default_roles_path  # noq
 from tritonops.deploy.flow import deploy  # noqa: E402
 from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
+from tritonops.playbook import load_run_inputs  # noqa: E402
 
 
 # Runs on the host: poll a model's /ready every 20 ms, print the Unix time it first answers 200.
@@ -92,11 +93,14 @@ def main() -> int:
         name = f"bench-fleet-{count}"
         extra = {"tritonops_deployment": name, "tritonops_http_port": 9100 + 10 * count,
                  "tritonops_grpc_port": 9101 + 10 * count, "tritonops_metrics_port": 9102 + 10 * count}
-        options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook),
-                                limit=",".join(h.name for h in chosen), extra_vars=extra)
+        options = DeployOptions()
+
+        def inputs():
+            return load_run_inputs(playbook, [args.inventory], roles_path=default_roles_path(playbook),
+                                   limit=",".join(h.name for h in chosen), extra_vars=extra)
         watchers = {h.name: watch_ready(h, extra["tritonops_http_port"], "vllm_model") for h in chosen}
         started = time.perf_counter()
-        first = deploy([args.inventory], options)
+        first = deploy(inputs(), options)
         seconds = time.perf_counter() - started
         lags = [gate_lag(h, name, watchers[h.name]) for h in chosen]
         if not first.ok:
@@ -104,7 +108,7 @@ def main() -> int:
             return 1
         before = {h.name: ssh(h, f"docker inspect --format '{{{{.State.StartedAt}}}}' tritonops-{name}") for h in chosen}
         started = time.perf_counter()
-        again = deploy([args.inventory], options)
+        again = deploy(inputs(), options)
         noop = time.perf_counter() - started
         after = {h.name: ssh(h, f"docker inspect --format '{{{{.State.StartedAt}}}}' tritonops-{name}") for h in chosen}
         restarts = sum(before[n] != after[n] for n in before)

@@ -29,6 +29,7 @@ from tritonops.deploy.flow import deploy  # noqa: E402
 from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.facts.probe import probe_hosts  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
+from tritonops.playbook import load_run_inputs  # noqa: E402
 from tritonops.sizing.engine_plan import SizingRequest  # noqa: E402
 
 
@@ -46,14 +47,17 @@ def main() -> int:
     from tritonops.playbook import parse_extra_vars
 
     extra = parse_extra_vars(args.extra_vars)
-    options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit,
-                            default_model=args.model, request=SizingRequest(model_ref=args.model or ""),
-                            extra_vars=extra)
+    options = DeployOptions(default_model=args.model, request=SizingRequest(model_ref=args.model or ""))
+
+    def inputs():  # read again by each deploy, as each `tritonops deploy` does
+        return load_run_inputs(playbook, [args.inventory], roles_path=default_roles_path(playbook),
+                               limit=args.limit, extra_vars=extra)
+
     hosts = load_inventory([args.inventory]).select(args.limit)
     specs = [host.connection for host in hosts]
 
     started = time.perf_counter()
-    first = deploy([args.inventory], options)
+    first = deploy(inputs(), options)
     print(f"converge: {time.perf_counter() - started:.2f} s, ok={first.ok}, "
           f"changed={sum(r.status == 'changed' for r in first.results)}")
     if not first.ok:
@@ -69,7 +73,7 @@ def main() -> int:
         probes.append(time.perf_counter() - started)
         assert all(host.status == "ok" for host in probe.hosts), [h.msg for h in probe.hosts]
         started = time.perf_counter()
-        report = deploy([args.inventory], options)
+        report = deploy(inputs(), options)
         deploys.append(time.perf_counter() - started)
         moved.append(report)
 

@@ -37,6 +37,7 @@ from tritonops.deploy.flow import deploy  # noqa: E402
 from tritonops.deploy.rollback import rollback  # noqa: E402
 from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
+from tritonops.playbook import load_run_inputs  # noqa: E402
 from tritonops.lab.faults import deployment_inventory, host_exec, host_snapshot, tcp_connections_to  # noqa: E402
 
 ROOT = "/opt/tritonops"
@@ -63,13 +64,15 @@ def run_soak(inventory: str, containers: dict[str, str], cycles: int, *, deploym
     """The cycles over the hosts of `inventory` (host name -> its lab container in `containers`);
     returns the figures (see main for their meaning)."""
     playbook, back_book = default_playbook("deploy.yml"), default_playbook("rollback.yml")
-    base = dict(playbook=playbook, roles_path=default_roles_path(playbook))
     kept = {"tritonops_keep_releases": keep}
-    back_options = DeployOptions(playbook=back_book, roles_path=default_roles_path(back_book), command="rollback",
-                                 extra_vars=kept)
+
+    def inputs(book: str, extra: dict):
+        return load_run_inputs(book, [inventory], roles_path=default_roles_path(book), extra_vars=extra)
+
+    options, back_options = DeployOptions(), DeployOptions(command="rollback")
     ports = {int(host.connection.port or 22) for host in load_inventory([inventory]).hosts}
     clean(containers, deployment)
-    first = deploy([inventory], DeployOptions(**base, extra_vars={**kept, "tritonops_max_num_seqs": 64}))
+    first = deploy(inputs(playbook, {**kept, "tritonops_max_num_seqs": 64}), options)
     if failures(first):
         raise SystemExit("the first deploy failed: " + "; ".join(failures(first)))
     before = {name: host_snapshot(c, ROOT, deployment) for name, c in containers.items()}
@@ -77,12 +80,12 @@ def run_soak(inventory: str, containers: dict[str, str], cycles: int, *, deploym
     seconds, problems = [], []
     for cycle in range(cycles):
         started = time.perf_counter()
-        good = deploy([inventory], DeployOptions(**base, extra_vars={**kept, "tritonops_max_num_seqs": 65 + cycle}))
+        good = deploy(inputs(playbook, {**kept, "tritonops_max_num_seqs": 65 + cycle}), options)
         problems += [f"cycle {cycle} good deploy: {f}" for f in failures(good)]
-        back = rollback([inventory], back_options)
+        back = rollback(inputs(back_book, kept), back_options)
         problems += [f"cycle {cycle} rollback: {f}" for f in failures(back)]
-        bad = deploy([inventory], DeployOptions(**base, extra_vars={
-            **kept, **BAD, "tritonops_engine_args": {"no_such_engine_arg": cycle + 1}}))
+        bad = deploy(inputs(playbook, {**kept, **BAD, "tritonops_engine_args": {"no_such_engine_arg": cycle + 1}}),
+                     options)
         for name in containers:
             served = serve_result(bad, name)
             if served is None or not served.msg.startswith("rolled back: unknown engine argument"):

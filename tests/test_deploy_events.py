@@ -4,7 +4,8 @@ import json
 import os
 import stat
 
-from tritonops.deploy.event_log import append_audit, events_argv, shipping_of
+from tritonops.deploy.event_log import append_audit, events_argv
+from tritonops.logs.shipping import shipping_of
 from tritonops.deploy.events import HostLabels, deploy_events
 from tritonops.logs.shipping import log_shipping
 from tritonops.results import HostResult

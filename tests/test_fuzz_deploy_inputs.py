@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fuzzcount import tried
 from tritonops.errors import TritonopsError
 from tritonops.operations.serve import ContainerSettings, serve_step
-from tritonops.playbook import compile_playbook, load_playbook, parse_extra_vars
+from tritonops.playbook import compile_playbook, load_run_inputs, parse_extra_vars
 from tritonops.serving import releases
 from tritonops.serving.releases import parse_releases, rollback_target
 
@@ -55,8 +55,7 @@ def test_any_playbook_and_role_load_and_compile_or_fail_in_one_line(plays, role_
         (root / "play.yml").write_text(yaml.safe_dump(plays))
         (root / "hosts.yml").write_text("all:\n  hosts:\n    h1:\n      ansible_host: 10.0.0.1\n")
         try:
-            playbook = load_playbook(str(root / "play.yml"))
-            compile_playbook(playbook, [str(root / "hosts.yml")])
+            compile_playbook(load_run_inputs(str(root / "play.yml"), [str(root / "hosts.yml")]))
         except TritonopsError as err:
             one_line(err)
 

@@ -30,7 +30,10 @@ TWO_MODELS = """      tritonops_models:
 def test_the_single_model_form_is_vllm_model_version_1(tmp_path):
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n")
     assert hp.ok and list(hp.files) == ["vllm_model/config.pbtxt", "vllm_model/1/model.json"]
-    assert json.loads(hp.files["vllm_model/1/model.json"])["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    # vLLM loads the weights from where the deploy puts them on the host, so plan shows that folder
+    assert json.loads(hp.files["vllm_model/1/model.json"])["model"] == \
+        "/opt/tritonops/default/models/Qwen--Qwen2.5-7B-Instruct@main"
+    assert hp.models[0].weights.args["repo"] == "Qwen/Qwen2.5-7B-Instruct"
 
 
 def test_several_models_and_versions_share_the_gpus_when_their_utilisations_fit(tmp_path):
@@ -171,3 +174,35 @@ def test_a_sized_key_is_forced_only_when_vouched_for_and_the_model_never(tmp_pat
                            "      tritonops_engine_args: {model: other/model}\n"
                            "      tritonops_engine_args_unchecked: [model]\n")
     assert not model.ok and "'model' is chosen and checked by sizing" in model.error
+
+
+def test_a_controller_folder_is_named_on_the_host_by_its_content_as_deploy_writes_it(tmp_path):
+    from tritonops.planning import controller_folders
+    from tritonops.weights.local import local_manifest
+
+    model = tmp_path / "my-model"
+    model.mkdir()
+    (model / "config.json").write_text((Path(__file__).parent / "fixtures" / "models" / "Qwen2.5-0.5B-Instruct"
+                                        / "config.json").read_text())
+    (tmp_path / "hosts.yml").write_text(f"all:\n  hosts:\n    h1:\n      ansible_host: 127.0.0.1\n"
+                                        f"      tritonops_model: {model}\n      tritonops_deployment: prod\n")
+    hosts = load_inventory([str(tmp_path / "hosts.yml")]).select(None)
+    models, errors = load_models_for(hosts, None)
+    folders = controller_folders(hosts, None)
+    hp = plan_hosts(hosts, {"h1": host_facts(1)}, SizingRequest(), models, errors, folders=folders)[0]
+    assert hp.ok, hp.errors
+    digest = local_manifest(str(model))[0].content_sha256()
+    folder = f"/opt/tritonops/prod/models/my-model@{digest[:12]}"
+    assert json.loads(hp.files["vllm_model/1/model.json"])["model"] == folder
+    assert hp.models[0].weights.args == {"source": "controller_dir", "deployment": "prod", "root": "/opt/tritonops",
+                                         "path": str(model)}
+
+    (model / "config.json").write_text("{}")  # other content, another folder on the host
+    changed = plan_hosts(hosts, {"h1": host_facts(1)}, SizingRequest(), models, errors,
+                         folders=controller_folders(hosts, None))[0]
+    assert json.loads(changed.files["vllm_model/1/model.json"])["model"] != folder
+
+
+def test_a_bad_deployment_root_is_that_hosts_plan_error(tmp_path):
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_root: relative/path\n")
+    assert not hp.ok and "tritonops_root must be an absolute path" in hp.error and not hp.files

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tritonops.deploy.weights_spec import weights_spec
+from tritonops.planning.weights_spec import weights_spec
 from tritonops.errors import InputError
 
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from tritonops.errors import InputError
-from tritonops.playbook import PlaybookError, compile_playbook, load_playbook, run_playbook
+from tritonops.playbook import PlaybookError, compile_playbook, load_run_inputs, run_playbook
 from tritonops.transport.sessions import SessionPool
 
 INVENTORY = """\
@@ -42,8 +42,8 @@ def attempt(tmp_path, playbook: str, **files):
     root = tmp_path / "out"
     root.mkdir()
     with pytest.raises(InputError) as caught:
-        compiled = compile_playbook(load_playbook(str(tmp_path / "site.yml")), [str(tmp_path / "inventory.yml")],
-                                    extra_vars={"root": str(root)})
+        compiled = compile_playbook(load_run_inputs(str(tmp_path / "site.yml"), [str(tmp_path / "inventory.yml")],
+                                                    extra_vars={"root": str(root)}))
         with SessionPool(compiled.connections) as pool:
             run_playbook(compiled, pool)
     assert os.listdir(root) == [], "a host was touched before the error was found"
@@ -163,8 +163,8 @@ def test_a_false_when_needs_no_variables(tmp_path):
             content: "{{ only_h1 }}"
           when: inventory_hostname == 'h1'
         """)})
-    compiled = compile_playbook(load_playbook(str(tmp_path / "site.yml")), [str(tmp_path / "inventory.yml")],
-                                extra_vars={"root": str(tmp_path)})
+    compiled = compile_playbook(load_run_inputs(str(tmp_path / "site.yml"), [str(tmp_path / "inventory.yml")],
+                                                extra_vars={"root": str(tmp_path)}))
     assert compiled.plays[0].tasks[0].hosts["h2"].skipped
 
 

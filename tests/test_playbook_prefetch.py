@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from tritonops.playbook import compile_playbook, load_playbook, run_playbook
+from tritonops.playbook import compile_playbook, load_run_inputs, run_playbook
 from tritonops.transport.sessions import SessionPool
 
 
@@ -13,7 +13,7 @@ def run(tmp_path, tasks, *, check=False):
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(
         {"all": {"hosts": {"h1": {"ansible_connection": "local"}}}}))
     (tmp_path / "site.yml").write_text(yaml.safe_dump([{"name": "p", "hosts": "all", "tasks": tasks}]))
-    compiled = compile_playbook(load_playbook(str(tmp_path / "site.yml")), [str(tmp_path / "inventory.yml")])
+    compiled = compile_playbook(load_run_inputs(str(tmp_path / "site.yml"), [str(tmp_path / "inventory.yml")]))
     with SessionPool(compiled.connections) as pool:
         result = run_playbook(compiled, pool, check=check)
         return result, pool.traffic().commands

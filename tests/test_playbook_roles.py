@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tritonops.playbook import HostDone, compile_playbook, load_playbook, run_playbook
+from tritonops.playbook import HostDone, compile_playbook, load_playbook, load_run_inputs, run_playbook
 from tritonops.transport.sessions import SessionPool
 
 LOCAL = "all:\n  vars:\n    ansible_connection: local\n  hosts:\n    h1:\n"
@@ -27,8 +27,9 @@ def run(tmp_path, playbook, inventory=LOCAL, roles_path=(), **options):
     write(tmp_path, {"site.yml": playbook, "inventory.yml": inventory})
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    compiled = compile_playbook(load_playbook(str(tmp_path / "site.yml"), roles_path=roles_path),
-                                [str(tmp_path / "inventory.yml")], extra_vars={"root": str(out)}, **options)
+    inputs = load_run_inputs(str(tmp_path / "site.yml"), [str(tmp_path / "inventory.yml")], roles_path=roles_path,
+                             extra_vars={"root": str(out)})
+    compiled = compile_playbook(inputs, **options)
     events = []
     with SessionPool(compiled.connections) as pool:
         return run_playbook(compiled, pool, on_event=events.append), events

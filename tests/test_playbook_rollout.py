@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from tritonops.playbook import BatchStarted, compile_playbook, load_playbook, run_playbook
+from tritonops.playbook import BatchStarted, compile_playbook, load_run_inputs, run_playbook
 from tritonops.transport.sessions import SessionPool
 
 INVENTORY = """\
@@ -47,8 +47,8 @@ def rollout(tmp_path, settings: str, broken: list[str]):
     root = tmp_path / "out"
     root.mkdir()
     (root / "blocker").write_text("a regular file: nothing can be put under it")
-    compiled = compile_playbook(load_playbook(str(tmp_path / "site.yml")), [str(tmp_path / "inventory.yml")],
-                                extra_vars={"root": str(root)}, host_facts={host: {"broken": True} for host in broken})
+    inputs = load_run_inputs(str(tmp_path / "site.yml"), [str(tmp_path / "inventory.yml")], extra_vars={"root": str(root)})
+    compiled = compile_playbook(inputs, host_facts={host: {"broken": True} for host in broken})
     events = []
     with SessionPool(compiled.connections, forks=6) as pool:
         run = run_playbook(compiled, pool, on_event=events.append)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tritonops.playbook import (HostDone, PlayStarted, TaskStarted, compile_playbook, load_playbook,
-                                run_playbook)
+                                load_run_inputs, run_playbook)
 from tritonops.transport.sessions import SessionPool
 
 SITE = Path(__file__).parent / "fixtures" / "playbooks" / "site"
@@ -16,8 +16,9 @@ SITE = Path(__file__).parent / "fixtures" / "playbooks" / "site"
 
 def play(root, *, check=False, diff=False, events=None, playbook="site.yml", **options):
     extra = {"root": str(root), **options.pop("extra_vars", {})}
-    compiled = compile_playbook(load_playbook(str(SITE / playbook)), [str(SITE / "inventory.yml")],
-                                extra_vars=extra, **options)
+    inputs = load_run_inputs(str(SITE / playbook), [str(SITE / "inventory.yml")], extra_vars=extra,
+                             limit=options.pop("limit", None))
+    compiled = compile_playbook(inputs, **options)
     with SessionPool(compiled.connections, forks=4) as pool:
         return run_playbook(compiled, pool, check=check, diff=diff, on_event=events.append if events is not None
                             else None)
@@ -189,8 +190,8 @@ def test_events_tell_a_live_display_about_plays_tasks_and_each_host(tmp_path):
 @pytest.mark.parametrize("forks", [1, 3])
 def test_a_failing_host_stops_getting_tasks_while_the_others_go_on(tmp_path, forks):
     (tmp_path / "h1").write_text("a regular file where h1's folder should be")
-    compiled = compile_playbook(load_playbook(str(SITE / "site.yml")), [str(SITE / "inventory.yml")],
-                                extra_vars={"root": str(tmp_path)})
+    compiled = compile_playbook(load_run_inputs(str(SITE / "site.yml"), [str(SITE / "inventory.yml")],
+                                                extra_vars={"root": str(tmp_path)}))
     with SessionPool(compiled.connections, forks=forks) as pool:
         run = run_playbook(compiled, pool)
     assert statuses(run, "app folder") == {"h1": "failed", "h2": "changed"}

@@ -154,3 +154,38 @@ def test_an_undefined_variable_stops_the_deploy_before_any_write(capsys, invento
     assert code == 2
     assert err[-1].startswith("error: ") and "main.yml:3" in err[-1] and "no_such_variable" in err[-1]
     assert lab_ssh(FULL_2080TI, f"test -e {ROOT}/dep-a", check=False).returncode == 1  # not even the lock
+
+
+def test_one_deploy_reads_its_inputs_once_and_writes_the_files_plan_shows(capsys, inventory, monkeypatch, lab_ssh):
+    """Every phase (facts, plan, lock, image, both compiles, the run, events, targets) works from the
+    inputs read once: each YAML file is opened once (they are read through values.files, by os.open).
+    Then `tritonops plan` shows the model repository the deploy wrote, byte for byte."""
+    from tritonops.cli.cmd_deploy import default_playbook
+
+    path = inventory()
+    opened: dict[str, int] = {}
+    real_open = os.open
+
+    def counting(file, *args, **kwargs):
+        name = os.path.realpath(os.fspath(file)) if isinstance(file, (str, os.PathLike)) else None
+        if name and name.endswith((".yml", ".yaml")):
+            opened[name] = opened.get(name, 0) + 1
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    code, report = deploy(capsys, path)
+    monkeypatch.setattr(os, "open", real_open)
+    assert code == 0, report["results"]
+    playbook = os.path.realpath(default_playbook("deploy.yml"))
+    assert opened[os.path.realpath(path)] == 1 and opened[playbook] == 1
+    roles = {name: count for name, count in opened.items() if "/roles/" in name}
+    assert len(roles) >= 6 and set(roles.values()) == {1}, opened
+    assert set(opened.values()) == {1}, opened
+
+    assert main(["plan", "-i", path, "--limit", "ga:gb", "--json"]) == 0
+    planned = {host["host"]: host["repository"] for host in json.loads(capsys.readouterr().out)}
+    for host, deployment in (("a1", "dep-a"), ("a2", "dep-b")):
+        newest = releases(lab_ssh, deployment)[-1]
+        for name in ("vllm_model/1/model.json", "vllm_model/config.pbtxt"):
+            written = lab_ssh(FULL_2080TI, f"cat {ROOT}/{deployment}/releases/{newest}/model_repository/{name}").stdout
+            assert planned[host][name] == written, (host, name)

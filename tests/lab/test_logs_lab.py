@@ -139,9 +139,10 @@ def test_an_unknown_logging_driver_is_refused_before_anything_is_touched(capsys,
 
 def test_logs_prints_each_hosts_lines_and_follows_new_ones(capsys, lab, inventory, on_host, tmp_path):
     from tritonops.cli.cmd_deploy import default_playbook, default_roles_path
-    from tritonops.deploy.run import DeployOptions
+    from tritonops.playbook import load_run_inputs
+    from tritonops.reading.sessions import ReadOptions
     from tritonops.lab.testing import LIGHT_H200X2
-    from tritonops.logs.fetch import read_logs
+    from tritonops.reading.logs import read_logs
 
     assert deploy(capsys, "-i", inventory)[0] == 0  # serving (a no-op after the tests above)
     code = main(["logs", "-i", inventory, "--tail", "5"])
@@ -162,14 +163,14 @@ def test_logs_prints_each_hosts_lines_and_follows_new_ones(capsys, lab, inventor
     assert "failed: " in problem
 
     playbook = default_playbook("deploy.yml")
-    options = DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook))
+    inputs = load_run_inputs(playbook, [inventory], roles_path=default_roles_path(playbook))
     rounds = []
 
     def between(_seconds):  # the engine logs an error line for this request
         on_host("curl -s -X POST localhost:18400/v2/models/vllm_model/generate "
                 "-d '{\"text_input\": \"__lab_engine_error__\", \"parameters\": {\"max_tokens\": 2}}'")
 
-    for results in read_logs([inventory], options, tail=1, since=None, follow=True, stop=lambda: len(rounds) >= 3,
+    for results in read_logs(inputs, ReadOptions(), tail=1, since=None, follow=True, stop=lambda: len(rounds) >= 3,
                              sleep=between):
         rounds.append([line.text for line in results[HOST].payload] if results[HOST].ok else results[HOST].msg)
     assert len(rounds[0]) == 1

@@ -61,16 +61,23 @@ def add_reading_options(parser) -> None:
     add_host_key_option(parser)
 
 
-def reading_options(args):
-    """DeployOptions for such a command: the deploy playbook's role defaults under the inventory,
-    --limit, --forks, -e and the host-key option."""
-    from tritonops.deploy.run import DeployOptions
-    from tritonops.playbook import parse_extra_vars
+def run_inputs(args, playbook: str, more_vars: dict | None = None):
+    """The run's inputs, read once: `playbook` with its roles (beside it, then --roles-path, then the
+    shipped ones), the -i inventory, --limit and -e (then `more_vars`)."""
+    from tritonops.playbook import load_run_inputs, parse_extra_vars
 
-    playbook = default_playbook("deploy.yml")
-    return DeployOptions(playbook=playbook, roles_path=default_roles_path(playbook), limit=args.limit,
-                         forks=args.forks, extra_vars=parse_extra_vars(args.extra_vars),
-                         accept_new_host_keys=args.accept_new_host_keys)
+    roles_path = tuple(getattr(args, "roles_path", ())) + default_roles_path(playbook)
+    return load_run_inputs(playbook, inventory_paths(args.inventory), roles_path=roles_path, limit=args.limit,
+                           extra_vars={**parse_extra_vars(args.extra_vars), **(more_vars or {})})
+
+
+def reading_inputs(args):
+    """(inputs, options) of a command that reads what a deploy made: the deploy playbook's role
+    defaults under the inventory (ports, the deployment's name), --limit, -e; --forks and the host-key option."""
+    from tritonops.reading.sessions import ReadOptions
+
+    return (run_inputs(args, default_playbook("deploy.yml")),
+            ReadOptions(forks=args.forks, accept_new_host_keys=args.accept_new_host_keys))
 
 
 def show_host_results(out, args, results, payload_key: str, table) -> int:
@@ -115,19 +122,17 @@ def _tags(given: list[str]) -> tuple[str, ...]:
 def run(args, out) -> int:
     from tritonops.deploy.flow import deploy
     from tritonops.deploy.run import DeployOptions
-    from tritonops.playbook import parse_extra_vars
 
     safe_name(args.model_name, "model name", "--model-name")
-    playbook = args.playbook or default_playbook("deploy.yml")
+    inputs = run_inputs(args, args.playbook or default_playbook("deploy.yml"))
     options = DeployOptions(
-        playbook=playbook, roles_path=tuple(args.roles_path) + default_roles_path(playbook), limit=args.limit,
-        extra_vars=parse_extra_vars(args.extra_vars), tags=_tags(args.tags) or ("all",),
+        tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock,
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
         metrics=not args.no_metrics, audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
-    report = deploy(inventory_paths(args.inventory), options,
+    report = deploy(inputs, options,
                     on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)
     if args.json:
         out.json(_report_json(report))

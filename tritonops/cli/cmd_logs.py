@@ -4,9 +4,8 @@ read through SSH (for teams without a collector)."""
 from __future__ import annotations
 
 from tritonops.cli.commands import COMMANDS
-from tritonops.cli.cmd_deploy import add_reading_options, reading_options
+from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs
 from tritonops.cli.output import line, status_text
-from tritonops.cli.selection import inventory_paths
 
 
 def register(subparsers, common) -> None:
@@ -24,12 +23,12 @@ def register(subparsers, common) -> None:
 
 def run(args, out) -> int:
     from tritonops.logs.ecs import parsed
-    from tritonops.logs.fetch import read_logs
+    from tritonops.reading.logs import read_logs
     from tritonops.logs.reading import since_value, tail_value
 
-    options = reading_options(args)
+    inputs, options = reading_inputs(args)
     failed = False
-    for results in read_logs(inventory_paths(args.inventory), options, tail=tail_value(args.tail),
+    for results in read_logs(inputs, options, tail=tail_value(args.tail),
                              since=since_value(args.since), follow=args.follow):
         width = max((len(r.host) for r in results), default=0)
         for result in results:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
-from tritonops.cli.cmd_deploy import add_reading_options, reading_options, show_host_results
+from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_host_results
 from tritonops.cli.output import line, status_text
-from tritonops.cli.selection import inventory_paths
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -28,9 +27,9 @@ def register(subparsers, common) -> None:
 
 
 def run(args, out) -> int:
-    from tritonops.metrics.fetch import fetch_metrics
+    from tritonops.reading.metrics import fetch_metrics
 
-    results = fetch_metrics(inventory_paths(args.inventory), reading_options(args))
+    results = fetch_metrics(*reading_inputs(args))
     return show_host_results(out, args, results, "metrics", _table)
 
 

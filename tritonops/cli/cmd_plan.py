@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.cli.output import line, styled
-from tritonops.cli.selection import add_host_key_option, selected_hosts
+from tritonops.cli.selection import add_host_key_option
 from tritonops.errors import InputError
 from tritonops.values.files import read_regular_text
 from tritonops.values.names import safe_name
@@ -40,6 +40,8 @@ def register(subparsers, common) -> None:
     parser.add_argument("--facts", type=Path, metavar="FILE",
                         help="a saved `tritonops probe --json` report instead of probing")
     parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
+                        help="extra variables, as deploy takes them (highest precedence; repeatable)")
     add_host_key_option(parser)
     add_engine_options(parser)
     parser.set_defaults(run=run)
@@ -73,17 +75,21 @@ def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, s
 
 
 def run(args, out) -> int:
-    from tritonops.planning import load_models_for, plan_hosts
+    from tritonops.cli.cmd_deploy import default_playbook, run_inputs
+    from tritonops.planning import controller_folders, load_models_for, plan_hosts
 
     if not args.inventory:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
     safe_name(args.model_name, "model name", "--model-name")
     base = request_from_args(args, args.model or "")
-    hosts = selected_hosts(args)
+    hosts = run_inputs(args, default_playbook("deploy.yml")).hosts  # as deploy sees them: role defaults, -e
+    if not hosts:
+        raise InputError(f"no host matches {args.limit!r}", "--limit")
     models, model_errors = load_models_for(hosts, args.model, args.model_name)
+    folders = controller_folders(hosts, args.model, args.model_name)
     facts, why = collect_facts(args, hosts)
-    plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why,
-                       default_model=args.model, default_name=args.model_name, metrics=not args.no_metrics)
+    plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why, default_model=args.model,
+                       default_name=args.model_name, metrics=not args.no_metrics, folders=folders)
     if args.json:
         out.json([_host_json(p) for p in plans])
     else:

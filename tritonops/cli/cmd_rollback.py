@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import (_print_report, _Progress, _report_json, _tags, add_playbook_options,
-                                      audit_log_of, default_playbook, default_roles_path)
-from tritonops.cli.selection import inventory_paths
+                                      audit_log_of, default_playbook, run_inputs)
 
 
 def register(subparsers, common) -> None:
@@ -20,19 +19,17 @@ def register(subparsers, common) -> None:
 
 
 def run(args, out) -> int:
-    from tritonops.deploy.rollback import rollback
+    from tritonops.deploy.rollback import rollback, rollback_vars
     from tritonops.deploy.run import DeployOptions
-    from tritonops.playbook import parse_extra_vars
 
-    playbook = args.playbook or default_playbook("rollback.yml")
+    inputs = run_inputs(args, args.playbook or default_playbook("rollback.yml"), rollback_vars(args.to))
     options = DeployOptions(
-        playbook=playbook, roles_path=tuple(args.roles_path) + default_roles_path(playbook), limit=args.limit,
-        extra_vars=parse_extra_vars(args.extra_vars), tags=_tags(args.tags) or ("all",),
+        tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock, command="rollback",
         audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
-    report = rollback(inventory_paths(args.inventory), options, to=args.to,
+    report = rollback(inputs, options,
                       on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)
     if args.json:
         out.json(_report_json(report))

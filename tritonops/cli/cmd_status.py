@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
-from tritonops.cli.cmd_deploy import add_reading_options, reading_options, show_host_results
+from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_host_results
 from tritonops.cli.output import status_text, styled
-from tritonops.cli.selection import inventory_paths
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -24,9 +23,9 @@ def register(subparsers, common) -> None:
 
 
 def run(args, out) -> int:
-    from tritonops.deploy.status import status
+    from tritonops.reading.status import status
 
-    results = status(inventory_paths(args.inventory), reading_options(args))
+    results = status(*reading_inputs(args))
     return show_host_results(out, args, results, "serving", _table)
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from tritonops.deploy.events import HostLabels, deploy_events
 from tritonops.deploy.run import DeployOptions, DeployReport
-from tritonops.logs.shipping import LogSettingError, LogShipping, deployment_tag, log_argv, log_shipping
+from tritonops.logs.shipping import LogShipping, log_argv, shipping_of
 from tritonops.results import HostResult
 from tritonops.serving.container import container_name
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -40,24 +40,6 @@ def append_audit(path: Path, docs: Iterable[Mapping[str, Any]]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as handle:
         handle.write(lines)
-
-
-# host variable -> log_shipping() keyword (the logging role's defaults are under every host's variables)
-_SIZE_VARS = {"tritonops_log_max_size": "max_size", "tritonops_log_max_file": "max_file",
-              "tritonops_log_buffer_size": "buffer_size"}
-
-
-def shipping_of(variables: Mapping[str, Any], deployment: str) -> LogShipping | None:
-    """The host's log settings from its variables; None when they do not make valid settings (the
-    serve task says why)."""
-    try:
-        return log_shipping(str(variables.get("tritonops_log_driver", "json-file")),
-                            variables.get("tritonops_log_collector") or None,
-                            variables.get("tritonops_log_options") or {},
-                            **{key: variables[var] for var, key in _SIZE_VARS.items() if var in variables},
-                            tag=deployment_tag(deployment))
-    except (LogSettingError, TypeError, ValueError):
-        return None
 
 
 def events_argv(shipping: LogShipping, image_id: str, deployment: str) -> tuple[str, ...]:

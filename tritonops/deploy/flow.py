@@ -2,8 +2,9 @@
 
 Phases over one SessionPool (each host dialled once), each host's outcome a result, a host that
 fails a phase leaving the run while the others go on:
-  1. load   the playbook, its roles and the inventory (with role defaults): every static mistake
-            is an error before any host is contacted;
+  1. load   the playbook, its roles and the inventory (with role defaults), read once by the caller
+            (playbook.inputs.load_run_inputs): every static mistake is an error before any host is
+            contacted;
   2. facts  the probe on every host (read-only);
   3. plan   sizing and the rendered model repository per host (pure); a host where the model does
             not fit fails here, with the sizing reason;
@@ -29,20 +30,18 @@ import os
 import posixpath
 import time
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from tritonops import __version__
 from tritonops.deploy.event_log import events_phase
-from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts, who
+from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
-from tritonops.deploy.weights_spec import WeightsSpec, weights_spec
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
-from tritonops.planning import HostDeployPlan, load_models_for, plan_hosts
-from tritonops.playbook import compile_playbook, load_playbook, run_playbook
+from tritonops.planning import HostDeployPlan, controller_folders, load_models_for, plan_hosts
+from tritonops.planning.deployment import deployment_of
+from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import OnEvent
-from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -50,17 +49,17 @@ from tritonops.transport.sessions import HostSession, SessionPool
 NO_IMAGE = {"id": "", "reference": ""}  # before the image phase, and in --check on a host without one
 
 
-def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: OnEvent | None = None,
+def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None = None,
            on_phase: Callable[[HostResult], None] | None = None, clock: Callable[[], float] = time.time) -> DeployReport:
     report = DeployReport(check=options.check)
     record = report.recorder(on_phase, clock)
     seen = report.watcher(on_event, clock)
     started = clock()
 
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    inventory, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
+    hosts = inputs.hosts
     deployments = {host.name: deployment_of(host) for host in hosts}
     models, model_errors = load_models_for(hosts, options.default_model, options.model_name)
+    folders = controller_folders(hosts, options.default_model, options.model_name)
     created = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
 
     with SessionPool([host.connection for host in hosts], forks=options.forks,
@@ -72,7 +71,7 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
                 probed[result.host] = result.payload
         alive = [host for host in hosts if host.name in probed]
         plans = plan_hosts(alive, probed, options.request, models, model_errors, default_model=options.default_model,
-                           default_name=options.model_name, metrics=options.metrics)
+                           default_name=options.model_name, metrics=options.metrics, folders=folders)
         report.plans = {plan.host: plan for plan in plans}
         ready = []
         for plan in plans:
@@ -80,14 +79,13 @@ def deploy(inventory_paths: Sequence[str], options: DeployOptions, *, on_event: 
             if plan.ok:
                 ready.append(plan.host)
         by_name = {host.name: host for host in hosts}
-        digest = inventory_digest(inventory_paths)
+        digest = inventory_digest(inputs.paths)
 
         def compiled_for(names, images):
             facts = {name: _host_facts(by_name[name], report.plans[name], images.get(name, NO_IMAGE),
                                        deployments[name], created, options, digest, probed[name]) for name in names}
-            return facts, compile_playbook(playbook, list(inventory_paths), limit=options.limit,
-                                           extra_vars=options.extra_vars, host_facts=facts, tags=options.tags,
-                                           skip_tags=options.skip_tags, only_hosts=names)
+            return facts, compile_playbook(inputs, host_facts=facts, tags=options.tags, skip_tags=options.skip_tags,
+                                           only_hosts=names)
 
         compiled_for(ready, {})  # every template rendered for every host before anything is written
         try:
@@ -154,28 +152,17 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
     return images
 
 
-@lru_cache(maxsize=64)
-def _controller_sha256(folder: str) -> str:
-    from tritonops.weights.local import local_manifest
-
-    return local_manifest(folder)[0].content_sha256()
-
-
 def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, str], created: str,
                 options: DeployOptions, inventory: str, probed=None) -> dict[str, Any]:
     """What the roles see of tritonops' own planning for this host (like Ansible facts)."""
     root, name = deployment
-    models, repository = [], []
+    models = []
     for model in plan.models:
-        weights: WeightsSpec = weights_spec(model.model, host.vars, root=root, deployment=name,
-                                            is_controller_folder=lambda ref: os.path.isdir(os.path.expanduser(ref)),
-                                            controller_sha256=_controller_sha256)
-        model_json = {**model.model_json, "model": weights.folder}  # vLLM loads the weights from the host
-        repository.append(RepositoryModel(model.name, model.version, model_json))
+        weights = model.weights  # planned with the host's folders: plan.files names them
         models.append({"name": model.name, "version": model.version, "model": model.model,
                        "weights": weights.args, "model_id": weights.model_id, "weights_dir": weights.folder,
                        "manifest": weights.manifest, "engine": model.plan.to_dict()})
-    files = render_model_repository(repository, metrics=options.metrics)
+    files = plan.files
     engines = [model.plan for model in plan.models]
     weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}

@@ -4,33 +4,36 @@ back to the named release, or to the newest earlier one that passed its gate."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from typing import Callable
 
 from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.targets import write_targets
-from tritonops.deploy.run import DeployOptions, DeployReport, deployment_of, locked, run_hosts, who
-from tritonops.playbook import compile_playbook, load_playbook, run_playbook
+from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
+from tritonops.planning.deployment import deployment_of
+from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import OnEvent
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.names import safe_name
 
 
-def rollback(inventory_paths: Sequence[str], options: DeployOptions, *, to: str | None = None,
-             on_event: OnEvent | None = None, on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
+def rollback_vars(to: str | None) -> dict[str, str]:
+    """The extra variable naming the release to go back to (--to), checked: it becomes a path on the host."""
+    return {"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {}
+
+
+def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None = None,
+             on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
+    """`inputs` loaded with rollback.yml and, for --to, `rollback_vars(to)` among the extra variables."""
     report = DeployReport(check=options.check)
     record = report.recorder(on_phase)
     seen = report.watcher(on_event)
     started = time.time()
-
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    extra = {**options.extra_vars, **({"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {})}
-    _, hosts = run_hosts(playbook, inventory_paths, options, extra)
+    hosts = inputs.hosts
     deployments = {host.name: deployment_of(host) for host in hosts}
 
     def compiled_for(names=None):
-        return compile_playbook(playbook, list(inventory_paths), limit=options.limit, extra_vars=extra,
-                                tags=options.tags, skip_tags=options.skip_tags, only_hosts=names)
+        return compile_playbook(inputs, tags=options.tags, skip_tags=options.skip_tags, only_hosts=names)
 
     compiled = compiled_for()  # every error before any host is contacted
     with SessionPool(list(compiled.connections), forks=options.forks,

@@ -1,5 +1,4 @@
-"""What deploy, rollback and status share: options and report shapes, the hosts a run works on (with
-the playbook's role defaults), each host's checked deployment folder, and the lock held over a run."""
+"""What deploy and rollback share: their options and report shapes, and the lock held over a run."""
 
 from __future__ import annotations
 
@@ -11,11 +10,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from tritonops.deploy import lock as host_lock
-from tritonops.errors import TritonopsError
-from tritonops.inventory import load_inventory
 from tritonops.planning import HostDeployPlan
 from tritonops.playbook.events import HostDone, OnEvent
 from tritonops.playbook.runner import PlaybookRun
@@ -23,19 +20,14 @@ from tritonops.results import HostResult, Recap
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.transport.base import Traffic
 from tritonops.transport.sessions import HostSession, SessionPool
-from tritonops.values.names import safe_name
 
-DEFAULT_ROOT = "/opt/tritonops"
-DEFAULT_DEPLOYMENT = "default"
 Record = Callable[[HostResult], None]
 
 
 @dataclass(frozen=True)
 class DeployOptions:
-    playbook: str
-    roles_path: tuple[str, ...] = ()
-    limit: str | None = None
-    extra_vars: dict[str, Any] = field(default_factory=dict)
+    """How a deploy or rollback runs; what it runs on (playbook, inventory, --limit, -e) is its RunInputs."""
+
     tags: tuple[str, ...] = ("all",)
     skip_tags: tuple[str, ...] = ()
     check: bool = False
@@ -102,24 +94,6 @@ def who() -> str:
     except (KeyError, OSError):
         user = str(os.getuid())
     return f"{user}@{socket.gethostname()}"
-
-
-def run_hosts(playbook, inventory_paths: Sequence[str], options: DeployOptions, extra_vars: dict):
-    """(inventory, the hosts --limit selects): loaded with the playbook's role defaults as the lowest layer."""
-    defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
-    inventory = load_inventory(list(inventory_paths), defaults=defaults, extra_vars=extra_vars)
-    return inventory, (inventory.select(options.limit) if options.limit else inventory.hosts)
-
-
-def deployment_of(host) -> tuple[str, str]:
-    """(root, deployment) of a host, checked: they become paths on it."""
-    root = str(host.vars.get("tritonops_root") or DEFAULT_ROOT)
-    where = host.setting("tritonops_root").where if "tritonops_root" in host.history else None
-    if not posixpath.isabs(root) or ".." in root.split("/") or any(c in root for c in "\n\0"):
-        raise TritonopsError(f"{where + ': ' if where else ''}tritonops_root must be an absolute path, not {root!r}")
-    name = host.vars.get("tritonops_deployment") or DEFAULT_DEPLOYMENT
-    at = host.setting("tritonops_deployment").where if "tritonops_deployment" in host.history else None
-    return posixpath.normpath(root), safe_name(name, "tritonops_deployment", at)
 
 
 @contextmanager

@@ -44,12 +44,6 @@ class HostReleases:
     error: str | None = None
 
 
-def _folder(host) -> str:
-    from tritonops.deploy.run import deployment_of
-
-    return posixpath.join(*deployment_of(host))
-
-
 def read_host(session: HostSession, folder: str) -> HostResult:
     out = session.transport.run(shlex.join(("python3", "-c", LISTING, folder)), timeout=60)
     if not out.ok:
@@ -84,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from tritonops.inventory import load_inventory
+    from tritonops.planning.deployment import deployment_dir
     from tritonops.transport.sessions import SessionPool
 
     parser = argparse.ArgumentParser(prog="python -m tritonops.lab releases",
@@ -93,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     hosts = load_inventory(args.inventory).select(args.limit)
-    folders = {host.name: _folder(host) for host in hosts}
+    folders = {host.name: deployment_dir(host) for host in hosts}
     with SessionPool([host.connection for host in hosts]) as pool:
         results = pool.run(lambda session: read_host(session, folders[session.name]))
     found = [r.payload or HostReleases(r.host, folders[r.host], error=r.msg) for r in results]

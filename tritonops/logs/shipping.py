@@ -152,3 +152,21 @@ def _value(key: str, value: Any) -> str:
 
 
 LOCAL_FALLBACK = log_shipping()  # what a container falls back to when its driver cannot start
+
+
+# host variable -> log_shipping() keyword (the logging role's defaults are under every host's variables)
+_SIZE_VARS = {"tritonops_log_max_size": "max_size", "tritonops_log_max_file": "max_file",
+              "tritonops_log_buffer_size": "buffer_size"}
+
+
+def shipping_of(variables: Mapping[str, Any], deployment: str) -> LogShipping | None:
+    """The host's log settings from its variables; None when they do not make valid settings (the
+    serve task says why)."""
+    try:
+        return log_shipping(str(variables.get("tritonops_log_driver", "json-file")),
+                            variables.get("tritonops_log_collector") or None,
+                            variables.get("tritonops_log_options") or {},
+                            **{key: variables[var] for var, key in _SIZE_VARS.items() if var in variables},
+                            tag=deployment_tag(deployment))
+    except (LogSettingError, TypeError, ValueError):
+        return None

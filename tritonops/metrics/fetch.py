@@ -1,5 +1,4 @@
-"""`tritonops metrics`: each host's :8002/metrics page read on the host through its SSH session (no
-other network path to the fleet is assumed), turned into per-model figures (figures.py).
+"""Reading a host's :8002/metrics page on the host itself (the flow is tritonops.reading.metrics).
 
 The page is fetched by a small program run as an argument list on the host (address and port are
 checked here and passed as arguments); it answers JSON: the HTTP status and the page, or why there
@@ -10,13 +9,10 @@ metrics gets a failed result saying so in one line; the others are unaffected.
 from __future__ import annotations
 
 import json
-from typing import Sequence
 
 from tritonops.metrics.figures import HostFigures, MetricsPageError, host_figures
 from tritonops.metrics.targets import WILDCARD_BINDS
 from tritonops.operations.facts import CommandQuery
-from tritonops.results import GroupResult, HostResult
-from tritonops.values.numbers import whole_number
 from tritonops.values.ssh_target import host_address
 
 MAX_PAGE = 32 * 1024 * 1024
@@ -72,39 +68,3 @@ def page_verdict(port: int, stdout: str) -> HostFigures:
         return host_figures(page)
     except MetricsPageError as err:
         raise MetricsPageError(f"metrics port {port} answered something else: {err}") from None
-
-
-def fetch_metrics(inventory_paths: Sequence[str], options) -> GroupResult[HostFigures]:
-    """One result per selected host: ok with HostFigures, or failed with the one-line problem."""
-    from tritonops.deploy.run import run_hosts
-    from tritonops.operations.execute import read_facts
-    from tritonops.playbook import load_playbook
-    from tritonops.transport.sessions import HostSession, SessionPool
-
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    _, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
-    queries = {}
-    for host in hosts:  # every value checked before any host is contacted
-        def at(name, host=host):
-            return host.setting(name).where if name in host.history else None
-        port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
-                            at("tritonops_metrics_port"), minimum=1, maximum=65535)
-        address = local_address(str(host.vars.get("tritonops_bind_address") or ""), at("tritonops_bind_address"))
-        queries[host.name] = (port, fetch_query(address, port))
-
-    def phase(session: HostSession) -> HostResult:
-        port, query = queries[session.name]
-        result = read_facts(session.transport, [query]).command(query.argv)
-        if not result.ok:
-            last = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}"])[-1]
-            return HostResult(session.name, "failed", f"could not run python3 on the host: {last[:200]}")
-        try:
-            figures = page_verdict(port, result.stdout)
-        except MetricsPageError as err:
-            return HostResult(session.name, "failed", str(err))
-        requests = sum(model.requests for model in figures.models)
-        return HostResult(session.name, "ok", f"{len(figures.models)} model(s), {requests:,} requests", figures)
-
-    with SessionPool([host.connection for host in hosts], forks=options.forks,
-                     accept_new_host_keys=options.accept_new_host_keys) as pool:
-        return pool.run(phase, task="metrics")

@@ -1,6 +1,7 @@
 """`plan_hosts`: every host's models sized for its probed GPUs, checked, and rendered as the
-model repository it would get. Pure given the loaded models; a bad value or a model that does
-not fit is that host's error, never the whole run's."""
+model repository it would get, naming the weights where they will be on that host: the bytes
+`plan` shows are the bytes `deploy` writes. Pure given the loaded models and controller folders;
+a bad value or a model that does not fit is that host's error, never the whole run's."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from dataclasses import dataclass, field, replace
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
+from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
 from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
+from tritonops.planning.weights_spec import ControllerFolders, WeightsSpec, planned_weights
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
@@ -29,8 +32,9 @@ class ModelInstancePlan:
     version: int
     model: str                       # the model reference (Hugging Face id or directory)
     plan: EnginePlan | None = None
-    model_json: dict = field(default_factory=dict)
+    model_json: dict = field(default_factory=dict)   # as rendered: "model" is the weights' folder on the host
     error: str | None = None
+    weights: WeightsSpec | None = None               # where the weights come from and land (when planned)
 
     @property
     def ok(self) -> bool:
@@ -67,21 +71,24 @@ class HostDeployPlan:
 def plan_hosts(hosts: Iterable, facts_by_host: Mapping[str, HostFacts | None], request: SizingRequest,
                models: Mapping[str, ModelSpec], model_errors: Mapping[str, str] | None = None,
                why_no_facts: Mapping[str, str] | None = None, default_model: str | None = None,
-               default_name: str = "vllm_model", metrics: bool = True) -> list[HostDeployPlan]:
+               default_name: str = "vllm_model", metrics: bool = True,
+               folders: ControllerFolders = ControllerFolders()) -> list[HostDeployPlan]:
     """One `HostDeployPlan` per host, in the hosts' order.
 
     `hosts`: inventory hosts (name, vars, where each var was set); `facts_by_host`: probe facts by
     host name, None (or absent) when the host has none, `why_no_facts` saying why; `request`: the
     base request (flags), which each host's variables and model entries override; `models`: every
-    model reference in use, loaded (`model_errors`: why one could not be)."""
+    model reference in use, loaded (`model_errors`: why one could not be); `folders`: the controller
+    folders among the references (planning.models.controller_folders; none: every reference is a hub repo)."""
     return [plan_host(host, facts_by_host.get(host.name), request, models, model_errors or {},
-                      (why_no_facts or {}).get(host.name), default_model, default_name, metrics)
+                      (why_no_facts or {}).get(host.name), default_model, default_name, metrics, folders)
             for host in hosts]
 
 
 def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Mapping[str, ModelSpec],
               model_errors: Mapping[str, str], why_no_facts: str | None, default_model: str | None,
-              default_name: str = "vllm_model", metrics: bool = True) -> HostDeployPlan:
+              default_name: str = "vllm_model", metrics: bool = True,
+              folders: ControllerFolders = ControllerFolders()) -> HostDeployPlan:
     name = host.name
     try:
         entries = model_entries(host, default_model, default_name)
@@ -113,9 +120,25 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
     notes = (ram_note,) if ram_note else ()
     if problem or ram_problem:
         return HostDeployPlan(name, instances, error="; ".join(p for p in (problem, ram_problem) if p), notes=notes)
+    try:
+        instances = _with_weights(host, instances, folders)
+    except TritonopsError as err:
+        return HostDeployPlan(name, instances, error=str(err), notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
     return HostDeployPlan(name, instances, files=files, notes=notes)
+
+
+def _with_weights(host, instances: tuple[ModelInstancePlan, ...],
+                  folders: ControllerFolders) -> tuple[ModelInstancePlan, ...]:
+    """Each instance with its weights planned and model.json naming their folder on the host (vLLM
+    loads them from there)."""
+    root, deployment = deployment_of(host)
+    planned = []
+    for instance in instances:
+        weights = planned_weights(instance.model, host.vars, root=root, deployment=deployment, folders=folders)
+        planned.append(replace(instance, weights=weights, model_json={**instance.model_json, "model": weights.folder}))
+    return tuple(planned)
 
 
 def _given_util(entry: ModelEntry, base: SizingRequest) -> float | None:

@@ -1,12 +1,15 @@
-"""Loading the model specs the hosts use: the only I/O of planning (config.json, safetensors
-headers, catalog or Hub). A model that cannot be read is an error for the hosts using it."""
+"""Reading what planning needs from outside: the model specs the hosts use (config.json, safetensors
+headers, catalog or Hub) and the controller folders their weights come from (manifest digests).
+The only I/O of planning; a model or folder that cannot be read is an error for the hosts using it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from tritonops.errors import TritonopsError
 from tritonops.planning.entries import model_entries
+from tritonops.planning.weights_spec import ControllerFolders, local_path
 from tritonops.sizing.model_spec import ModelSpec
 
 
@@ -39,3 +42,23 @@ def load_models_for(hosts: Iterable, default_model: str | None,
                     default_name: str = "vllm_model") -> tuple[dict[str, ModelSpec], dict[str, str]]:
     hosts = list(hosts)
     return load_models(model_refs(hosts, default_model, default_name))
+
+
+def controller_folders(hosts: Iterable, default_model: str | None,
+                       default_name: str = "vllm_model") -> ControllerFolders:
+    """Every model reference (and tritonops_weights_path) of the hosts that is a folder on this machine,
+    with its manifest digest: the files are hashed here, once per run (weights.local keeps the sums)."""
+    from tritonops.weights.local import local_manifest
+
+    hosts = list(hosts)
+    named = model_refs(hosts, default_model, default_name)
+    named |= {str(host.vars["tritonops_weights_path"]) for host in hosts if host.vars.get("tritonops_weights_path")}
+    digests, errors = {}, {}
+    for path in sorted({local_path(ref) for ref in named}):
+        if not os.path.isdir(path):
+            continue
+        try:
+            digests[path] = local_manifest(path)[0].content_sha256()
+        except TritonopsError as err:
+            errors[path] = str(err)
+    return ControllerFolders(digests, errors)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from tritonops.errors import TritonopsError
 from tritonops.weights import source as sources
 
 # host variable -> model_weights argument (hub sources)
@@ -23,6 +24,33 @@ _ARGUMENTS = {
     "tritonops_hf_endpoint": "endpoint",
     "tritonops_weights_runner": "runner",
 }
+
+
+@dataclass(frozen=True)
+class ControllerFolders:
+    """The model folders on the controller that a run names, by absolute path, with their manifest's
+    digest (a controller folder's model id is named by its content) or why it could not be read.
+    Read once by planning.models.controller_folders (the I/O); planning only looks things up here."""
+
+    digests: Mapping[str, str] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    def has(self, reference: str) -> bool:
+        key = local_path(reference)
+        return key in self.digests or key in self.errors
+
+    def sha256(self, folder: str) -> str:
+        key = local_path(folder)
+        if key in self.errors:
+            raise TritonopsError(self.errors[key])
+        if key not in self.digests:
+            raise TritonopsError(f"{folder} is not a folder on the controller")
+        return self.digests[key]
+
+
+def local_path(reference: str) -> str:
+    """A reference as a path on the controller (~ expanded, absolute): the key of ControllerFolders."""
+    return os.path.abspath(os.path.expanduser(reference))
 
 
 @dataclass(frozen=True)
@@ -48,8 +76,15 @@ def weights_spec(model_ref: str, variables: Mapping[str, Any], *, root: str, dep
                 args[argument] = variables[variable]
     else:  # a folder: on the host, or on the controller (pushed over SFTP)
         args["path"] = variables.get("tritonops_weights_path") or (
-            os.path.abspath(os.path.expanduser(model_ref)) if kind == "controller_dir" else model_ref)
+            local_path(model_ref) if kind == "controller_dir" else model_ref)
     source = sources.source_of(kind, repo=args.get("repo"), revision_=args.get("revision"), path=args.get("path"))
     model_id = source.model_id(controller_sha256(args["path"]) if kind == "controller_dir" else None)
     folder = posixpath.join(root, deployment, "models", model_id)
     return WeightsSpec(args, model_id, folder, posixpath.join(folder, ".tritonops-manifest.json"))
+
+
+def planned_weights(model_ref: str, variables: Mapping[str, Any], *, root: str, deployment: str,
+                    folders: ControllerFolders) -> WeightsSpec:
+    """weights_spec with what the run read of the controller's folders."""
+    return weights_spec(model_ref, variables, root=root, deployment=deployment, is_controller_folder=folders.has,
+                        controller_sha256=folders.sha256)

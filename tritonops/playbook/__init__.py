@@ -1,8 +1,8 @@
 """Playbooks and roles: Ansible-shaped YAML whose tasks name tritonops operations.
 
-    playbook = load_playbook("deploy.yml", roles_path=[...])              # strict, file:line errors
-    compiled = compile_playbook(playbook, ["inventory"], limit=..., extra_vars=parse_extra_vars(["a=1"]),
-                                host_facts={...}, tags=[...], skip_tags=[...])   # every host rendered
+    inputs = load_run_inputs("deploy.yml", ["inventory"], roles_path=[...], limit=...,
+                             extra_vars=parse_extra_vars(["a=1"]))   # read once, strict, file:line errors
+    compiled = compile_playbook(inputs, host_facts={...}, tags=[...], skip_tags=[...])   # every host rendered
     with SessionPool(compiled.connections, forks=10) as pool:
         run = run_playbook(compiled, pool, check=False, diff=True, on_event=print)   # PlaybookRun
 
@@ -14,10 +14,11 @@ from tritonops.playbook.compile import CompiledPlaybook, compile_playbook
 from tritonops.playbook.events import BatchStarted, Event, HostDone, PlayStarted, TaskStarted
 from tritonops.playbook.extra_vars import parse_extra_vars
 from tritonops.playbook.host_task import TaskOutcome
+from tritonops.playbook.inputs import RunInputs, load_run_inputs
 from tritonops.playbook.loader import load_playbook
 from tritonops.playbook.model import Play, Playbook, PlaybookError, Role, Task
 from tritonops.playbook.runner import PlaybookRun, run_playbook
 
 __all__ = ["BatchStarted", "CompiledPlaybook", "Event", "HostDone", "Play", "PlayStarted", "Playbook",
-           "PlaybookError", "PlaybookRun", "Role", "Task", "TaskOutcome", "TaskStarted", "compile_playbook",
-           "load_playbook", "parse_extra_vars", "run_playbook"]
+           "PlaybookError", "PlaybookRun", "Role", "RunInputs", "Task", "TaskOutcome", "TaskStarted",
+           "compile_playbook", "load_playbook", "load_run_inputs", "parse_extra_vars", "run_playbook"]

@@ -9,19 +9,19 @@ PlaybookError at its file:line naming the host; the run then never starts.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from tritonops.errors import InputError
-from tritonops.inventory import load_inventory
 from tritonops.inventory.model import Inventory
 from tritonops.operations.base import Args, Operation
 from tritonops.operations.registry import operation_named
 from tritonops.playbook.keys import did_you_mean
 from tritonops.playbook.lookups import Lookup
+from tritonops.playbook.inputs import RunInputs
 from tritonops.playbook.model import Play, Playbook, PlaybookError, Task
 from tritonops.playbook.tags import should_run
 from tritonops.playbook.templating import Scope, evaluate, render
@@ -61,25 +61,22 @@ class CompiledPlaybook:
     warnings: tuple[str, ...] = field(default=())
 
 
-def compile_playbook(playbook: Playbook, inventory_paths: Sequence[str], *, limit: str | None = None,
-                     extra_vars: Mapping[str, Any] | None = None,
-                     host_facts: Mapping[str, Mapping[str, Any]] | None = None,
+def compile_playbook(inputs: RunInputs, *, host_facts: Mapping[str, Mapping[str, Any]] | None = None,
                      tags: Collection[str] = ("all",), skip_tags: Collection[str] = (),
-                     ssh_config_file: str | None = None,
                      only_hosts: Collection[str] | None = None) -> CompiledPlaybook:
-    """`host_facts`: per host, variables tritonops found or planned (probe facts, sizing), visible to
+    """`inputs`: the run's playbook, inventory and --limit, read once (playbook/inputs.py).
+    `host_facts`: per host, variables tritonops found or planned (probe facts, sizing), visible to
     templates like Ansible facts (above inventory vars, below play vars). `only_hosts`: the hosts
     still in the run (a caller's earlier phases dropped the others), by name, within --limit."""
-    extra_vars = dict(extra_vars or {})
+    extra_vars = dict(inputs.extra_vars)
     host_facts = host_facts or {}
-    base = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars)
-    limited = {host.name for host in base.select(limit)} if limit else {host.name for host in base.hosts}
+    limited = set(inputs.names)
     if only_hosts is not None:
         limited &= set(only_hosts)
+    playbook = inputs.playbook
     plays = []
     for play in playbook.plays:
-        inventory = base if not play.defaults else load_inventory(
-            list(inventory_paths), ssh_config_file=ssh_config_file, defaults=play.defaults, extra_vars=extra_vars)
+        inventory = inputs.play_inventory(play)
         hosts = [host for host in _select(inventory, play) if host.name in limited]
         scopes = {host.name: host_scope(host, play, inventory, facts=host_facts.get(host.name, {}),
                                          extra_vars=extra_vars, playbook_path=playbook.path) for host in hosts}
@@ -87,7 +84,7 @@ def compile_playbook(playbook: Playbook, inventory_paths: Sequence[str], *, limi
         handlers = {handler.name: _compile_task(handler, scopes) for handler in play.handlers}
         plays.append(CompiledPlay(play, tuple(scopes), tasks, handlers))
     used = {name for compiled in plays for name in compiled.hosts}
-    connections = tuple(host.connection for host in base.hosts if host.name in used)
+    connections = tuple(host.connection for host in inputs.inventory.hosts if host.name in used)
     return CompiledPlaybook(playbook, tuple(plays), connections, _tag_warnings(playbook, tags, skip_tags))
 
 

@@ -6,25 +6,23 @@ from __future__ import annotations
 
 import shlex
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator
 
 from tritonops.logs.reading import LogLine, logs_argv, parse
+from tritonops.planning.deployment import deployment_of
+from tritonops.playbook.inputs import RunInputs
+from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
+from tritonops.transport.sessions import HostSession
 
 POLL_S = 1.0
 
 
-def read_logs(inventory_paths: Sequence[str], options, *, tail: int | None, since: str | None,
+def read_logs(inputs: RunInputs, options: ReadOptions, *, tail: int | None, since: str | None,
               follow: bool = False, stop: Callable[[], bool] = lambda: False,
               sleep: Callable[[float], None] = time.sleep) -> Iterator[GroupResult[list[LogLine]]]:
     """Yields one GroupResult per round (one without `follow`): per host, the new lines."""
-    from tritonops.deploy.run import deployment_of, run_hosts
-    from tritonops.playbook import load_playbook
-    from tritonops.transport.sessions import HostSession, SessionPool
-
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    _, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
-    deployments = {host.name: deployment_of(host)[1] for host in hosts}  # checked before any host is contacted
+    deployments = {host.name: deployment_of(host)[1] for host in inputs.hosts}  # checked before any host is contacted
     last: dict[str, str | None] = {name: None for name in deployments}
 
     def phase(session: HostSession) -> HostResult:
@@ -40,8 +38,7 @@ def read_logs(inventory_paths: Sequence[str], options, *, tail: int | None, sinc
             last[session.name] = lines[-1].received
         return HostResult(session.name, "ok", f"{len(lines)} line(s)", lines)
 
-    with SessionPool([host.connection for host in hosts], forks=options.forks,
-                     accept_new_host_keys=options.accept_new_host_keys) as pool:
+    with reading_pool(inputs, options) as pool:
         yield pool.run(phase, task="logs")
         while follow and not stop():
             sleep(POLL_S)

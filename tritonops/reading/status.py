@@ -1,24 +1,22 @@
-"""status: per host, what runs and how it does (tritonops.serving.status). Read-only."""
+"""`tritonops status`: per host, what runs and how it does (tritonops.serving.status). Read-only."""
 
 from __future__ import annotations
 
 import posixpath
-from typing import Sequence
 
-from tritonops.deploy.event_log import shipping_of
-from tritonops.deploy.run import DeployOptions, deployment_of, run_hosts
+from tritonops.logs.shipping import shipping_of
 from tritonops.operations.execute import read_facts
-from tritonops.playbook import load_playbook
+from tritonops.planning.deployment import deployment_of
+from tritonops.playbook.inputs import RunInputs
+from tritonops.reading.sessions import ReadOptions, read_each
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import parse_releases, releases_query
 from tritonops.serving.status import health_query, host_status, parse_health, utc_now
-from tritonops.transport.sessions import HostSession, SessionPool
+from tritonops.transport.sessions import HostSession
 
 
-def status(inventory_paths: Sequence[str], options: DeployOptions) -> GroupResult:
-    playbook = load_playbook(options.playbook, roles_path=options.roles_path)
-    _, hosts = run_hosts(playbook, inventory_paths, options, options.extra_vars)
-    by_name = {host.name: host for host in hosts}
+def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
+    by_name = {host.name: host for host in inputs.hosts}
 
     def phase(session: HostSession) -> HostResult:
         host = by_name[session.name]
@@ -35,6 +33,4 @@ def status(inventory_paths: Sequence[str], options: DeployOptions) -> GroupResul
         return HostResult(session.name, "ok" if serving else "failed",
                           "serving" if serving else f"container {found.container}, ready {found.ready}", found)
 
-    with SessionPool([host.connection for host in hosts], forks=options.forks,
-                     accept_new_host_keys=options.accept_new_host_keys) as pool:
-        return pool.run(phase, task="status")
+    return read_each(inputs, options, phase, "status")
