@@ -1,4 +1,4 @@
-"""`tritonops deploy` input errors: one line naming the file:line, exit 2, before any host is contacted."""
+"""`tritonops deploy` input errors: one line naming the file:line, exit 5, before any host is contacted."""
 
 import pytest
 import yaml
@@ -36,7 +36,7 @@ def test_playbook_mistakes_stop_the_deploy_before_any_host(capsys, tmp_path, unr
     if problem == "nope":  # an undefined variable is found when the tasks are rendered, after the (read-only) probe
         assert code != 0 and "unreachable" in captured.err + captured.out
         return
-    assert code == 2, captured
+    assert code == 5, captured  # bad input: nothing contacted
     assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
     assert f"main.yml:{line}" in captured.err and problem in captured.err
     assert "unreachable" not in captured.err + captured.out  # no host was contacted

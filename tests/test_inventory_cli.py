@@ -154,7 +154,7 @@ def test_host_json(capsys, monkeypatch):
 
 def test_unknown_host_is_an_error_with_a_suggestion(capsys):
     code, _, err = run(capsys, "inventory", "-i", FLEET, "--host", "h200-1")
-    assert code == 1
+    assert code == 5
     assert "no host named 'h200-1'" in err and "h200-01" in err
 
 
@@ -166,11 +166,11 @@ def test_warnings_go_to_stderr(capsys, monkeypatch):
     assert "group_vars/retired.yml: no group of that name" in err
 
 
-def test_inventory_errors_exit_1_with_file_and_line(capsys, tmp_path):
+def test_inventory_errors_exit_5_with_file_and_line(capsys, tmp_path):
     bad = tmp_path / "hosts.yml"
     bad.write_text("all:\n  hosts:\n    - h1\n")
     code, out, err = run(capsys, "inventory", "-i", str(bad))
-    assert code == 1
+    assert code == 5
     assert f"{bad}:2: 'hosts:' of group 'all' must be a mapping" in err
     assert out == ""
 
@@ -186,7 +186,7 @@ def test_without_dash_i_uses_dot_inventory(capsys, tmp_path, monkeypatch):
 def test_without_dash_i_and_without_dot_inventory_says_what_to_do(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run(capsys, "inventory")
-    assert code == 1
+    assert code == 5
     assert "pass -i PATH" in err
 
 

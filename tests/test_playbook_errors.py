@@ -61,7 +61,7 @@ def where(err) -> str:
 def test_an_unknown_play_key_is_named_with_a_suggestion(tmp_path):
     err = attempt(tmp_path, "- hosts: all\n  taks: []\n")
     assert where(err) == "site.yml:2" and "unknown key 'taks' in a play; did you mean tasks" in err.what
-    assert isinstance(err, PlaybookError) and err.exit_code == 2
+    assert isinstance(err, PlaybookError) and err.exit_code == 5
 
 
 def test_an_unknown_task_key_is_a_typo_of_a_keyword(tmp_path):
@@ -222,12 +222,12 @@ def test_an_unknown_tritonops_variable_in_role_defaults_is_caught_at_its_line(tm
                   **{"roles__app__tasks__main.yml": "[]",
                      "roles__app__defaults__main.yml": "a: 1\ntritonops_modle: x\n"})
     assert err.where.endswith("roles/app/defaults/main.yml:2") and "did you mean tritonops_model" in err.what
-    assert err.exit_code == 2
+    assert err.exit_code == 5
 
 
 def test_an_unknown_tritonops_variable_in_play_vars(tmp_path):
     err = attempt(tmp_path, "- hosts: all\n  vars:\n    tritonops_rooot: /x\n  tasks: []\n")
-    assert where(err) == "site.yml:3" and "did you mean tritonops_root" in err.what and err.exit_code == 2
+    assert where(err) == "site.yml:3" and "did you mean tritonops_root" in err.what and err.exit_code == 5
 
 
 def test_role_vars_are_refused_not_ignored(tmp_path):
@@ -260,4 +260,4 @@ def test_a_loop_must_be_a_list(tmp_path):
 
 def test_yaml_syntax_errors_carry_their_line(tmp_path):
     err = attempt(tmp_path, "- hosts: all\n  tasks:\n    - name: [unclosed\n")
-    assert where(err) == "site.yml:4" and "invalid YAML" in err.what and err.exit_code == 2
+    assert where(err) == "site.yml:4" and "invalid YAML" in err.what and err.exit_code == 5

@@ -17,7 +17,7 @@ def run_json(capsys, *argv):
 
 def test_size_qwen25_7b_on_2080ti_does_not_fit(capsys):
     code, out = run_json(capsys, "size", "--model", str(MODELS / "Qwen2.5-7B-Instruct"), "--gpu", "2080ti")
-    assert code == 1 and out["fits"] is False and out["dtype"] == "float16"
+    assert code == 2 and out["fits"] is False and out["dtype"] == "float16"
     assert {a["kind"] for a in out["alternatives"]} >= {"tensor_parallel", "quantized"}
     for key in ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager",
                 "max_num_seqs", "kv_cache_tokens", "kv_cache_bytes_per_gpu", "weights_bytes_per_gpu",
@@ -38,7 +38,7 @@ def test_size_qwen15_on_2080ti(capsys):
 def test_size_unknown_gpu_is_one_line(capsys):
     code = main(["size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "gtx480"])
     err = capsys.readouterr().err
-    assert code == 1 and "unknown GPU 'gtx480'" in err and "h200" in err
+    assert code == 5 and "unknown GPU 'gtx480'" in err and "h200" in err
 
 
 def test_size_human_output(capsys):
@@ -101,7 +101,7 @@ def test_plan_json_with_several_models_lists_every_engine_and_the_repository(tmp
     assert out[0]["model"] == "Qwen/Qwen2.5-7B-Instruct" and set(out[0]["files"]) == {"config.pbtxt", "1/model.json"}
 
 
-def test_plan_exits_1_when_a_host_asks_for_a_key_its_vllm_removed(tmp_path, capsys):
+def test_plan_exits_2_when_a_host_asks_for_a_key_its_vllm_removed(tmp_path, capsys):
     inventory = tmp_path / "lab.yml"
     inventory.write_text("""all:
   hosts:
@@ -113,7 +113,7 @@ def test_plan_exits_1_when_a_host_asks_for_a_key_its_vllm_removed(tmp_path, caps
     facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(1)),)))))
     code = main(["plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct", "--facts", str(facts)])
     text = capsys.readouterr().out
-    assert code == 1 and "does not accept engine argument 'disable_log_requests'" in text and "model.json" not in text
+    assert code == 2 and "does not accept engine argument 'disable_log_requests'" in text and "model.json" not in text
 
 
 def test_max_model_len_auto_chooses_and_shows_vllms_own_auto_fit(capsys):

@@ -46,7 +46,7 @@ def loaded(*argv: str) -> tuple[int, set[str]]:
                                   ["--forks", "x", "probe"]])
 def test_help_version_and_usage_errors_load_no_library(argv):
     code, modules = loaded(*argv)
-    assert code in (0, 2)
+    assert code in (0, 5)  # help and version 0, a usage mistake 5 (bad options)
     assert not modules & HEAVY, sorted(modules & HEAVY)
 
 
@@ -116,7 +116,7 @@ def test_probe_of_this_machine_as_json_loads_neither_rich_nor_ssh_nor_pydantic()
     """`probe --local --json`: the facts model (plain dataclasses) and the probe bundle (pynvml); nothing to
     draw tables with, no SSH library, and no pydantic (the probe's parser checks the host's output itself)."""
     code, modules = loaded("probe", "--local", "--json")
-    assert code in (0, 1)
+    assert code in (0, 2)  # this machine has no NVIDIA driver: the host failed
     assert not modules & {"rich", "paramiko", "fabric", "invoke", "docker", "jinja2", "yaml", "cryptography",
                           "pydantic", "pydantic_core"}
 
@@ -196,4 +196,4 @@ def test_the_program_exits_with_mains_code_and_all_its_output(tmp_path):
     assert len(json.loads(done.stdout)["_meta"]["hostvars"]) == 199
     bad = subprocess.run([sys.executable, "-m", "tritonops", "probe", "--no-such-flag"], capture_output=True,
                          text=True, timeout=60)
-    assert bad.returncode == 2 and "--no-such-flag" in bad.stderr
+    assert bad.returncode == 5 and "--no-such-flag" in bad.stderr

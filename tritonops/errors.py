@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from tritonops.exit_codes import ExitCode
+
 
 def one_line(text: str) -> str:
     """`text` with newlines and other control characters written as escapes (\\n, \\x1b): an error
@@ -17,13 +19,15 @@ def one_line(text: str) -> str:
 
 
 class TritonopsError(Exception):
-    """An error the user can act on. `exit_code` is what the CLI returns."""
+    """An error the user can act on. `exit_code` is what the CLI returns (tritonops/exit_codes.py)."""
 
-    exit_code = 1
+    exit_code: int = ExitCode.ERROR
 
 
 class InputError(TritonopsError):
     """Bad input in a file or an argument; `where` is 'file:line' or an option name."""
+
+    exit_code = ExitCode.BAD_INPUT
 
     def __init__(self, what: str, where: str | None = None):
         self.what = one_line(str(what))
@@ -34,11 +38,11 @@ class InputError(TritonopsError):
 class NotYetAvailable(TritonopsError):
     """A command that a later release of tritonops provides."""
 
-    exit_code = 2
-
 
 class HostError(TritonopsError):
     """Something went wrong on one host; the message names the host."""
+
+    exit_code = ExitCode.HOST_FAILED
 
     def __init__(self, host: str, what: str):
         self.host = host

@@ -158,7 +158,7 @@ def test_logs_prints_each_hosts_lines_and_follows_new_ones(capsys, lab, inventor
     both.write_text(yaml.safe_dump(data))
     code = main(["logs", "-i", str(both), "--tail", "2"])
     out = capsys.readouterr().out.splitlines()
-    assert code == 1 and sum(line.startswith(f"{HOST} ") for line in out) == 2
+    assert code == 2 and sum(line.startswith(f"{HOST} ") for line in out) == 2
     (problem,) = [line for line in out if line.startswith("nodocker")]
     assert "failed: " in problem
 

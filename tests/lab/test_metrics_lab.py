@@ -149,7 +149,7 @@ def test_deploy_writes_targets_prometheus_scrapes_them_metrics_prints_and_a_stop
     code, rejected = cli(capsys, "deploy", "-i", inventory, "--limit", "m-serve", "-e", json.dumps(
         {"tritonops_engine_args": {"no_such_engine_arg": 1}, "tritonops_engine_args_unchecked": ["no_such_engine_arg"]}))
     serve = next(r for r in rejected["results"] if r["task"].startswith("Triton serves"))
-    assert code == 1 and serve["msg"].startswith("rolled back"), serve
+    assert code == 2 and serve["msg"].startswith("rolled back"), serve
     assert ours() == written  # the release that serves after the rollback, not the rejected one
     rules = lab_prometheus.targets_file.parent / "tritonops.rules.yml"
     assert subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True).returncode == 0
@@ -166,7 +166,7 @@ def test_deploy_writes_targets_prometheus_scrapes_them_metrics_prints_and_a_stop
     # tritonops metrics: the serving host's figures, the other two hosts' problems, one line each
     code, hosts = cli(capsys, "metrics", "-i", inventory)
     by_host = {h["host"]: h for h in hosts}
-    assert code == 1 and set(by_host) == set(HOSTS)
+    assert code == 2 and set(by_host) == set(HOSTS)
     (model,) = by_host["m-serve"]["metrics"]["models"]
     assert by_host["m-serve"]["status"] == "ok" and model["model"] == "vllm_model"
     assert model["requests"] >= before + 3 and model["failures"] == 0
@@ -184,7 +184,7 @@ def test_deploy_writes_targets_prometheus_scrapes_them_metrics_prints_and_a_stop
         alerts = wait_until(lambda: firing(lab_prometheus, "TritonDown"), timeout_s=60, interval_s=1)
         assert alerts and alerts[0]["labels"]["release"] == current, prometheus.alerts(lab_prometheus)
         code, hosts = cli(capsys, "metrics", "-i", inventory, "--limit", "m-serve")
-        assert code == 1 and hosts[0]["msg"] == "metrics port 19002 closed (connection refused)"
+        assert code == 2 and hosts[0]["msg"] == "metrics port 19002 closed (connection refused)"
     finally:
         on_host("m-serve", f"docker start {CONTAINER}")
     assert wait_until(lambda: target_health(lab_prometheus) == "up", timeout_s=120, interval_s=1)

@@ -96,7 +96,7 @@ def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_stat
     code, bad = cli(capsys, "deploy", "-i", inventory, "-e", '{"tritonops_engine_args": {"no_such_engine_arg": 1}, '
                     '"tritonops_engine_args_unchecked": ["no_such_engine_arg"]}')
     serve = task(bad, "Triton serves")
-    assert code == 1 and serve["status"] == "failed"
+    assert code == 2 and serve["status"] == "failed"
     assert serve["msg"].startswith("rolled back: unknown engine argument") and "no_such_engine_arg" in serve["msg"]
     assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == current  # not switched
     assert generate(clean)  # the previous release answers again
@@ -110,7 +110,7 @@ def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_stat
 
     code, forced = cli(capsys, "deploy", "-i", inventory, "-e", json.dumps(forced_context(tmp_path)))
     serve = task(forced, "Triton serves")
-    assert code == 1 and serve["status"] == "failed", serve
+    assert code == 2 and serve["status"] == "failed", serve
     assert serve["msg"].startswith("rolled back: context larger than KV cache"), serve["msg"]
     assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == current
     assert generate(clean)  # the previous release (its own model) answers again
@@ -166,7 +166,7 @@ def test_a_gpu_another_process_holds_is_refused_before_anything_is_stopped(capsy
         set_gpu_faults(lab, FULL_2080TI, GpuFaults())
         clean(f"kill {intruder}")
     serve = task(report, "Triton serves")
-    assert code == 1 and serve["msg"] == (f"refused before anything was stopped: GPU busy: GPU 0 is held by pid "
+    assert code == 2 and serve["msg"] == (f"refused before anything was stopped: GPU busy: GPU 0 is held by pid "
                                           f"{intruder} (0.2 GiB)"), serve["msg"]
     assert clean(f"docker inspect --format '{{{{.State.StartedAt}}}}' {CONTAINER}").stdout == started  # untouched
     assert generate(clean)

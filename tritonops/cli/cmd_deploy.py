@@ -14,6 +14,7 @@ from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, request_from_args
 from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
 from tritonops.cli.selection import add_host_key_option, inventory_paths
+from tritonops.exit_codes import exit_code_of
 from tritonops.values.names import safe_name
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def reading_inputs(args):
 
 def show_host_results(out, args, results, payload_key: str, table) -> int:
     """A reading command's results: --json (host, status, msg, the payload under `payload_key`) or
-    `table(results)`; exit 1 when a host is not ok."""
+    `table(results)`; the exit code of the hosts' statuses (tritonops/exit_codes.py)."""
     import dataclasses
 
     if args.json:
@@ -90,7 +91,7 @@ def show_host_results(out, args, results, payload_key: str, table) -> int:
                    payload_key: dataclasses.asdict(r.payload) if r.payload else None} for r in results])
     else:
         out.print(table(results))
-    return 0 if results.all_ok else 1
+    return exit_code_of(r.status for r in results)
 
 
 def audit_log_of(args):
@@ -138,7 +139,7 @@ def run(args, out) -> int:
         out.json(_report_json(report))
     else:
         _print_report(out, report, args)
-    return 0 if report.ok else 1
+    return report.exit_code
 
 
 class _Progress:

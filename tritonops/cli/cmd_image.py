@@ -5,6 +5,7 @@ from __future__ import annotations
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
+from tritonops.exit_codes import exit_code_of
 from tritonops.errors import InputError
 from tritonops.image.ids import short_image_id
 
@@ -61,7 +62,7 @@ def run_build(args, out) -> int:
         for r in report.results:
             counts[r.status] = counts.get(r.status, 0) + 1
         out.info("recap: " + " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
-    return 0 if report.results.all_ok else 1
+    return exit_code_of(r.status for r in report.results)
 
 
 def run_status(args, out) -> int:
@@ -82,7 +83,7 @@ def run_status(args, out) -> int:
                           short_image_id(data.get("image_id")), data.get("vllm_version") or "",
                           short_image_id(data.get("base_digest")), r.msg)
         out.print(table)
-    return 0 if group.all_ok else 1
+    return exit_code_of(r.status for r in group)
 
 
 def _row(result) -> dict:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text, styled
+from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.lab.defaults import DEFAULT_PREFIX, PORT_BASE
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def run_up(args, out) -> int:
     state = api.up(request, state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,
                    port_base=args.port_base)
     _render(state, out, results=True)
-    return 1 if state.results.failed else 0
+    return exit_code_of(r.status for r in state.results)
 
 
 def run_down(args, out) -> int:
@@ -61,7 +62,7 @@ def run_down(args, out) -> int:
     state = api.down(state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,
                      purge=args.purge)
     _render(state, out, results=True)
-    return 1 if state.results.failed else 0
+    return exit_code_of(r.status for r in state.results)
 
 
 def run_status(args, out) -> int:
@@ -69,7 +70,7 @@ def run_status(args, out) -> int:
 
     state = api.status(state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out)
     _render(state, out, results=False)
-    return 0 if all(h.healthy for h in state.hosts) else 1
+    return ExitCode.OK if all(h.healthy for h in state.hosts) else ExitCode.HOST_FAILED
 
 
 def _render(state: LabState, out, results: bool) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs
 from tritonops.cli.output import line, status_text
+from tritonops.exit_codes import exit_code_of
 
 
 def register(subparsers, common) -> None:
@@ -27,13 +28,13 @@ def run(args, out) -> int:
     from tritonops.logs.reading import since_value, tail_value
 
     inputs, options = reading_inputs(args)
-    failed = False
+    statuses = set()
     for results in read_logs(inputs, options, tail=tail_value(args.tail),
                              since=since_value(args.since), follow=args.follow):
         width = max((len(r.host) for r in results), default=0)
         for result in results:
+            statuses.add(result.status)
             if not result.ok:
-                failed = True
                 if args.json:
                     out.json_line({"host": result.host, "status": result.status, "msg": result.msg})
                 else:
@@ -45,4 +46,4 @@ def run(args, out) -> int:
                                    "log": parsed(entry.text) or entry.text})
                 else:
                     out.text_line(f"{result.host:<{width}} | {entry.shown}")
-    return 1 if failed else 0
+    return exit_code_of(statuses)

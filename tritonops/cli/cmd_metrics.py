@@ -21,7 +21,7 @@ def register(subparsers, common) -> None:
                     "through SSH and shows per model: requests (success / failure), the average queue, "
                     "compute input / infer / output and whole-request time per request in ms, and where the "
                     "engine reports them vLLM's KV-cache usage and running / waiting requests. A host whose "
-                    "port is closed or answers something else is listed with its problem; exit 1 then.")
+                    "port is closed or answers something else is listed with its problem; exit 2 then.")
     add_reading_options(parser)
     parser.set_defaults(run=run)
 

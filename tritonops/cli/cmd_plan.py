@@ -14,6 +14,7 @@ from tritonops.cli.engine_options import add_engine_options, print_plan, request
 from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option
 from tritonops.errors import InputError
+from tritonops.exit_codes import exit_code_of
 from tritonops.values.files import read_regular_text
 from tritonops.values.names import safe_name
 
@@ -57,9 +58,9 @@ def _read_report(path: Path) -> ProbeReport:
         raise InputError(f"not a probe report: {str(err).splitlines()[0]}", str(path)) from None
 
 
-def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, str]]:
-    """Thin I/O: probe the hosts (or read --facts). Facts by inventory name, and why a
-    host has none."""
+def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, str], dict[str, str]]:
+    """Thin I/O: probe the hosts (or read --facts). Facts by inventory name, why a host has none,
+    and each host's probe status (ok, failed, unreachable; "failed" for a host not in the report)."""
     if args.facts:
         report = _read_report(args.facts)
     else:
@@ -71,7 +72,8 @@ def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, s
     facts = {h.name: by_name[h.name].facts if h.name in by_name else None for h in hosts}
     why = {h.name: (f"{by_name[h.name].status}: {by_name[h.name].msg}" if h.name in by_name
                     else "not in the probe report") for h in hosts}
-    return facts, why
+    probed = {h.name: by_name[h.name].status if h.name in by_name else "failed" for h in hosts}
+    return facts, why, probed
 
 
 def run(args, out) -> int:
@@ -87,7 +89,7 @@ def run(args, out) -> int:
         raise InputError(f"no host matches {args.limit!r}", "--limit")
     models, model_errors = load_models_for(hosts, args.model, args.model_name)
     folders = controller_folders(hosts, args.model, args.model_name)
-    facts, why = collect_facts(args, hosts)
+    facts, why, probed = collect_facts(args, hosts)
     plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why, default_model=args.model,
                        default_name=args.model_name, metrics=not args.no_metrics, folders=folders)
     if args.json:
@@ -95,7 +97,14 @@ def run(args, out) -> int:
     else:
         for hp in plans:
             _print_host(out, hp)
-    return 0 if all(p.ok for p in plans) else 1
+    return exit_code_of(_host_status(plan, probed[plan.host]) for plan in plans)
+
+
+def _host_status(plan: HostDeployPlan, probe_status: str) -> str:
+    """ok when the host's plan is; else why not: the probe's own status (unreachable), or failed."""
+    if plan.ok:
+        return "ok"
+    return probe_status if probe_status != "ok" else "failed"
 
 
 def _host_json(hp: HostDeployPlan) -> dict:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
+from tritonops.exit_codes import exit_code_of
 from tritonops.errors import InputError
 from tritonops.facts.defaults import DEFAULT_ROOT
 from tritonops.values.numbers import real_number
@@ -67,7 +68,7 @@ def run(args, out) -> int:
         out.json(report_to_json(report))
     else:
         out.print(probe_table(report))
-    return 0 if all(host.status == "ok" for host in report.hosts) else 1
+    return exit_code_of(host.status for host in report.hosts)
 
 
 def probe_table(report: ProbeReport) -> Table:

@@ -35,4 +35,4 @@ def run(args, out) -> int:
         out.json(_report_json(report))
     else:
         _print_report(out, report, args, title="ROLLBACK RECAP")
-    return 0 if report.ok else 1
+    return report.exit_code

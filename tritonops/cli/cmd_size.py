@@ -5,6 +5,7 @@ from __future__ import annotations
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.errors import InputError
+from tritonops.exit_codes import ExitCode
 from tritonops.sizing.gpu_catalog import GPU_CATALOG
 from tritonops.sizing.gpu_spec import MAX_GPUS_PER_HOST, gpu_spec_from_catalog, gpu_spec_from_numbers
 
@@ -54,7 +55,7 @@ def run(args, out) -> int:
         out.json(plan.to_dict())
     else:
         print_plan(out, plan)
-    return 0 if plan.fits else 1
+    return ExitCode.OK if plan.fits else ExitCode.HOST_FAILED  # the model does not fit those GPUs
 
 
 def _list(args, out) -> int:

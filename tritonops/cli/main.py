@@ -23,6 +23,16 @@ import sys
 from tritonops import __version__
 from tritonops.cli.commands import COMMANDS
 from tritonops.errors import TritonopsError
+from tritonops.exit_codes import ExitCode
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage mistake exits 5, ansible-playbook's code for bad options (argparse's own is 2, which
+    here means a host failed)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     """The options every command takes. Subcommands suppress defaults so a value
@@ -44,7 +54,7 @@ def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
 def build_parser(commands: tuple[str, ...] = tuple(COMMANDS)) -> argparse.ArgumentParser:
     """The parser with the modules of `commands` registered; every other command is listed by its name
     and summary only (main never runs one of those)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tritonops",
         description="Turn bare-metal GPU hosts into a Triton Inference Server + vLLM serving fleet.",
         parents=[_global_options(suppress_defaults=False)],
@@ -111,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_libraries(args.verbose)
     if not args.command:
         parser.print_help()
-        return 2
+        return ExitCode.BAD_INPUT
     try:
         return args.run(args, out)
     except TritonopsError as err:
@@ -119,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         out.error("interrupted")
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 def program() -> None:

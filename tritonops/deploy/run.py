@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from tritonops.deploy import lock as host_lock
+from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.planning import HostDeployPlan
 from tritonops.playbook.events import HostDone, OnEvent
 from tritonops.playbook.runner import PlaybookRun
@@ -67,6 +68,14 @@ class DeployReport:
     @property
     def ok(self) -> bool:
         return self.recap.all_ok and (self.run is None or self.run.stopped_reason is None)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """ansible-playbook's: 4 a host unreachable, 2 a host failed or the rollout stopped, else 0."""
+        code = exit_code_of(result.status for result in self.results)
+        if code == ExitCode.OK and self.run is not None and self.run.stopped_reason is not None:
+            return ExitCode.HOST_FAILED
+        return code
 
     def watcher(self, on_event: OnEvent | None, clock: Callable[[], float] = time.time) -> OnEvent:
         """The playbook run's event callback: each host's task result goes on the timeline (with

@@ -7,7 +7,7 @@
         run = run_playbook(compiled, pool, check=False, diff=True, on_event=print)   # PlaybookRun
 
 Everything that can be wrong in the playbook, its roles or the variables is found by the first two
-calls, before any host is touched (PlaybookError, exit code 2).
+calls, before any host is touched (PlaybookError, exit code 5: bad input).
 """
 
 from tritonops.playbook.compile import CompiledPlaybook, compile_playbook

@@ -44,7 +44,7 @@ def string_list(value: object, where: str, what: str) -> tuple[str, ...]:
 
 
 def check_known_vars(settings: dict[str, Setting]) -> None:
-    """A misspelt tritonops_* variable in a playbook or role is a playbook mistake (exit 2)."""
+    """A misspelt tritonops_* variable in a playbook or role is a playbook mistake (exit 5)."""
     try:
         check_known(settings.items())
     except InputError as err:

@@ -10,9 +10,7 @@ from tritonops.inventory.model import Setting
 
 
 class PlaybookError(InputError):
-    """A mistake in a playbook or role, found before any host is touched; the CLI exits 2."""
-
-    exit_code = 2
+    """A mistake in a playbook or role, found before any host is touched; the CLI exits 5 (bad input)."""
 
 
 @dataclass(frozen=True)
