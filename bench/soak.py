@@ -38,6 +38,8 @@ from tritonops.deploy.rollback import rollback  # noqa: E402
 from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 from tritonops.playbook import load_run_inputs  # noqa: E402
+from tritonops.playbook.host_task import TaskOutcome  # noqa: E402
+from tritonops.serving.outcome import ServeOutcome  # noqa: E402
 from tritonops.lab.faults import deployment_inventory, host_exec, host_snapshot, tcp_connections_to  # noqa: E402
 
 ROOT = "/opt/tritonops"
@@ -50,7 +52,9 @@ def failures(report) -> list[str]:
 
 
 def serve_result(report, host: str):
-    return next((r for r in report.results if r.host == host and r.task.startswith("Triton serves")), None)
+    """The host's serve task result (its payload names the operation, and says the ServeOutcome)."""
+    return next((r for r in report.results if r.host == host and isinstance(r.payload, TaskOutcome)
+                 and r.payload.operation == "serve_release"), None)
 
 
 def controller_counts(ports: set[int]) -> dict:
@@ -88,7 +92,8 @@ def run_soak(inventory: str, containers: dict[str, str], cycles: int, *, deploym
                      options)
         for name in containers:
             served = serve_result(bad, name)
-            if served is None or not served.msg.startswith("rolled back: unknown engine argument"):
+            outcome = served.payload.outcome(ServeOutcome) if served is not None else None
+            if outcome is None or (outcome.status, outcome.reason_kind) != ("rolled_back", "unknown engine argument"):
                 problems.append(f"cycle {cycle} bad deploy on {name}: {served.msg if served else 'no serve result'}")
         seconds.append(time.perf_counter() - started)
         so_far = f", {len(problems)} problem(s) so far" if problems else ""

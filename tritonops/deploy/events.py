@@ -1,21 +1,23 @@
 """A deploy's (or rollback's) own events per host, in the log format of the containers' lines
 (logs.ecs): started, each phase and task with its outcome, the health gate's result or the
-rollback and its reason, finished. Pure: built from the report's timeline after the run.
+rollback and its reason, finished. Pure: built from the report's timeline after the run, reading
+each task's typed outcome (TaskOutcome: the operation, a ServeOutcome, the ReleaseMade), never its
+message.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from tritonops.logs.ecs import event
+from tritonops.operations.release import ReleaseMade
+from tritonops.playbook.host_task import TaskOutcome
 from tritonops.results import HostResult
+from tritonops.serving.outcome import ServeOutcome
 
-RELEASE_ID = re.compile(r"\b(\d{8}T\d{6}Z-[0-9a-f]{8})\b")
-GATE_NOTE = re.compile(r"\(gate passed: (.*?)(?:; log shipping degraded: .*)?\)$")
-SERVE_TASKS = ("Triton serves",)  # the tasks whose result is the health gate's
+SERVE_OPERATIONS = ("serve_release", "rollback_release")  # the tasks whose result is the health gate's
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,7 @@ def host_events(host: str, labels: HostLabels, timeline: Sequence[tuple[float, H
     tasks as the run learned them."""
     release = ""
     for _, result in timeline:
-        found = RELEASE_ID.findall(result.msg or "")
-        release = found[-1] if found else release
+        release = _release_of(result) or release
 
     def doc(at: float, level: str, message: str, **fields) -> dict:
         return event(stamp(at), host, labels.deployment, release, labels.model, level, message, **fields)
@@ -43,8 +44,8 @@ def host_events(host: str, labels: HostLabels, timeline: Sequence[tuple[float, H
     docs = [doc(started, "info", f"{command} started by {who}", action=f"{command}-started")]
     for at, result in timeline:
         phase = result.task or "task"
-        if phase.startswith(SERVE_TASKS):
-            docs.append(_gate(doc, at, result, command))
+        if isinstance(result.payload, TaskOutcome) and result.payload.operation in SERVE_OPERATIONS:
+            docs.append(_gate(doc, at, result, result.payload.outcome(ServeOutcome)))
             continue
         level = "error" if result.failed else "info"
         docs.append(doc(at, level, f"{phase}: {result.status}" + (f": {result.msg}" if result.msg else ""),
@@ -56,19 +57,27 @@ def host_events(host: str, labels: HostLabels, timeline: Sequence[tuple[float, H
     return docs
 
 
-def _gate(doc, at: float, result: HostResult, command: str) -> dict:
+def _release_of(result: HostResult) -> str | None:
+    """The release a task made or started (the one serving again after a rollback), if it says."""
+    if not isinstance(result.payload, TaskOutcome):
+        return None
+    served = result.payload.outcome(ServeOutcome)
+    if served is not None:
+        return served.serving_release
+    made = result.payload.outcome(ReleaseMade)
+    return made.release if made is not None else None
+
+
+def _gate(doc, at: float, result: HostResult, served: ServeOutcome | None) -> dict:
     msg = result.msg or ""
     if result.status == "ok":
         return doc(at, "info", "gate: nothing to start, the release already serves", action="gate", status="unchanged")
     if not result.failed:
-        found = GATE_NOTE.search(msg)
-        release = RELEASE_ID.findall(msg)
-        said = f"release {release[-1]}: {found.group(1)}" if found and release else msg
+        said = f"release {served.release}: {served.gate_figures}" if served is not None else msg
         return doc(at, "info", f"gate passed: {said}", action="gate", status="passed",
                    seconds=round(result.elapsed_s, 2))
-    if msg.startswith("rolled back: "):
-        return doc(at, "error", f"gate failed, {msg}", action="rollback", status="rolled_back",
-                   reason=msg[len("rolled back: "):].split(" (release ")[0])
+    if served is not None and served.status == "rolled_back":
+        return doc(at, "error", f"gate failed, {msg}", action="rollback", status="rolled_back", reason=served.reason)
     return doc(at, "error", f"gate failed: {msg}", action="gate", status="failed", reason=msg)
 
 

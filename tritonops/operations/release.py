@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
 from pydantic import field_validator
@@ -101,6 +102,24 @@ def existing_release(names: Iterable[str], digest: str) -> str | None:
     return matching[-1] if matching else None
 
 
+@dataclass(frozen=True)
+class ReleaseMade:
+    """What the release task learned: the id of the release it made."""
+
+    release: str
+    note = None  # nothing to add to the step's description
+
+
+@dataclass(frozen=True)
+class PublishRelease(Rename):
+    """The finished release folder appearing under its id (a Rename), saying which release it made."""
+
+    release: str = ""
+
+    def outcome_of(self, result) -> ReleaseMade:
+        return ReleaseMade(self.release)
+
+
 class ReleaseOperation:
     name: ClassVar[str] = "release"
     Args: ClassVar[type[Args]] = ReleaseArgs
@@ -119,7 +138,7 @@ class ReleaseOperation:
         for path, text in sorted(args.files.items()):
             yield PutFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode())
         yield PutFile(posixpath.join(partial, RELEASE_FILE), release_json(args, weights).encode())
-        yield Rename(partial, final)
+        yield PublishRelease(partial, final, release_id(args, weights))
 
 
 release = register(ReleaseOperation())

@@ -26,13 +26,14 @@ from tritonops.operations.base import Args
 from tritonops.operations.facts import CommandQuery, DirQuery, Facts, FileQuery, Query
 from tritonops.operations.registry import register
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
-from tritonops.operations.steps import Step
+from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import (DEFAULT_ULIMITS, Ports, ServeSpec, container_name, logging_digest,
                                          run_argv)
-from tritonops.serving.verdict import KV_PATTERNS, classify
-from tritonops.transport.base import CommandResult, Transport
+from tritonops.serving.outcome import ServeOutcome, serve_outcome
+from tritonops.serving.verdict import KV_PATTERNS
+from tritonops.transport.base import Transport
 
 
 class ContainerSettings(Args):
@@ -123,46 +124,24 @@ class ServeStep:
     def describe(self) -> str:
         return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
 
-    def done_note(self, result: CommandResult) -> str | None:
-        """Said after the step ran: log shipping that fell back to the host's local logs."""
-        outcome = json.loads(result.stdout)
-        notes = []
-        if outcome.get("status") == "switched":
-            kv = outcome.get("kv_cache_tokens") or {}
-            ready = f"ready in {outcome['ready_s']:.1f} s, " if outcome.get("ready_s") is not None else ""
-            reported = f"{kv['reported']:,}" if kv.get("reported") is not None else "not reported"
-            notes.append(f"gate passed: {ready}KV cache {reported} tokens (planned {kv.get('predicted', 0):,})")
-        if outcome.get("shipping"):
-            notes.append(f"log shipping degraded: {outcome['shipping']}")
-        return "; ".join(notes) or None
-
-    def run_on(self, transport: Transport) -> CommandResult:
+    def run_on(self, transport: Transport) -> Learned:
         command = shlex.join(("python3", "-c", program.SOURCE))
         result = transport.run(command, stdin=json.dumps(self.payload).encode(),
                                timeout=self.payload["deadline_s"] * 2 + 180)
         if not result.ok:
             raise TritonopsError(f"the serve program failed (exit {result.exit_code}): {result.tail(3)}")
-        outcome = json.loads(result.stdout)
-        verdict = serve_verdict(outcome, self.predicted_kv_tokens)
-        if verdict is not None:
-            raise TritonopsError(verdict)
-        return result
+        outcome = serve_outcome(json.loads(result.stdout), self.spec.release, self.predicted_kv_tokens)
+        if not outcome.served:
+            raise StepFailed(outcome.failure, outcome)
+        return Learned(result.command, result.exit_code, result.stdout, result.stderr, outcome)
+
+    def outcome_of(self, result: Learned) -> ServeOutcome:
+        return result.outcome
 
 
-def serve_verdict(outcome: dict[str, Any], predicted_kv_tokens: int) -> str | None:
-    """None when the release serves; else the task's one-line failure. Pure."""
-    status = outcome.get("status")
-    if status in ("switched", "unchanged"):
-        return None
-    log = "\n".join(outcome.get("log") or ())
-    reason = classify(log) or classify(outcome.get("why", ""))
-    why = str(reason) if reason else outcome.get("why", "failed")
-    if status == "rolled_back":
-        return f"rolled back: {why} (release {outcome.get('previous')} serves again; the failed container is kept as {outcome.get('kept_as')})"
-    if status == "refused":
-        return f"refused before anything was stopped: {why}"
-    extra = f"; the previous release did not come back either: {outcome.get('rollback_why')}" if outcome.get("previous") else ""
-    return f"{why}{extra}"
+def serve_verdict(answer: dict[str, Any], predicted_kv_tokens: int) -> str | None:
+    """None when the release serves; else the task's one-line failure (the serve program's answer). Pure."""
+    return serve_outcome(answer, "", predicted_kv_tokens).failure
 
 
 class ServeOperation:

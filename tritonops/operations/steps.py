@@ -5,6 +5,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from tritonops.errors import TritonopsError
+from tritonops.transport.base import CommandResult
+
 
 @dataclass(frozen=True)
 class PutFile:
@@ -73,3 +76,20 @@ class Run:
 
 
 Step = PutFile | MakeDir | Symlink | Remove | Rename | Run
+
+
+@dataclass(frozen=True)
+class Learned(CommandResult):
+    """A step's command result with what the step learned from it, typed: parsed once where it
+    arrived. A step offers it through `outcome_of(result)`; the task's result carries it."""
+
+    outcome: object = None
+
+
+class StepFailed(TritonopsError):
+    """A step that ran and did not do what it was for; `outcome` is what it learned, typed (the task's
+    failed result carries it as its payload)."""
+
+    def __init__(self, message: str, outcome: object):
+        super().__init__(message)
+        self.outcome = outcome

@@ -5,8 +5,9 @@ task's queries answered in one round trip when the batch starts, see runner.py) 
 has changed on the host since: the first step carried out drops the prefetch, so no task ever sees
 facts older than the host's last change. In check mode the steps are only reported (nothing
 changes, so the prefetch serves the whole play); a task is `changed` when it had steps to do.
-A step that learns something worth saying while it runs (the serve step: log shipping degraded)
-has `done_note(result) -> str | None`; its note follows the step's description in the result.
+A step that learns something while it runs has `outcome_of(result)`: a typed outcome (the serve
+step: a ServeOutcome with the gate's figures; the release step: the release it made) that the task's
+result carries, and whose `note`, if any, follows the step's description in the one-line message.
 """
 
 from __future__ import annotations
@@ -26,16 +27,25 @@ PREFETCH = "prefetched_facts"  # HostSession.extras key of the batch's prefetche
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    """A task result's payload: the steps that were (or, in check mode, would be) carried out."""
+    """A task result's payload: which operation ran, the steps that were (or, in check mode, would be)
+    carried out, and what those steps learned, typed (a failed task: the failing step's, if it said)."""
 
-    steps: tuple[str, ...]
-    check: bool
+    operation: str
+    steps: tuple[str, ...] = ()
+    check: bool = False
+    outcomes: tuple[object, ...] = ()
+
+    def outcome(self, kind: type):
+        """The last outcome of that type, or None."""
+        found = [outcome for outcome in self.outcomes if isinstance(outcome, kind)]
+        return found[-1] if found else None
 
 
 def run_host_task(session: HostSession, operation: Operation, args_list: Sequence[Args], *, check: bool,
                   diff: bool) -> HostResult[TaskOutcome]:
     done: list[str] = []
     diffs: list[str] = []
+    learned: list[object] = []
     for args in args_list:
         queries = list(operation.facts(args))
         prefetched = session.extras.get(PREFETCH)
@@ -49,11 +59,14 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
             if not check:
                 session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
                 result = run_step(session.transport, step)
-                note = step.done_note(result) if hasattr(step, "done_note") else None
-                said = f"{said} ({note})" if note else said
+                outcome = step.outcome_of(result) if hasattr(step, "outcome_of") else None
+                if outcome is not None:
+                    learned.append(outcome)
+                    said = f"{said} ({outcome.note})" if outcome.note else said
             done.append(said)
     status = "changed" if done else "ok"
     msg = "; ".join(done[:MSG_STEPS]) + (f"; and {len(done) - MSG_STEPS} more" if len(done) > MSG_STEPS else "")
     if check and done:
         msg = "would " + msg
-    return HostResult(session.name, status, msg, TaskOutcome(tuple(done), check), "".join(diffs) or None)
+    return HostResult(session.name, status, msg, TaskOutcome(operation.name, tuple(done), check, tuple(learned)),
+                      "".join(diffs) or None)

@@ -24,7 +24,8 @@ from tritonops.playbook.batches import batches
 from tritonops.playbook.compile import CompiledPlay, CompiledPlaybook, CompiledTask
 from tritonops.playbook.events import BatchStarted, HostDone, OnEvent, PlayStarted, TaskStarted
 from tritonops.operations.execute import read_facts
-from tritonops.playbook.host_task import PREFETCH, run_host_task
+from tritonops.operations.steps import StepFailed
+from tritonops.playbook.host_task import PREFETCH, TaskOutcome, run_host_task
 from tritonops.results import HostResult, Recap
 from tritonops.transport.base import CommandTimeout, Unreachable
 from tritonops.transport.sessions import HostSession, SessionPool, described, one_line
@@ -138,7 +139,7 @@ def _task(run: _Run, play: CompiledPlay, compiled: CompiledTask, active: list[st
     for host in hosts:
         planned = compiled.hosts[host]
         if planned.skipped:
-            results[host] = HostResult(host, "skipped", planned.why, task=task.name)
+            results[host] = HostResult(host, "skipped", planned.why, TaskOutcome(compiled.operation.name), task=task.name)
             run.emit(HostDone(play.play.name, results[host]))
     emitted: set[str] = set()
 
@@ -175,9 +176,12 @@ def _on_host(run: _Run, compiled: CompiledTask, session: HostSession) -> HostRes
                                check=run.check, diff=run.diff)
     except Unreachable as exc:
         run.pool.lost(session.name, str(exc))
-        result = HostResult(session.name, "unreachable", one_line(str(exc)))
+        result = HostResult(session.name, "unreachable", one_line(str(exc)), TaskOutcome(compiled.operation.name))
+    except StepFailed as exc:  # the step said what happened, typed: the result carries it
+        result = HostResult(session.name, "failed", one_line(str(exc)),
+                            TaskOutcome(compiled.operation.name, check=run.check, outcomes=(exc.outcome,)))
     except (CommandTimeout, TritonopsError) as exc:
-        result = HostResult(session.name, "failed", one_line(str(exc)))
+        result = HostResult(session.name, "failed", one_line(str(exc)), TaskOutcome(compiled.operation.name))
     except Exception as exc:  # a bug or an unexpected host: that host's result, not the run's end
-        result = HostResult(session.name, "failed", one_line(described(exc)))
+        result = HostResult(session.name, "failed", one_line(described(exc)), TaskOutcome(compiled.operation.name))
     return replace(result, task=name, elapsed_s=time.monotonic() - started)

@@ -1,0 +1,85 @@
+"""What the serve program did on a host, as data: parsed once from its JSON answer where it arrives
+(the serve step), then read by field everywhere after (the task's result, the deploy events, the
+CLI). Its one-line texts are made from the fields, never read back. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tritonops.serving.verdict import classify
+
+ServeStatus = Literal["switched", "unchanged", "rolled_back", "refused", "failed"]
+
+
+@dataclass(frozen=True)
+class ServeOutcome:
+    status: ServeStatus
+    release: str                    # the release the program was asked to start
+    reason: str = ""                # why it does not serve: the log's known failure, else the program's words
+    reason_kind: str = ""           # that failure's kind (serving.verdict.KINDS), "" when not recognised
+    previous: str | None = None     # the release that served before
+    kept_as: str | None = None      # the failed container's name, kept for a look
+    rollback_why: str | None = None  # why the previous release did not come back (status failed)
+    ready_s: float | None = None    # seconds until every model was ready (switched)
+    kv_reported: int | None = None  # vLLM's own KV-cache size line
+    kv_predicted: int = 0           # the plan's
+    shipping: str = ""              # log shipping that fell back to the host's local logs, and why
+
+    @property
+    def served(self) -> bool:
+        return self.status in ("switched", "unchanged")
+
+    @property
+    def note(self) -> str | None:
+        """Said after the step's description when it served: the gate's figures, degraded shipping."""
+        notes = []
+        if self.status == "switched":
+            notes.append(f"gate passed: {self.gate_figures}")
+        if self.shipping:
+            notes.append(f"log shipping degraded: {self.shipping}")
+        return "; ".join(notes) or None
+
+    @property
+    def gate_figures(self) -> str:
+        """How the gate found the new release: its time to ready and vLLM's KV cache against the plan's."""
+        ready = f"ready in {self.ready_s:.1f} s, " if self.ready_s is not None else ""
+        reported = f"{self.kv_reported:,}" if self.kv_reported is not None else "not reported"
+        return f"{ready}KV cache {reported} tokens (planned {self.kv_predicted:,})"
+
+    @property
+    def serving_release(self) -> str:
+        """The release serving after the program: the previous one when it rolled back."""
+        if self.status == "rolled_back" and self.previous:
+            return self.previous
+        return self.release
+
+    @property
+    def failure(self) -> str | None:
+        """None when the release serves; else the task's one-line failure."""
+        if self.served:
+            return None
+        if self.status == "rolled_back":
+            return (f"rolled back: {self.reason} (release {self.previous} serves again; the failed container is "
+                    f"kept as {self.kept_as})")
+        if self.status == "refused":
+            return f"refused before anything was stopped: {self.reason}"
+        extra = f"; the previous release did not come back either: {self.rollback_why}" if self.previous else ""
+        return f"{self.reason}{extra}"
+
+
+def serve_outcome(answer: dict[str, Any], release: str, predicted_kv_tokens: int) -> ServeOutcome:
+    """The serve program's JSON answer (serving/program.py `finish`) as a ServeOutcome."""
+    status = answer.get("status")
+    if status not in ("switched", "unchanged", "rolled_back", "refused"):
+        status = "failed"
+    reason, kind = "", ""
+    if status not in ("switched", "unchanged"):
+        found = classify("\n".join(answer.get("log") or ())) or classify(answer.get("why", ""))
+        reason, kind = (str(found), found.kind) if found else (answer.get("why", "failed"), "")
+    kv = answer.get("kv_cache_tokens") or {}
+    return ServeOutcome(status=status, release=release, reason=reason, reason_kind=kind,
+                        previous=answer.get("previous"), kept_as=answer.get("kept_as"),
+                        rollback_why=answer.get("rollback_why"), ready_s=answer.get("ready_s"),
+                        kv_reported=kv.get("reported"), kv_predicted=kv.get("predicted", predicted_kv_tokens) or 0,
+                        shipping=answer.get("shipping") or "")
