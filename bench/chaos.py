@@ -101,17 +101,26 @@ class Trial:
         return "".join(self.lines) + "".join(self._out)
 
 
+def lock_refused(deploy_json: str) -> bool:
+    """Whether a deploy's --json document has a host whose lock was refused (held by the cut-off run)."""
+    try:
+        rows = json.loads(deploy_json)["results"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return any(row["task"] == "lock" and row["status"] == "failed" for row in rows)
+
+
 def converged(inventory: str, containers: dict[str, str], deployment: str) -> list[str]:
     """Why the deployment has not converged (empty: it has): status, current, gate, container, lock."""
     why = []
     status = tritonops("status", "-i", inventory, "--json")
     try:
-        hosts = {entry["host"]: entry for entry in json.loads(status.stdout)}
+        hosts = {entry["host"]: entry for entry in json.loads(status.stdout)["results"]}
     except ValueError:
         return [f"status --json unreadable (exit {status.returncode}): {status.stderr.strip()[-300:]}"]
     for name, container in containers.items():
         entry = hosts.get(name) or {}
-        serving = entry.get("serving") or {}
+        serving = entry.get("payload") or {}
         if entry.get("status") != "ok":
             why.append(f"{name}: status {entry.get('status')}: {entry.get('msg')}")
         found = current_state(container, ROOT, deployment, f"tritonops-{deployment}")
@@ -153,7 +162,7 @@ def run_chaos(inventory: str, playbook: str, containers: dict[str, str], injecto
         healed = injector.heal()
         manual = []
         rerun = tritonops("deploy", *base, *extra, "--json")
-        if rerun.returncode != 0 and "locked by" in rerun.stderr + rerun.stdout:
+        if rerun.returncode != 0 and lock_refused(rerun.stdout):
             manual.append("--break-lock")
             rerun = tritonops("deploy", *base, *extra, "--json", "--break-lock")
         problems = [] if rerun.returncode == 0 else [f"rerun exit {rerun.returncode}: " + " | ".join(

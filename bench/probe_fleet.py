@@ -104,7 +104,7 @@ def tritonops_run(program: list[str], inventory: Path, limit: str, n: int, env: 
     seconds, done = timed([*program, "probe", "-i", str(inventory),
                            "--limit", limit, "--forks", str(n), "--json"], env)
     try:
-        statuses = [host["status"] for host in json.loads(done.stdout)["hosts"]]
+        statuses = [row["status"] for row in json.loads(done.stdout)["results"]]
     except (ValueError, KeyError):
         raise BenchFailure(f"tritonops probe: exit {done.returncode}, no report\n{done.stderr[-2000:]}") from None
     if len(statuses) != n or set(statuses) != {"ok"}:

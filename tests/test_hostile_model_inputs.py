@@ -407,7 +407,7 @@ def test_plan_with_a_nonsense_host_variable_writes_no_files_for_that_host(tmp_pa
         HostProbe(host="good", status="ok", facts=host_facts(1)),
         HostProbe(host="bad", status="ok", facts=host_facts(1)))))))
     code = main(["plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct", "--facts", str(facts), "--json"])
-    out = {h["host"]: h for h in json.loads(capsys.readouterr().out)}
+    out = {row["host"]: row["payload"] for row in json.loads(capsys.readouterr().out)["results"]}
     assert code == 2  # a host failed (its plan)
     assert out["bad"]["ok"] is False and out["bad"]["plan"] is None and out["bad"]["files"] == {}
     assert out["bad"]["error"] == f"{inventory}:7: tritonops_max_num_seqs must be at least 1, not -1"

@@ -71,7 +71,7 @@ def test_plan_per_host_from_a_saved_report(tmp_path, capsys):
     code, out = run_json(capsys, "plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct",
                          "--facts", str(facts))
     assert code == 0
-    by_host = {h["host"]: h for h in out}
+    by_host = {row["host"]: row["payload"] for row in out["results"]}
     assert by_host["small"]["plan"]["dtype"] == "float16"
     assert by_host["a100"]["plan"]["tensor_parallel_size"] == 1
     assert by_host["h200"]["plan"]["max_num_seqs"] == 256
@@ -93,6 +93,7 @@ def test_plan_json_with_several_models_lists_every_engine_and_the_repository(tmp
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(HostProbe(host="h200", status="ok", facts=host_facts(8)),)))))
     code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts))
+    out = [row["payload"] for row in out["results"]]
     assert code == 0 and out[0]["ok"] is True
     assert [(m["name"], m["version"]) for m in out[0]["models"]] == [("chat", 1), ("small", 1), ("small", 2)]
     assert sorted(out[0]["repository"]) == ["chat/1/model.json", "chat/config.pbtxt", "small/1/model.json",

@@ -103,5 +103,12 @@ class Recap:
     def rows(self) -> list[tuple[str, dict[str, int]]]:
         return [(host, {status: counts[status] for status in STATUSES}) for host, counts in self.counts.items()]
 
+    def totals(self) -> dict[str, int]:
+        """How many results ended in each status, over every host (statuses that occurred only)."""
+        summed: Counter = Counter()
+        for counts in self.counts.values():
+            summed.update(counts)
+        return {status: summed[status] for status in STATUSES if summed[status]}
+
     def to_json(self) -> dict[str, dict[str, int]]:
         return dict(self.rows())

@@ -52,10 +52,10 @@ def test_probe_reaches_every_gpu_host_through_the_bastion(lab, inventories, caps
     code = main(["probe", "-i", str(inventories[proxy]), "--limit", ":".join(GPU_HOSTS), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report
-    hosts = {h["host"]: h for h in report["hosts"]}
+    hosts = {row["host"]: row for row in report["results"]}
     assert {name: h["status"] for name, h in hosts.items()} == {name: "ok" for name in GPU_HOSTS}
-    assert {name: len(h["facts"]["nvidia"]["gpus"]) for name, h in hosts.items()} == GPU_HOSTS
-    assert hosts[LIGHT_H200X2]["facts"]["nvidia"]["gpus"][0]["name"] == "NVIDIA H200"
+    assert {name: len(h["payload"]["nvidia"]["gpus"]) for name, h in hosts.items()} == GPU_HOSTS
+    assert hosts[LIGHT_H200X2]["payload"]["nvidia"]["gpus"][0]["name"] == "NVIDIA H200"
 
 
 @pytest.mark.lab

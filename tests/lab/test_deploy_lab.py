@@ -10,9 +10,11 @@ deployments (dep-a, dep-b): each has its own folder, lock and releases there, as
 import json
 import os
 
+import jsonschema
 import pytest
 import yaml
 
+from tests.test_result_json import SCHEMA as RESULT_SCHEMA
 from tritonops.cli.main import main
 from tritonops.deploy.lock import LockOwner, acquire
 from tritonops.lab.hub import tiny_model
@@ -63,7 +65,10 @@ def inventory(lab, model_dir, tmp_path, lab_ssh):
 def deploy(capsys, inventory_path, *more):
     code = main(["deploy", "-i", inventory_path, "--limit", "ga:gb", "--json", *more])
     captured = capsys.readouterr()
-    return code, json.loads(captured.out)
+    report = json.loads(captured.out)
+    jsonschema.validate(report, RESULT_SCHEMA)  # the one result document, with the deploy's real rows
+    assert report["exit_code"] == code
+    return code, report
 
 
 def releases(lab_ssh, deployment) -> list[str]:
@@ -183,7 +188,7 @@ def test_one_deploy_reads_its_inputs_once_and_writes_the_files_plan_shows(capsys
     assert set(opened.values()) == {1}, opened
 
     assert main(["plan", "-i", path, "--limit", "ga:gb", "--json"]) == 0
-    planned = {host["host"]: host["repository"] for host in json.loads(capsys.readouterr().out)}
+    planned = {row["host"]: row["payload"]["repository"] for row in json.loads(capsys.readouterr().out)["results"]}
     for host, deployment in (("a1", "dep-a"), ("a2", "dep-b")):
         newest = releases(lab_ssh, deployment)[-1]
         for name in ("vllm_model/1/model.json", "vllm_model/config.pbtxt"):

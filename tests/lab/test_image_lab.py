@@ -24,9 +24,11 @@ import sys
 import threading
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
+from tests.test_result_json import SCHEMA as RESULT_SCHEMA
 from tritonops.image.api import build_images, image_status
 from tritonops.image.engine import HostEngine
 from tritonops.inventory import load_inventory
@@ -181,9 +183,10 @@ def test_cli_status_shows_labels(image_lab, inventory, tmp_path, capsys):
     inventory()  # writes inv.yml
     build = main(["image", "build", "-i", str(tmp_path / "inv.yml"), "--json"])
     built = json.loads(capsys.readouterr().out)
-    assert build == 0 and {h["status"] for h in built["hosts"]} <= {"ok", "changed"}
+    jsonschema.validate(built, RESULT_SCHEMA)
+    assert build == 0 and {h["status"] for h in built["results"]} <= {"ok", "changed"}
     assert main(["image", "status", "-i", str(tmp_path / "inv.yml"), "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)["hosts"]
+    rows = [row["payload"] for row in json.loads(capsys.readouterr().out)["results"]]
     assert {r["vllm_version"] for r in rows} == {LAB_VLLM_VERSION}
     assert len({r["image_id"] for r in rows}) == 1
     assert all(r["labels"]["tritonops.vllm_env.base_digest"].startswith("sha256:") for r in rows)

@@ -13,9 +13,11 @@ closed one (`m-closed`).
 import json
 import subprocess
 
+import jsonschema
 import pytest
 import yaml
 
+from tests.test_result_json import SCHEMA as RESULT_SCHEMA
 from tritonops.cli.main import main
 from tritonops.lab import prometheus
 from tritonops.lab.containers import network_name
@@ -97,7 +99,9 @@ def garbage_port(on_host):
 
 def cli(capsys, *argv):
     code = main([*argv, "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    found = json.loads(capsys.readouterr().out)
+    jsonschema.validate(found, RESULT_SCHEMA)  # every command's one result document, real payloads
+    return code, found
 
 
 def generate(on_host) -> str:
@@ -164,15 +168,15 @@ def test_deploy_writes_targets_prometheus_scrapes_them_metrics_prints_and_a_stop
     assert wait_until(lambda: (requests_seen(lab_prometheus) or 0) >= before + 3, timeout_s=30, interval_s=1)
 
     # tritonops metrics: the serving host's figures, the other two hosts' problems, one line each
-    code, hosts = cli(capsys, "metrics", "-i", inventory)
-    by_host = {h["host"]: h for h in hosts}
+    code, found = cli(capsys, "metrics", "-i", inventory)
+    by_host = {h["host"]: h for h in found["results"]}
     assert code == 2 and set(by_host) == set(HOSTS)
-    (model,) = by_host["m-serve"]["metrics"]["models"]
+    (model,) = by_host["m-serve"]["payload"]["models"]
     assert by_host["m-serve"]["status"] == "ok" and model["model"] == "vllm_model"
     assert model["requests"] >= before + 3 and model["failures"] == 0
     assert model["average_ms"]["request"] > 0 and set(model["average_ms"]) == {
         "request", "queue", "compute_input", "compute_infer", "compute_output"}
-    assert by_host["m-serve"]["metrics"]["engine_metrics"] and model["running"] == 0 and model["waiting"] == 0
+    assert by_host["m-serve"]["payload"]["engine_metrics"] and model["running"] == 0 and model["waiting"] == 0
     assert by_host["m-garbage"]["status"] == "failed" and by_host["m-garbage"]["msg"].startswith(
         "metrics port 19002 answered something else: not Prometheus text: line 1")
     assert by_host["m-closed"] == {"host": "m-closed", "status": "failed", "metrics": None,
@@ -183,8 +187,8 @@ def test_deploy_writes_targets_prometheus_scrapes_them_metrics_prints_and_a_stop
     try:
         alerts = wait_until(lambda: firing(lab_prometheus, "TritonDown"), timeout_s=60, interval_s=1)
         assert alerts and alerts[0]["labels"]["release"] == current, prometheus.alerts(lab_prometheus)
-        code, hosts = cli(capsys, "metrics", "-i", inventory, "--limit", "m-serve")
-        assert code == 2 and hosts[0]["msg"] == "metrics port 19002 closed (connection refused)"
+        code, found = cli(capsys, "metrics", "-i", inventory, "--limit", "m-serve")
+        assert code == 2 and found["results"][0]["msg"] == "metrics port 19002 closed (connection refused)"
     finally:
         on_host("m-serve", f"docker start {CONTAINER}")
     assert wait_until(lambda: target_health(lab_prometheus) == "up", timeout_s=120, interval_s=1)

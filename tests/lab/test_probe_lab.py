@@ -11,6 +11,8 @@ import pytest
 from tests.conftest import closed_port
 from tritonops.cli.main import main
 from tritonops.facts.probe import probe_hosts
+from tests.test_result_json import SCHEMA as RESULT_SCHEMA
+from tritonops.facts.model import report_from_json, report_to_json
 from tritonops.facts.schema import probe_report_schema
 from tritonops.lab import api
 from tritonops.lab.profile_file import GpuFaults, SimulatedProcess
@@ -130,10 +132,11 @@ def test_changed_host_key_is_refused_even_with_accept_new(lab, tmp_path):
 
 def test_probe_json_over_ssh_validates_against_the_schema(lab, capsys):
     code = main(["probe", "-i", str(lab.inventory_file), "--limit", f"{FULL_2080TI}:{LIGHT_H200X2}", "--json"])
-    report = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
     assert code == 0
-    jsonschema.validate(report, probe_report_schema())
-    assert [h["host"] for h in report["hosts"]] == [FULL_2080TI, LIGHT_H200X2]
+    jsonschema.validate(doc, RESULT_SCHEMA)  # the one result document; each row's payload the host's facts
+    jsonschema.validate(report_to_json(report_from_json(doc)), probe_report_schema())
+    assert [row["host"] for row in doc["results"]] == [FULL_2080TI, LIGHT_H200X2]
 
 
 def test_probe_by_address_with_user_and_port(lab, capsys, tmp_path, monkeypatch):
@@ -143,10 +146,10 @@ def test_probe_by_address_with_user_and_port(lab, capsys, tmp_path, monkeypatch)
     config.write_text(f"Host 127.0.0.1\n  IdentityFile {lab.key_file}\n  UserKnownHostsFile {lab.known_hosts_file}\n")
     monkeypatch.setenv("TRITONOPS_SSH_CONFIG", str(config))
     code = main(["probe", f"root@127.0.0.1:{port}", "--json"])
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0, report
-    assert report["hosts"][0]["host"] == f"root@127.0.0.1:{port}"
-    assert len(report["hosts"][0]["facts"]["nvidia"]["gpus"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0, doc
+    assert doc["results"][0]["host"] == f"root@127.0.0.1:{port}"
+    assert len(doc["results"][0]["payload"]["nvidia"]["gpus"]) == 2
 
 
 def test_ssh_connections_have_nagle_off(lab):

@@ -8,9 +8,11 @@ reports it all. One deployment (`dep-serve`) on the test lab's full host.
 
 import json
 
+import jsonschema
 import pytest
 import yaml
 
+from tests.test_result_json import SCHEMA as RESULT_SCHEMA
 from tritonops.cli.main import main
 from tritonops.lab.hub.model import tiny_model
 from tritonops.lab.testing import FULL_2080TI
@@ -52,7 +54,9 @@ def clean(lab, inventory):
 
 def cli(capsys, *argv):
     code = main([*argv, "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    found = json.loads(capsys.readouterr().out)
+    jsonschema.validate(found, RESULT_SCHEMA)  # every command's one result document, real payloads
+    return code, found
 
 
 def task(report, name_start):
@@ -103,7 +107,7 @@ def test_deploy_serves_then_a_rejected_release_rolls_back_then_rollback_and_stat
     assert f"{CONTAINER}--" in clean("docker ps -a --format '{{.Names}}'").stdout  # the failed one kept
 
     code, state = cli(capsys, "status", "-i", inventory)
-    serving = state[0]["serving"]
+    serving = state["results"][0]["payload"]
     assert code == 0 and serving["container"] == "running" and serving["ready"]
     assert serving["kv_predicted"] > 0 and serving["kv_reported"] > 0
     assert serving["models"][0]["metrics"]["requests"] >= 2
@@ -134,7 +138,7 @@ def test_a_crash_after_the_gate_is_restarted_by_docker_and_status_counts_it(caps
 
     def restarted_and_ready():
         code, state = cli(capsys, "status", "-i", inventory)
-        serving = state[0]["serving"]
+        serving = state["results"][0]["payload"]
         return serving if code == 0 and serving["restarts"] >= 1 and serving["ready"] else None
 
     serving = wait_until(restarted_and_ready, timeout_s=90, interval_s=1)

@@ -81,14 +81,13 @@ def reading_inputs(args):
             ReadOptions(forks=args.forks, accept_new_host_keys=args.accept_new_host_keys))
 
 
-def show_host_results(out, args, results, payload_key: str, table) -> int:
-    """A reading command's results: --json (host, status, msg, the payload under `payload_key`) or
-    `table(results)`; the exit code of the hosts' statuses (tritonops/exit_codes.py)."""
-    import dataclasses
-
+def show_host_results(out, args, results, command: str, table) -> int:
+    """A reading command's results: --json (the one result document, each row's payload the host's
+    data) or `table(results)`; the exit code of the hosts' statuses (tritonops/exit_codes.py)."""
     if args.json:
-        out.json([{"host": r.host, "status": r.status, "msg": r.msg,
-                   payload_key: dataclasses.asdict(r.payload) if r.payload else None} for r in results])
+        from tritonops.cli.result_json import document
+
+        out.json(document(command, results))
     else:
         out.print(table(results))
     return exit_code_of(r.status for r in results)
@@ -201,8 +200,14 @@ def recap_table(recap, title: str) -> Table:
     return table
 
 
-def _report_json(report) -> dict:
-    return {
+def _report_json(report, command: str = "deploy") -> dict:
+    from tritonops.cli.result_json import document, payload_data
+    from tritonops.playbook.host_task import TaskOutcome
+
+    def payload(result):  # a task's outcome; the facts and plan phases are in "plans" below
+        return payload_data(result.payload) if isinstance(result.payload, TaskOutcome) else None
+
+    return document(command, report.results, payload=payload, exit_code=report.exit_code, **{
         "check": report.check,
         "ok": report.ok,
         "plans": {host: {"ok": plan.ok, "errors": plan.errors,
@@ -210,9 +215,6 @@ def _report_json(report) -> dict:
                                      "engine": m.plan.to_dict() if m.plan else None} for m in plan.models]}
                   for host, plan in report.plans.items()},
         "files": {host: facts["tritonops_deploy"]["files"] for host, facts in report.host_facts.items()},
-        "results": [{"host": r.host, "task": r.task, "status": r.status, "msg": r.msg, "diff": r.diff,
-                     "elapsed_s": round(r.elapsed_s, 3)} for r in report.results],
-        "recap": report.recap.to_json(),
         "stopped": report.run.stopped_reason if report.run else None,
         "image_bytes_sent": report.image_bytes,
-    }
+    })

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
 from tritonops.cli.selection import add_host_key_option, selected_hosts
-from tritonops.exit_codes import exit_code_of
+from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.errors import InputError
 from tritonops.image.ids import short_image_id
 
@@ -27,7 +27,7 @@ def register(subparsers, common) -> None:
     status = actions.add_parser("status", parents=[common], help="which host has which image, by ID and labels")
     add_host_key_option(status)
     status.set_defaults(run=run_status)
-    parser.set_defaults(run=lambda args, out: (parser.print_help(), 2)[1])
+    parser.set_defaults(run=lambda args, out: (parser.print_help(), ExitCode.BAD_INPUT)[1])
 
 
 
@@ -40,8 +40,10 @@ def run_build(args, out) -> int:
     report = build_images(hosts, forks=args.forks, build_host=args.build_host, parallel_build=args.parallel_build,
                           accept_new_host_keys=args.accept_new_host_keys)
     if args.json:
-        out.json({"hosts": [_row(r) for r in report.results], "images": report.images,
-                  "bytes_out_of_controller": report.bytes_out, "bytes_by_host": report.bytes_by_host})
+        from tritonops.cli.result_json import document
+
+        out.json(document("image build", report.results, images=report.images,
+                          bytes_out_of_controller=report.bytes_out, bytes_by_host=report.bytes_by_host))
     else:
         from rich.table import Table
 
@@ -58,10 +60,10 @@ def run_build(args, out) -> int:
                 out.info(f"{image['content_tag']} = {short_image_id(image.get('image_id'))}"
                          + (f", built on {image['built_on']}" if image.get("built_on") else ", not rebuilt"))
         out.info(f"bytes out of the controller: {report.bytes_out}")
-        counts = {}
-        for r in report.results:
-            counts[r.status] = counts.get(r.status, 0) + 1
-        out.info("recap: " + " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+        from tritonops.results import Recap
+
+        totals = Recap.of(report.results).totals()
+        out.info("recap: " + " ".join(f"{status}={count}" for status, count in sorted(totals.items())))
     return exit_code_of(r.status for r in report.results)
 
 
@@ -70,7 +72,9 @@ def run_status(args, out) -> int:
 
     group = image_status(selected_hosts(args), forks=args.forks, accept_new_host_keys=args.accept_new_host_keys)
     if args.json:
-        out.json({"hosts": [_row(r) for r in group]})
+        from tritonops.cli.result_json import document
+
+        out.json(document("image status", group))
     else:
         from rich.table import Table
 
@@ -84,11 +88,6 @@ def run_status(args, out) -> int:
                           short_image_id(data.get("base_digest")), r.msg)
         out.print(table)
     return exit_code_of(r.status for r in group)
-
-
-def _row(result) -> dict:
-    return {"host": result.host, "status": result.status, "msg": result.msg, "elapsed_s": result.elapsed_s,
-            **(result.payload or {})}
 
 
 def _status(status: str):

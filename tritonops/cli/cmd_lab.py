@@ -8,6 +8,7 @@ from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text, styled
 from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.lab.defaults import DEFAULT_PREFIX, PORT_BASE
+from tritonops.results import Recap
 
 if TYPE_CHECKING:
     from tritonops.lab.state import LabState
@@ -52,7 +53,7 @@ def run_up(args, out) -> int:
         out.info(f"lab up: {len(request.hosts)} host(s); the first run builds images (a few minutes)")
     state = api.up(request, state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,
                    port_base=args.port_base)
-    _render(state, out, results=True)
+    _render(state, out, "lab up", results=True)
     return exit_code_of(r.status for r in state.results)
 
 
@@ -61,7 +62,7 @@ def run_down(args, out) -> int:
 
     state = api.down(state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,
                      purge=args.purge)
-    _render(state, out, results=True)
+    _render(state, out, "lab down", results=True)
     return exit_code_of(r.status for r in state.results)
 
 
@@ -69,16 +70,19 @@ def run_status(args, out) -> int:
     from tritonops.lab import api
 
     state = api.status(state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out)
-    _render(state, out, results=False)
+    _render(state, out, "lab status", results=False)
     return ExitCode.OK if all(h.healthy for h in state.hosts) else ExitCode.HOST_FAILED
 
 
-def _render(state: LabState, out, results: bool) -> None:
+def _render(state: LabState, out, command: str, results: bool) -> None:
+    if out.json_mode:
+        from tritonops.cli.result_json import document
+
+        summary = {key: value for key, value in state.to_json().items() if key != "results"}
+        out.json(document(command, state.results, payload=lambda result: None, **summary))
+        return
     from rich.table import Table
 
-    if out.json_mode:
-        out.json(state.to_json())
-        return
     for note in state.notes:
         out.info(note)
     if results and len(state.results):
@@ -88,7 +92,8 @@ def _render(state: LabState, out, results: bool) -> None:
         for r in state.results:
             table.add_row(r.host, status_text(r.status), r.msg, f"{r.elapsed_s:.1f}s")
         out.print(table)
-        counts = {s: sum(1 for r in state.results if r.status == s) for s in ("ok", "changed", "failed")}
+        totals = Recap.of(state.results).totals()
+        counts = {status: totals.get(status, 0) for status in ("ok", "changed", "failed")}
         summary = "no change" if not state.changed and not counts["failed"] else \
             ", ".join(f"{k}={v}" for k, v in counts.items())
         out.print(f"lab {state.prefix}: {summary}")

@@ -23,27 +23,34 @@ def register(subparsers, common) -> None:
 
 
 def run(args, out) -> int:
-    from tritonops.logs.ecs import parsed
-    from tritonops.reading.logs import read_logs
     from tritonops.logs.reading import since_value, tail_value
+    from tritonops.reading.logs import read_logs
 
     inputs, options = reading_inputs(args)
     statuses = set()
     for results in read_logs(inputs, options, tail=tail_value(args.tail),
                              since=since_value(args.since), follow=args.follow):
+        statuses.update(result.status for result in results)
+        if args.json:  # one result document per round, on one line (JSON Lines with --follow)
+            out.json_line(_round_json(results))
+            continue
         width = max((len(r.host) for r in results), default=0)
         for result in results:
-            statuses.add(result.status)
             if not result.ok:
-                if args.json:
-                    out.json_line({"host": result.host, "status": result.status, "msg": result.msg})
-                else:
-                    out.print(line(f"{result.host:<{width}} | ", status_text(result.status), f": {result.msg}"))
+                out.print(line(f"{result.host:<{width}} | ", status_text(result.status), f": {result.msg}"))
                 continue
             for entry in result.payload:
-                if args.json:
-                    out.json_line({"host": result.host, "received": entry.received,
-                                   "log": parsed(entry.text) or entry.text})
-                else:
-                    out.text_line(f"{result.host:<{width}} | {entry.shown}")
+                out.text_line(f"{result.host:<{width}} | {entry.shown}")
     return exit_code_of(statuses)
+
+
+def _round_json(results) -> dict:
+    """A round's result document: each host's payload its new lines (received, the log's fields)."""
+    from tritonops.cli.result_json import document
+    from tritonops.logs.ecs import parsed
+
+    def lines(result):
+        return {"lines": [{"received": entry.received, "log": parsed(entry.text) or entry.text}
+                          for entry in result.payload or ()]}
+
+    return document("logs", results, payload=lines)

@@ -15,6 +15,7 @@ from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option
 from tritonops.errors import InputError
 from tritonops.exit_codes import exit_code_of
+from tritonops.results import HostResult
 from tritonops.values.files import read_regular_text
 from tritonops.values.names import safe_name
 
@@ -92,12 +93,16 @@ def run(args, out) -> int:
     facts, why, probed = collect_facts(args, hosts)
     plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why, default_model=args.model,
                        default_name=args.model_name, metrics=not args.no_metrics, folders=folders)
+    results = [HostResult(plan.host, _host_status(plan, probed[plan.host]), "; ".join(plan.errors), plan)
+               for plan in plans]
     if args.json:
-        out.json([_host_json(p) for p in plans])
+        from tritonops.cli.result_json import document
+
+        out.json(document("plan", results, payload=lambda result: _host_json(result.payload)))
     else:
         for hp in plans:
             _print_host(out, hp)
-    return exit_code_of(_host_status(plan, probed[plan.host]) for plan in plans)
+    return exit_code_of(result.status for result in results)
 
 
 def _host_status(plan: HostDeployPlan, probe_status: str) -> str:
@@ -108,14 +113,13 @@ def _host_status(plan: HostDeployPlan, probe_status: str) -> str:
 
 
 def _host_json(hp: HostDeployPlan) -> dict:
-    """The host, and (the single-model form, kept for scripts) its first model's reference, plan
-    and files relative to that model's folder; `models` and `repository` hold every model."""
+    """A host's row payload: (the single-model form, kept for scripts) its first model's reference,
+    plan and files relative to that model's folder; `models` and `repository` hold every model."""
     first = hp.models[0] if hp.models else None
     prefix = f"{first.name}/" if first else ""
     own = {path[len(prefix):]: text for path, text in hp.files.items() if first and path.startswith(prefix)}
     errors = hp.errors
-    return {"host": hp.host, "model": first.model if first else "", "ok": hp.ok,
-            "error": "; ".join(errors) if errors else None,
+    return {"model": first.model if first else "", "ok": hp.ok, "error": "; ".join(errors) if errors else None,
             "plan": first.plan.to_dict() if first and first.plan else None, "files": own,
             "models": [{"name": m.name, "version": m.version, "model": m.model, "ok": m.ok, "error": m.error,
                         "plan": m.plan.to_dict() if m.plan else None} for m in hp.models],

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from tritonops.facts.model import ProbeReport
+    from tritonops.results import HostResult
     from tritonops.transport.spec import ConnectionSpec
 
 MAX_WAIT_S = 3600.0
@@ -63,12 +64,21 @@ def run(args, out) -> int:
                          timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S),
                          preload=printing)  # loaded while the first host runs the probe
     if args.json:
-        from tritonops.facts.model import report_to_json
+        from tritonops.cli.result_json import document, payload_data
+        from tritonops.facts.model import SCHEMA_VERSION
 
-        out.json(report_to_json(report))
+        out.json(document("probe", probe_results(report), facts_schema=SCHEMA_VERSION,
+                          payload=lambda result: payload_data(result.payload)))
     else:
         out.print(probe_table(report))
     return exit_code_of(host.status for host in report.hosts)
+
+
+def probe_results(report: ProbeReport) -> list[HostResult]:
+    """The report's hosts as the one result shape: each host's facts its payload."""
+    from tritonops.results import HostResult
+
+    return [HostResult(host.host, host.status, host.msg, host.facts, elapsed_s=host.elapsed_s) for host in report.hosts]
 
 
 def probe_table(report: ProbeReport) -> Table:

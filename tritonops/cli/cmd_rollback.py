@@ -32,7 +32,7 @@ def run(args, out) -> int:
     report = rollback(inputs, options,
                       on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)
     if args.json:
-        out.json(_report_json(report))
+        out.json(_report_json(report, "rollback"))
     else:
         _print_report(out, report, args, title="ROLLBACK RECAP")
     return report.exit_code

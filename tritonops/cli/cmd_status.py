@@ -26,7 +26,7 @@ def run(args, out) -> int:
     from tritonops.reading.status import status
 
     results = status(*reading_inputs(args))
-    return show_host_results(out, args, results, "serving", _table)
+    return show_host_results(out, args, results, "status", _table)
 
 
 def _ms(value) -> str:

@@ -175,9 +175,16 @@ class ReportFileError(ValueError):
 
 
 def report_from_json(data: Any) -> ProbeReport:
-    """A report read back from JSON data (`plan --facts FILE`), checked against the schema by pydantic."""
+    """A report read back from JSON data (`plan --facts FILE`), checked against the schema by pydantic:
+    what `probe --json` prints (the result document: each row's payload the host's facts) or a report
+    as report_to_json writes it (`hosts`, as earlier versions printed)."""
     from pydantic import ValidationError
 
+    if isinstance(data, dict) and data.get("command") == "probe" and isinstance(data.get("results"), list):
+        data = {"schema_version": data.get("facts_schema", SCHEMA_VERSION),
+                "hosts": [{"host": row.get("host"), "status": row.get("status"), "msg": row.get("msg", ""),
+                           "elapsed_s": row.get("elapsed_s", 0.0), "facts": row.get("payload")}
+                          if isinstance(row, dict) else row for row in data["results"]]}
     try:
         return _report_adapter().validate_python(data)
     except ValidationError as exc:
