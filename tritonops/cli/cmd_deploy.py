@@ -132,8 +132,7 @@ def run(args, out) -> int:
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
         metrics=not args.no_metrics, audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
-    report = deploy(inputs, options,
-                    on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)
+    report = deploy(inputs, options, on_event=progress)
     if args.json:
         out.json(_report_json(report))
     else:
@@ -142,18 +141,18 @@ def run(args, out) -> int:
 
 
 class _Progress:
-    """Each host's phase and task as it finishes, on stderr (so --json and pipes stay clean)."""
+    """A subscriber of the run's event stream: each host's phase and task as it finishes, on stderr
+    (so --json and pipes stay clean)."""
 
     def __init__(self, out):
         self.out = out
 
-    def phase(self, result) -> None:
-        self._line(result.task, result)
+    def __call__(self, event) -> None:
+        from tritonops.playbook.events import HostDone, PhaseDone, PlayStarted, TaskStarted
 
-    def event(self, event) -> None:
-        from tritonops.playbook.events import HostDone, PlayStarted, TaskStarted
-
-        if isinstance(event, PlayStarted):
+        if isinstance(event, PhaseDone):
+            self._line(event.result.task, event.result)
+        elif isinstance(event, PlayStarted):
             mode = " (check: nothing changes)" if event.check else ""
             self.out.info(line(styled(f"PLAY {event.play}{mode}", "bold")))
         elif isinstance(event, TaskStarted):

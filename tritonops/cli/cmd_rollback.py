@@ -29,8 +29,7 @@ def run(args, out) -> int:
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock, command="rollback",
         audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
-    report = rollback(inputs, options,
-                      on_event=progress.event if progress else None, on_phase=progress.phase if progress else None)
+    report = rollback(inputs, options, on_event=progress)
     if args.json:
         out.json(_report_json(report, "rollback"))
     else:

@@ -50,7 +50,7 @@ def events_argv(shipping: LogShipping, image_id: str, deployment: str) -> tuple[
 
 def events_phase(pool: SessionPool, hosts, deployments: dict[str, tuple[str, str]], report: DeployReport,
                  options: DeployOptions, *, who: str, started: float, finished: float,
-                 on_phase: Callable[[HostResult], None] | None = None) -> None:
+                 on_phase: Callable[[HostResult], None]) -> None:
     """The run's events per host into `report.events`, the audit log, and the hosts' collectors."""
     labels = {host.name: HostLabels(deployments[host.name][1], ",".join(_model_names(report, host.name)))
               for host in hosts}
@@ -66,8 +66,7 @@ def events_phase(pool: SessionPool, hosts, deployments: dict[str, tuple[str, str
             shipped[host.name] = (shipping, image or None)
     results = pool.run(lambda session: ship_events(session, *shipped[session.name], deployments[session.name][1],
                                                    report.events[session.name]), list(shipped), task="events")
-    report.after_run.extend(results)
-    for result in results if on_phase is not None else ():
+    for result in results:  # on the run's event stream, as every phase's results
         on_phase(result)
 
 

@@ -41,7 +41,7 @@ from tritonops.image.ids import short_image_id
 from tritonops.planning import HostDeployPlan, controller_folders, load_models_for, plan_hosts
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
-from tritonops.playbook.events import OnEvent
+from tritonops.playbook.events import EventStream, OnEvent
 from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -50,10 +50,12 @@ NO_IMAGE = {"id": "", "reference": ""}  # before the image phase, and in --check
 
 
 def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None = None,
-           on_phase: Callable[[HostResult], None] | None = None, clock: Callable[[], float] = time.time) -> DeployReport:
+           clock: Callable[[], float] = time.time) -> DeployReport:
+    """`on_event`: a subscriber of the run's one event stream (the controller's phases, the playbook's
+    plays and tasks), beside the report itself."""
     report = DeployReport(check=options.check)
-    record = report.recorder(on_phase, clock)
-    seen = report.watcher(on_event, clock)
+    stream = EventStream([report.subscriber(clock), on_event])
+    record = stream.phase
     started = clock()
 
     hosts = inputs.hosts
@@ -93,10 +95,10 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                 images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
                 ready = [name for name in ready if name in images]
                 report.host_facts, compiled = compiled_for(ready, images)
-                report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=seen)
+                report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
-                             finished=clock(), on_phase=on_phase)
+                             finished=clock(), on_phase=record)
                 write_targets(pool, hosts, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)
         finally:
             report.traffic = pool.traffic()

@@ -4,15 +4,12 @@ back to the named release, or to the newest earlier one that passed its gate."""
 from __future__ import annotations
 
 import time
-from typing import Callable
-
 from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.targets import write_targets
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
-from tritonops.playbook.events import OnEvent
-from tritonops.results import HostResult
+from tritonops.playbook.events import EventStream, OnEvent
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.names import safe_name
 
@@ -22,12 +19,12 @@ def rollback_vars(to: str | None) -> dict[str, str]:
     return {"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {}
 
 
-def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None = None,
-             on_phase: Callable[[HostResult], None] | None = None) -> DeployReport:
-    """`inputs` loaded with rollback.yml and, for --to, `rollback_vars(to)` among the extra variables."""
+def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None = None) -> DeployReport:
+    """`inputs` loaded with rollback.yml and, for --to, `rollback_vars(to)` among the extra variables;
+    `on_event` a subscriber of the run's event stream."""
     report = DeployReport(check=options.check)
-    record = report.recorder(on_phase)
-    seen = report.watcher(on_event)
+    stream = EventStream([report.subscriber(), on_event])
+    record = stream.phase
     started = time.time()
     hosts = inputs.hosts
     deployments = {host.name: deployment_of(host) for host in hosts}
@@ -41,10 +38,10 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
         try:
             with locked(pool, [spec.name for spec in compiled.connections], deployments, options, record) as ready:
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
-                                          on_event=seen)
+                                          on_event=stream)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
-                             finished=time.time(), on_phase=on_phase)
+                             finished=time.time(), on_phase=record)
                 write_targets(pool, hosts, report, record)  # the release label of the rolled-back hosts
         finally:
             report.traffic = pool.traffic()

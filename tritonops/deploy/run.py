@@ -15,7 +15,7 @@ from typing import Callable, Iterator, Sequence
 from tritonops.deploy import lock as host_lock
 from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.planning import HostDeployPlan
-from tritonops.playbook.events import HostDone, OnEvent
+from tritonops.playbook.events import HostDone, OnEvent, PhaseDone
 from tritonops.playbook.runner import PlaybookRun
 from tritonops.results import HostResult, Recap
 from tritonops.sizing.engine_plan import SizingRequest
@@ -46,7 +46,7 @@ class DeployOptions:
 
 @dataclass
 class DeployReport:
-    phases: list[HostResult] = field(default_factory=list)   # facts, plan, lock, image: one per host each
+    phases: list[HostResult] = field(default_factory=list)   # the controller's: facts, plan, lock, image, events...
     plans: dict[str, HostDeployPlan] = field(default_factory=dict)
     host_facts: dict[str, dict] = field(default_factory=dict)  # what the playbook saw per host
     run: PlaybookRun | None = None
@@ -55,11 +55,11 @@ class DeployReport:
     check: bool = False
     timeline: list[tuple[float, HostResult]] = field(default_factory=list)  # (when, result) as learned
     events: dict[str, list[dict]] = field(default_factory=dict)  # host -> its deploy events (deploy.events)
-    after_run: list[HostResult] = field(default_factory=list)   # shipping the events, one per host
 
     @property
     def results(self) -> list[HostResult]:
-        return self.phases + list(self.run.results if self.run else ()) + self.after_run
+        """Every phase and task result, in the order the run learned them."""
+        return [result for _, result in self.timeline]
 
     @property
     def recap(self) -> Recap:
@@ -77,23 +77,16 @@ class DeployReport:
             return ExitCode.HOST_FAILED
         return code
 
-    def watcher(self, on_event: OnEvent | None, clock: Callable[[], float] = time.time) -> OnEvent:
-        """The playbook run's event callback: each host's task result goes on the timeline (with
-        when it was learned), then to `on_event`."""
-        def seen(event) -> None:
-            if isinstance(event, HostDone):
+    def subscriber(self, clock: Callable[[], float] = time.time) -> OnEvent:
+        """The report as a subscriber of the run's event stream: each host's phase and task result
+        goes on the timeline, with when it was learned (the deploy events are built from it)."""
+        def hear(event) -> None:
+            if isinstance(event, PhaseDone):
+                self.phases.append(event.result)
                 self.timeline.append((clock(), event.result))
-            if on_event is not None:
-                on_event(event)
-        return seen
-
-    def recorder(self, on_phase: Record | None, clock: Callable[[], float] = time.time) -> Record:
-        def record(result: HostResult) -> None:
-            self.phases.append(result)
-            self.timeline.append((clock(), result))
-            if on_phase is not None:
-                on_phase(result)
-        return record
+            elif isinstance(event, HostDone):
+                self.timeline.append((clock(), event.result))
+        return hear
 
 
 def who() -> str:

@@ -1,11 +1,15 @@
-"""Progress events a run reports as it goes, for a live display. Data only; the CLI renders them.
+"""The events a run reports as it goes, on one stream: the controller's own phases (facts, plan,
+lock, image, events, targets: `PhaseDone`) and the playbook's plays, batches and tasks. Data only.
 
-The callback may be called from worker threads (a host finishing a task); calls are serialized."""
+Like Ansible's callbacks (TaskQueueManager.send_callback -> every plugin's v2_runner_on_*), every
+event goes once to every subscriber: the report keeps the timeline, the terminal shows progress.
+Events may come from worker threads (a host finishing a task); `EventStream` serializes them."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, Iterable, Union
 
 from tritonops.results import HostResult
 
@@ -39,5 +43,28 @@ class HostDone:
     result: HostResult
 
 
-Event = Union[PlayStarted, BatchStarted, TaskStarted, HostDone]
+@dataclass(frozen=True)
+class PhaseDone:
+    """One host's result of a phase the controller runs itself (result.task names it)."""
+
+    result: HostResult
+
+
+Event = Union[PhaseDone, PlayStarted, BatchStarted, TaskStarted, HostDone]
 OnEvent = Callable[[Event], None]
+
+
+class EventStream:
+    """Every event to every subscriber, in order, one event at a time."""
+
+    def __init__(self, subscribers: Iterable[OnEvent | None] = ()):
+        self._subscribers = [subscriber for subscriber in subscribers if subscriber is not None]
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            for subscriber in self._subscribers:
+                subscriber(event)
+
+    def phase(self, result: HostResult) -> None:
+        self(PhaseDone(result))
