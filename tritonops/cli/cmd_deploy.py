@@ -159,6 +159,19 @@ class _Progress:
             self.out.info(line(styled(f"TASK {event.task}", "bold")))
         elif isinstance(event, HostDone):
             self._line("", event.result)
+            self._steps(event.result)
+
+    def _steps(self, result) -> None:
+        """-v: each step the task carried out (its command) and its time; -vv: what it printed too."""
+        from tritonops.playbook.host_task import TaskOutcome
+
+        if self.out.verbosity < 1 or not isinstance(result.payload, TaskOutcome):
+            return
+        for run in result.payload.runs:
+            self.out.info(line(styled(f"    {run.seconds:6.2f}s ", "dim"), run.said))
+            if self.out.verbosity >= 2 and run.output:
+                for text in run.output.splitlines():
+                    self.out.info(line(styled(f"           | {text}", "dim")))
 
     def _line(self, phase: str, result) -> None:
         prefix = f"{phase:<6} " if phase else "  "
@@ -203,8 +216,12 @@ def _report_json(report, command: str = "deploy") -> dict:
     from tritonops.cli.result_json import document, payload_data
     from tritonops.playbook.host_task import TaskOutcome
 
-    def payload(result):  # a task's outcome; the facts and plan phases are in "plans" below
-        return payload_data(result.payload) if isinstance(result.payload, TaskOutcome) else None
+    def payload(result):  # a task's outcome (its steps' commands and times; what they printed is -vv's)
+        if not isinstance(result.payload, TaskOutcome):
+            return None  # the facts and plan phases: in "plans" below
+        data = payload_data(result.payload)
+        data["runs"] = [{"said": run["said"], "seconds": round(run["seconds"], 3)} for run in data["runs"]]
+        return data
 
     return document(command, report.results, payload=payload, exit_code=report.exit_code, **{
         "check": report.check,

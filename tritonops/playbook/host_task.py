@@ -12,6 +12,7 @@ result carries, and whose `note`, if any, follows the step's description in the 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,18 @@ MSG_STEPS = 5
 PREFETCH = "prefetched_facts"  # HostSession.extras key of the batch's prefetched facts  # steps named in a result's one-line msg; the payload has all of them
 
 
+OUTPUT_CHARS = 4000  # of a step's command output kept for -vv (its end: where errors are)
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One step as it was carried out: what it did (its command), how long it took, what it printed."""
+
+    said: str
+    seconds: float
+    output: str = ""
+
+
 @dataclass(frozen=True)
 class TaskOutcome:
     """A task result's payload: which operation ran, the steps that were (or, in check mode, would be)
@@ -34,6 +47,7 @@ class TaskOutcome:
     steps: tuple[str, ...] = ()
     check: bool = False
     outcomes: tuple[object, ...] = ()
+    runs: tuple[StepRun, ...] = ()   # the steps carried out (none in check mode), for -v and -vv
 
     def outcome(self, kind: type):
         """The last outcome of that type, or None."""
@@ -46,6 +60,7 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     done: list[str] = []
     diffs: list[str] = []
     learned: list[object] = []
+    runs: list[StepRun] = []
     for args in args_list:
         queries = list(operation.facts(args))
         prefetched = session.extras.get(PREFETCH)
@@ -58,7 +73,9 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
             said = step.describe()
             if not check:
                 session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
+                started = time.monotonic()
                 result = run_step(session.transport, step)
+                runs.append(StepRun(said, time.monotonic() - started, _output(result)))
                 outcome = step.outcome_of(result) if hasattr(step, "outcome_of") else None
                 if outcome is not None:
                     learned.append(outcome)
@@ -68,5 +85,11 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     msg = "; ".join(done[:MSG_STEPS]) + (f"; and {len(done) - MSG_STEPS} more" if len(done) > MSG_STEPS else "")
     if check and done:
         msg = "would " + msg
-    return HostResult(session.name, status, msg, TaskOutcome(operation.name, tuple(done), check, tuple(learned)),
+    return HostResult(session.name, status, msg,
+                      TaskOutcome(operation.name, tuple(done), check, tuple(learned), tuple(runs)),
                       "".join(diffs) or None)
+
+
+def _output(result) -> str:
+    text = ((result.stdout or "") + (result.stderr or "")).strip()
+    return text[-OUTPUT_CHARS:]
