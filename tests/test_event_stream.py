@@ -30,3 +30,22 @@ def test_the_report_keeps_phases_and_task_results_in_the_order_they_were_learned
     assert [(r.task, r.status) for r in report.results] == [("facts", "ok"), ("t", "changed"), ("events", "ok")]
     assert [when for when, _ in report.timeline] == [0, 1, 2]
     assert [r.task for r in report.phases] == ["facts", "events"] and report.recap.to_json()["a"]["changed"] == 1
+
+
+def test_v_shows_each_step_and_its_time_and_vv_what_it_printed(tmp_path):
+    from tritonops.cli.cmd_deploy import _Progress
+    from tritonops.cli.output import Output
+    from tritonops.playbook.host_task import StepRun, TaskOutcome
+
+    done = HostDone("p", HostResult("h1", "changed", "put /x", TaskOutcome(
+        "put_file", ("put /x",), runs=(StepRun("put /x (3 bytes, mode 644)", 0.25, "wrote\nsecond line"),)),
+        task="a file"))
+    shown = {}
+    for verbosity in (0, 1, 2):
+        path = tmp_path / f"err-{verbosity}"
+        with open(path, "w") as err:
+            _Progress(Output(verbosity=verbosity, file=err, err_file=err))(done)
+        shown[verbosity] = path.read_text()
+    assert "0.25s put /x (3 bytes, mode 644)" not in shown[0] and "h1" in shown[0]
+    assert "0.25s put /x (3 bytes, mode 644)" in shown[1] and "second line" not in shown[1]
+    assert "0.25s put /x (3 bytes, mode 644)" in shown[2] and "| second line" in shown[2]
