@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from tritonops.lab.faults import (PHASES, Fault, Injector, Relay, current_state, deployment_inventory,  # noqa: E402
                                   host_exec, plan_faults, relayed_known_hosts)
+from tritonops.playbook.shipped import SHIPPED_PLAYBOOKS, SHIPPED_ROLES  # noqa: E402
 
 ROOT = "/opt/tritonops"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -148,7 +149,7 @@ def intact(containers: dict[str, str], deployment: str) -> list[str]:
 
 def run_chaos(inventory: str, playbook: str, containers: dict[str, str], injector: Injector, faults: list[Fault], *,
               deployment: str = "chaos", say=print) -> list[dict]:
-    base = ["-i", inventory, "--playbook", playbook, "--roles-path", str(REPO / "roles"), "--audit-log", "none"]
+    base = ["-i", inventory, "--playbook", playbook, "--roles-path", str(SHIPPED_ROLES), "--audit-log", "none"]
     first = tritonops("deploy", *base, "-e", json.dumps({"tritonops_max_num_seqs": 99}))
     if first.returncode != 0:
         raise SystemExit("the first deploy failed:\n" + first.stderr[-3000:])
@@ -240,7 +241,7 @@ def setup(lab_inventory: dict, prefix: str, hosts: list[str] | None, tmp: Path, 
     inventory.write_text(yaml.safe_dump(data))
     playbook = tmp / "playbooks" / "deploy.yml"
     playbook.parent.mkdir(exist_ok=True)
-    plays = yaml.safe_load((REPO / "playbooks" / "deploy.yml").read_text())
+    plays = yaml.safe_load((SHIPPED_PLAYBOOKS / "deploy.yml").read_text())
     plays[0]["serial"] = 1
     playbook.write_text(yaml.safe_dump(plays))
     containers = {name: f"{prefix}-{name}" for name in chosen}

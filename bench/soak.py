@@ -43,7 +43,7 @@ from tritonops.serving.outcome import ServeOutcome  # noqa: E402
 from tritonops.lab.faults import deployment_inventory, host_exec, host_snapshot, tcp_connections_to  # noqa: E402
 
 ROOT = "/opt/tritonops"
-KEEP = 5  # tritonops_keep_releases' default (roles/model_repository/defaults/main.yml)
+KEEP = 5  # tritonops_keep_releases' default (tritonops/roles/model_repository/defaults/main.yml)
 BAD = {"tritonops_engine_args": {"no_such_engine_arg": 1}, "tritonops_engine_args_unchecked": ["no_such_engine_arg"]}
 
 

@@ -8,7 +8,6 @@ deployments (dep-a, dep-b): each has its own folder, lock and releases there, as
 """
 
 import json
-import os
 
 import jsonschema
 import pytest
@@ -19,6 +18,7 @@ from tritonops.cli.main import main
 from tritonops.deploy.lock import LockOwner, acquire
 from tritonops.lab.hub import tiny_model
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2
+from tritonops.playbook.shipped import SHIPPED_ROLES
 from tritonops.transport.sessions import open_transport
 
 ROOT = "/opt/tritonops"
@@ -154,7 +154,7 @@ def test_an_undefined_variable_stops_the_deploy_before_any_write(capsys, invento
                                     "    path: \"{{ tritonops_deploy.root }}/{{ no_such_variable }}\"\n")
     (tmp_path / "play.yml").write_text("- name: p\n  hosts: all\n  roles: [preflight, broken]\n")
     code = main(["deploy", "-i", inventory(), "--limit", "ga", "--playbook", str(tmp_path / "play.yml"),
-                 "--roles-path", os.path.join(os.path.dirname(__file__), "..", "..", "roles")])
+                 "--roles-path", str(SHIPPED_ROLES)])
     err = capsys.readouterr().err.splitlines()
     assert code == 5  # bad input (the playbook)
     assert err[-1].startswith("error: ") and "main.yml:3" in err[-1] and "no_such_variable" in err[-1]

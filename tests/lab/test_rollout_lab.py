@@ -17,8 +17,7 @@ import yaml
 
 from tritonops.lab.faults import Relay, relayed_known_hosts
 from tritonops.lab.testing import FULL_2080TI
-
-REPO = Path(__file__).resolve().parents[2]
+from tritonops.playbook.shipped import SHIPPED_PLAYBOOKS, SHIPPED_ROLES
 
 
 @pytest.fixture
@@ -46,7 +45,7 @@ def fleet(lab, tmp_path, lab_ssh):
                   "r3": host("r3", full.port, 28020)}}}))
     playbook = tmp_path / "playbooks" / "deploy.yml"
     playbook.parent.mkdir()
-    original = yaml.safe_load((REPO / "playbooks" / "deploy.yml").read_text())
+    original = yaml.safe_load((SHIPPED_PLAYBOOKS / "deploy.yml").read_text())
     original[0].update(serial=[1, 2], max_fail_percentage=50)
     playbook.write_text(yaml.safe_dump(original))
     clean = ("docker rm -f $(docker ps -aq --filter label=tritonops.deployment=dep-r1 "
@@ -61,7 +60,7 @@ def fleet(lab, tmp_path, lab_ssh):
 def test_a_host_lost_mid_rollout_is_unreachable_the_rest_go_on_and_the_rerun_converges(fleet, lab_ssh):
     inventory, playbook, relay = fleet
     argv = [sys.executable, "-m", "tritonops", "deploy", "-i", inventory, "--playbook", playbook,
-            "--roles-path", str(REPO / "roles")]
+            "--roles-path", str(SHIPPED_ROLES)]
     # each run its own process, as from a terminal; the relay is cut when the first batch (r1) is done
     run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     progress = []

@@ -6,7 +6,6 @@ file it writes or would write, then the recap. --json prints one document instea
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,21 +19,19 @@ from tritonops.values.names import safe_name
 if TYPE_CHECKING:
     from rich.table import Table
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-
 
 def default_playbook(name: str) -> str:
-    """playbooks/NAME.yml of this tritonops checkout (or ./playbooks when run from a project of one's own)."""
-    for folder in (Path("playbooks"), REPOSITORY / "playbooks"):
-        if (folder / name).is_file():
-            return str(folder / name)
-    return str(REPOSITORY / "playbooks" / name)
+    """./playbooks/NAME.yml of a project of one's own, else the one shipped in the package."""
+    from tritonops.playbook.shipped import playbook_path
+
+    return str(playbook_path(name))
 
 
 def default_roles_path(playbook: str) -> tuple[str, ...]:
-    """roles/ beside the playbook's folder, then this checkout's roles/ (Ansible looks next to the playbook)."""
-    found = [os.path.join(os.path.dirname(os.path.abspath(playbook)), "..", "roles"), str(REPOSITORY / "roles")]
-    return tuple(dict.fromkeys(os.path.normpath(path) for path in found if os.path.isdir(path)))
+    """roles/ beside the playbook's folder, then the package's roles (Ansible looks next to the playbook)."""
+    from tritonops.playbook.shipped import roles_path
+
+    return roles_path(playbook)
 
 
 def add_playbook_options(parser, playbook: str) -> None:
