@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tritonops.errors import TritonopsError
-from tritonops.operations.facts import CommandFact, DirFact, Facts, FileFact
+from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
 from tritonops.operations.registry import operation_named
 
 CASES = sorted((Path(__file__).parent / "operations").glob("*/*.json"))

@@ -20,9 +20,9 @@ import subprocess
 
 import pytest
 
+from tritonops.facts.query_program import read_facts
 from tritonops.lab.hub import TINY_REPO, tiny_model
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, lab_hub
-from tritonops.operations.execute import read_facts
 from tritonops.operations.registry import operation_named
 from tritonops.transport.pool import open_transport
 from tritonops.weights import transfer

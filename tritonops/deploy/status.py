@@ -7,7 +7,7 @@ from typing import Sequence
 
 from tritonops.deploy.event_log import shipping_of
 from tritonops.deploy.run import DeployOptions, deployment_of, run_hosts
-from tritonops.operations.execute import read_facts
+from tritonops.facts.query_program import read_facts
 from tritonops.playbook import load_playbook
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import parse_releases, releases_query

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from tritonops.metrics.figures import HostFigures, MetricsPageError, host_figures
 from tritonops.metrics.targets import WILDCARD_BINDS
-from tritonops.operations.facts import CommandQuery
+from tritonops.facts.queries import CommandQuery
 from tritonops.results import GroupResult, HostResult
 from tritonops.values.numbers import whole_number
 from tritonops.values.ssh_target import host_address
@@ -77,7 +77,7 @@ def page_verdict(port: int, stdout: str) -> HostFigures:
 def fetch_metrics(inventory_paths: Sequence[str], options) -> GroupResult[HostFigures]:
     """One result per selected host: ok with HostFigures, or failed with the one-line problem."""
     from tritonops.deploy.run import run_hosts
-    from tritonops.operations.execute import read_facts
+    from tritonops.facts.query_program import read_facts
     from tritonops.playbook import load_playbook
     from tritonops.transport.sessions import HostSession, SessionPool
 

@@ -7,8 +7,8 @@ from typing import ClassVar, Iterable
 
 from pydantic import field_validator
 
+from tritonops.facts.queries import Facts, FileQuery, Query
 from tritonops.operations.base import Args
-from tritonops.operations.facts import Facts, FileQuery, Query
 from tritonops.operations.registry import register
 from tritonops.operations.steps import MakeDir, PutFile, Step, Symlink
 

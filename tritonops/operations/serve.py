@@ -19,11 +19,11 @@ from pydantic import ValidationInfo, field_validator
 from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
+from tritonops.facts.queries import CommandQuery, DirQuery, Facts, FileQuery, Query
 from tritonops.logs.ecs import LOGGER_SOURCE
 from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
                                      log_shipping)
 from tritonops.operations.base import Args
-from tritonops.operations.facts import CommandQuery, DirQuery, Facts, FileQuery, Query
 from tritonops.operations.registry import register
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
 from tritonops.operations.steps import Step

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonops.errors import TritonopsError
-from tritonops.operations.facts import CommandQuery
+from tritonops.facts.queries import CommandQuery
 from tritonops.serving.container import container_name
 from tritonops.text import printable
 

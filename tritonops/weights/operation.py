@@ -18,8 +18,8 @@ from typing import ClassVar, Iterable, Literal, Sequence
 from pydantic import model_validator
 
 from tritonops.errors import InputError
+from tritonops.facts.queries import CommandQuery, Facts, Query
 from tritonops.operations.base import Args
-from tritonops.operations.facts import CommandQuery, Facts, Query
 from tritonops.operations.registry import register
 from tritonops.results import GroupResult, HostResult
 from tritonops.transport.base import Transport
