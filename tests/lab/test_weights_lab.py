@@ -23,7 +23,7 @@ import pytest
 from tritonops.facts.query_program import read_facts
 from tritonops.lab.hub import TINY_REPO, tiny_model
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, lab_hub
-from tritonops.operations.registry import operation_named
+from tritonops.playbook.known_operations import operation_named
 from tritonops.transport.pool import open_transport
 from tritonops.weights import transfer
 from tritonops.weights.operation import ModelWeightsArgs, ensure_weights, ensure_weights_on_hosts

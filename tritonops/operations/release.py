@@ -19,7 +19,6 @@ from pydantic import field_validator
 from tritonops.errors import InputError
 from tritonops.facts.queries import DirQuery, Facts, FileQuery, Query
 from tritonops.operations.base import Args
-from tritonops.operations.registry import register
 from tritonops.operations.steps import MakeDir, PutFile, Rename, Step
 from tritonops.values.names import safe_name
 
@@ -122,4 +121,4 @@ class ReleaseOperation:
         yield Rename(partial, final)
 
 
-release = register(ReleaseOperation())
+release = ReleaseOperation()

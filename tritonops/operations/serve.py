@@ -24,7 +24,6 @@ from tritonops.logs.ecs import LOGGER_SOURCE
 from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
                                      log_shipping)
 from tritonops.operations.base import Args
-from tritonops.operations.registry import register
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
 from tritonops.operations.steps import Step
 from tritonops.serving import program
@@ -246,5 +245,5 @@ class RollbackOperation:
         yield serve_step(args.root, args.deployment, target.id, target.image_id, target.serve, args)
 
 
-serve_release = register(ServeOperation())
-rollback_release = register(RollbackOperation())
+serve_release = ServeOperation()
+rollback_release = RollbackOperation()

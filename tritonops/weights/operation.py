@@ -20,7 +20,6 @@ from pydantic import model_validator
 from tritonops.errors import InputError
 from tritonops.facts.queries import CommandQuery, Facts, Query
 from tritonops.operations.base import Args
-from tritonops.operations.registry import register
 from tritonops.results import GroupResult, HostResult
 from tritonops.transport.base import Transport
 from tritonops.transport.spec import ConnectionSpec
@@ -201,4 +200,4 @@ def ensure_weights_on_hosts(specs: Sequence[ConnectionSpec], args: ModelWeightsA
     return run_on_hosts(specs, task, forks=forks)
 
 
-model_weights = register(ModelWeightsOperation())
+model_weights = ModelWeightsOperation()
