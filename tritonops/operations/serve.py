@@ -28,10 +28,10 @@ from tritonops.operations.release import ReleaseArgs, content_digest, existing_r
 from tritonops.operations.steps import Step
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
-from tritonops.serving.container import (DEFAULT_ULIMITS, Ports, ServeSpec, container_name, logging_digest,
-                                         run_argv)
+from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
 from tritonops.serving.verdict import KV_PATTERNS, classify
 from tritonops.transport.base import CommandResult, Transport
+from tritonops.values.containers import container_name
 
 
 class ContainerSettings(Args):

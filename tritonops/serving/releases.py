@@ -13,8 +13,8 @@ from typing import Any
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.queries import CommandQuery
-from tritonops.serving.container import container_name
 from tritonops.text import printable
+from tritonops.values.containers import container_name
 
 SOURCE = r'''
 import json, os, subprocess, sys
