@@ -3,13 +3,15 @@ tests/operations/<operation>/<case>.json holds the arguments, the facts the host
 and the exact steps expected. No host is involved: operations are pure."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tritonops.errors import TritonopsError
-from tritonops.operations.facts import CommandFact, DirFact, Facts, FileFact
-from tritonops.operations.registry import operation_named
+from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
+from tritonops.playbook.known_operations import OPERATIONS, operation_named
 
 CASES = sorted((Path(__file__).parent / "operations").glob("*/*.json"))
 
@@ -44,3 +46,21 @@ def test_operation_case(case):
 
 def test_there_are_cases_for_every_builtin_file_operation():
     assert {path.parent.name for path in CASES} >= {"put_file", "directory", "symlink", "release"}
+
+
+@pytest.mark.parametrize("name", sorted(OPERATIONS))
+def test_each_operation_a_task_can_name_is_found_by_its_import_path_under_that_name(name):
+    assert operation_named(name).name == name
+
+
+def test_finding_an_operation_imports_its_own_module_and_no_other_operation():
+    """No registry imports every operation to fill itself: a playbook of file tasks loads neither the
+    serve operation (the serving programs, the log shipping) nor the weights one."""
+    modules = {path.partition(":")[0] for path in OPERATIONS.values()}
+    script = ("import json, sys\n"
+              "from tritonops.playbook.known_operations import operation_named\n"
+              "operation_named('put_file')\n"
+              f"print(json.dumps(sorted(set(sys.modules) & set({sorted(modules)!r}))))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["tritonops.operations.files"]

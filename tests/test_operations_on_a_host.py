@@ -7,10 +7,11 @@ import os
 import pytest
 
 from tritonops.errors import HostError
-from tritonops.operations.execute import read_facts, run_step
-from tritonops.operations.registry import operation_named
-from tritonops.operations.facts import Facts
+from tritonops.facts.queries import Facts
+from tritonops.facts.query_program import read_facts
+from tritonops.operations.execute import run_step
 from tritonops.operations.release import content_digest, weights_digest
+from tritonops.playbook.known_operations import operation_named
 from tritonops.transport.local import LocalTransport
 
 HOST = LocalTransport("local")

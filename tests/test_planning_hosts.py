@@ -178,7 +178,7 @@ def test_a_sized_key_is_forced_only_when_vouched_for_and_the_model_never(tmp_pat
 
 def test_a_controller_folder_is_named_on_the_host_by_its_content_as_deploy_writes_it(tmp_path):
     from tritonops.planning import controller_folders
-    from tritonops.weights.local import local_manifest
+    from tritonops.weights_source.local import local_manifest
 
     model = tmp_path / "my-model"
     model.mkdir()

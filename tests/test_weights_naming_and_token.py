@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from tritonops.errors import InputError
-from tritonops.operations.registry import operation_named
+from tritonops.playbook.known_operations import operation_named
 from tritonops.weights.operation import ModelWeightsArgs
-from tritonops.weights.source import Source, source_of
+from tritonops.weights_source.source import Source, source_of
 from tritonops.weights.token import Secret, read_token
 from tritonops.weights.transfer import HubFetch, Runner
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tritonops.weights.facts import Layout, parse_weights_fact
-from tritonops.weights.manifest import FileEntry, Manifest
+from tritonops.weights_source.manifest import FileEntry, Manifest
 from tritonops.weights.plan import WeightsRefused, plan_host_path, plan_hub, plan_push
-from tritonops.weights.source import source_of
+from tritonops.weights_source.source import source_of
 from tritonops.weights.transfer import Runner
 
 CASES = sorted((Path(__file__).parent / "weights" / "cases").glob("*.json"))

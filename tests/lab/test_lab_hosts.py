@@ -134,7 +134,7 @@ def test_a_second_lab_folder_with_the_same_prefix_reaches_the_hosts_and_gets_the
     import subprocess
 
     from tritonops.lab import collector
-    from tritonops.lab.api import default_cache_dir
+    from tritonops.lab.defaults import default_cache_dir
 
     prefix, host = "tritonops-labtest3", HostSpec("gamma", "t4", "light")
     client = docker.from_env()

@@ -22,7 +22,7 @@ import yaml
 from tritonops.cli.main import main
 from tritonops.lab import collector as lab_collector
 from tritonops.lab.hub import TINY_REPO, tiny_model
-from tritonops.lab.images import default_cache_dir
+from tritonops.lab.defaults import default_cache_dir
 from tritonops.lab.testing import FULL_2080TI, lab_hub
 
 pytestmark = pytest.mark.lab

@@ -20,10 +20,10 @@ import subprocess
 
 import pytest
 
+from tritonops.facts.query_program import read_facts
 from tritonops.lab.hub import TINY_REPO, tiny_model
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, lab_hub
-from tritonops.operations.execute import read_facts
-from tritonops.operations.registry import operation_named
+from tritonops.playbook.known_operations import operation_named
 from tritonops.transport.pool import open_transport
 from tritonops.weights import transfer
 from tritonops.weights.operation import ModelWeightsArgs, ensure_weights, ensure_weights_on_hosts
@@ -207,7 +207,7 @@ def test_a_controller_folder_is_pushed_over_sftp_resumed_after_a_cut_and_then_le
 
 
 def done_id(folder) -> str:
-    from tritonops.weights.local import local_manifest
+    from tritonops.weights_source.local import local_manifest
 
     return local_manifest(str(folder))[0].content_sha256()[:12]
 

@@ -16,8 +16,8 @@ from tritonops.deploy.events import HostLabels, deploy_events
 from tritonops.deploy.run import DeployOptions, DeployReport
 from tritonops.logs.shipping import LogShipping, log_argv, shipping_of
 from tritonops.results import HostResult
-from tritonops.serving.container import container_name
 from tritonops.transport.sessions import HostSession, SessionPool
+from tritonops.values.containers import container_name
 
 EVENTS_LABEL = "tritonops.events"  # the events container's label (not tritonops.deployment: it is not Triton)
 

@@ -21,9 +21,9 @@ from typing import Iterator
 
 from tritonops.deploy.run import DeployReport, Record
 from tritonops.errors import InputError
+from tritonops.facts.query_program import read_facts
 from tritonops.metrics.rules import RULES_FILE, render_rules
 from tritonops.metrics.targets import HostTarget, merged_groups, read_targets, render_targets, scrape_address
-from tritonops.operations.execute import read_facts
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
 from tritonops.serving.releases import parse_releases, releases_query

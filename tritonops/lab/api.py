@@ -9,24 +9,20 @@ from pathlib import Path
 from tritonops.errors import TritonopsError
 from tritonops.lab import containers as ct
 from tritonops.lab import engine, keys
+from tritonops.lab.defaults import DEFAULT_PREFIX, PORT_BASE, default_cache_dir, default_state_dir
 from tritonops.lab.health import sshd_answers, wait_for_sshd
 from tritonops.lab.image_specs import TRITON_TAG
-from tritonops.lab.images import default_cache_dir, ensure_images, saved_image
+from tritonops.lab.images import ensure_images, saved_image
 from tritonops.lab.inventory import constraints_path, constraints_text, render_inventory, render_known_hosts
 from tritonops.lab.models import models_dir, remove_models, write_models
-from tritonops.lab.plan import PORT_BASE, HostAction, assign_ports, plan_hosts, spec_hash
+from tritonops.lab.plan import HostAction, assign_ports, plan_hosts, spec_hash
 from tritonops.lab.profile_file import GpuFaults, render_profile
 from tritonops.lab.profiles import get_profile
 from tritonops.lab.request import LabRequest
-from tritonops.lab.state import DEFAULT_PREFIX, LabHost, LabState, read_ports, write_ports
+from tritonops.lab.state import LabHost, LabState, read_ports, write_ports
 from tritonops.results import GroupResult, HostResult
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PARALLEL_HOSTS = 4
-
-
-def default_state_dir() -> Path:
-    return REPO_ROOT / ".lab" if (REPO_ROOT / "pyproject.toml").exists() else Path.cwd() / ".lab"
 
 
 def _paths(state_dir: Path | str | None, inventory_out: Path | str | None) -> tuple[Path, Path]:

@@ -161,9 +161,7 @@ def main(argv: list[str]) -> int:
 
     import docker
 
-    from tritonops.lab.api import default_state_dir
-    from tritonops.lab.images import default_cache_dir
-    from tritonops.lab.state import DEFAULT_PREFIX
+    from tritonops.lab.defaults import DEFAULT_PREFIX, default_cache_dir, default_state_dir
 
     parser = argparse.ArgumentParser(prog="python -m tritonops.lab collector")
     parser.add_argument("action", choices=("up", "show", "stop", "start", "down"))

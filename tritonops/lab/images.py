@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -41,16 +40,6 @@ class LabImages:
     host_full: ImageResult | None
     tritonserver: ImageResult | None
     results: tuple[ImageResult, ...]
-
-
-def default_cache_dir() -> Path:
-    """Shared by every lab on this machine (images are content-tagged); $TRITONOPS_LAB_CACHE overrides.
-    The account's home from passwd, not $HOME: tests point $HOME elsewhere."""
-    if os.environ.get("TRITONOPS_LAB_CACHE"):
-        return Path(os.environ["TRITONOPS_LAB_CACHE"])
-    import pwd
-
-    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "tritonops-lab"
 
 
 def _find(client: docker.DockerClient, spec: ImageSpec):

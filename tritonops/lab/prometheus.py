@@ -26,19 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonops.errors import TritonopsError
+from tritonops.lab.defaults import PROMETHEUS_PORT
 from tritonops.metrics.rules import LAB_TIMING, RULES_FILE, render_rules
 from tritonops.values.ssh_target import host_address
 from tritonops.waiting import wait_until
 
 BINARY = "prometheus"
-DEFAULT_PORT = 9090
 JOB = "tritonops"
 
 
 @dataclass(frozen=True)
 class LabPrometheus:
     folder: Path      # <state dir>/prometheus
-    port: int = DEFAULT_PORT
+    port: int = PROMETHEUS_PORT
 
     @property
     def url(self) -> str:
@@ -69,7 +69,7 @@ class LabPrometheus:
         return self.folder / "prometheus.log"
 
 
-def lab_prometheus(state_dir: Path | str, port: int = DEFAULT_PORT) -> LabPrometheus:
+def lab_prometheus(state_dir: Path | str, port: int = PROMETHEUS_PORT) -> LabPrometheus:
     return LabPrometheus(Path(state_dir).resolve() / "prometheus", port)
 
 
@@ -226,9 +226,8 @@ def main(argv: list[str]) -> int:
     """`python -m tritonops.lab prometheus up|down|targets|alerts [-i INVENTORY] [--state-dir DIR] [--port N]`."""
     import argparse
 
-    from tritonops.lab.api import default_state_dir
     from tritonops.lab.containers import network_name
-    from tritonops.lab.state import DEFAULT_PREFIX
+    from tritonops.lab.defaults import DEFAULT_PREFIX, default_state_dir
 
     parser = argparse.ArgumentParser(prog="python -m tritonops.lab prometheus")
     parser.add_argument("action", choices=("up", "down", "targets", "alerts"))
@@ -236,10 +235,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--state-dir", default=None)
     parser.add_argument("--prefix", default=DEFAULT_PREFIX)
     parser.add_argument("--port", type=int, default=None,
-                        help=f"up: where it listens (default {DEFAULT_PORT}); the others: the port up was given")
+                        help=f"up: where it listens (default {PROMETHEUS_PORT}); the others: the port up was given")
     args = parser.parse_args(argv)
     folder = lab_prometheus(args.state_dir or default_state_dir()).folder
-    port = args.port or recorded_port(folder) or DEFAULT_PORT
+    port = args.port or recorded_port(folder) or PROMETHEUS_PORT
     lab = LabPrometheus(folder, port)
     try:
         if args.action == "up":

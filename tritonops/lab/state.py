@@ -6,7 +6,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tritonops.lab.defaults import DEFAULT_PREFIX  # noqa: F401  (re-exported: the lab API names it here)
 from tritonops.results import GroupResult
 from tritonops.transport.spec import ConnectionSpec
 

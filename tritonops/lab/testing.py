@@ -77,7 +77,7 @@ def lab_gateway(state) -> str:
 def lab_hub(state, hosts, repos: dict, token: str | None = None):
     """The hub stand-in serving `repos` on the lab gateway, huggingface_hub installed on `hosts`."""
     from tritonops.lab.hub import HubServer
-    from tritonops.lab.images import default_cache_dir
+    from tritonops.lab.defaults import default_cache_dir
     from tritonops.lab.wheelhouse.hub_wheels import hub_wheels, install_on_host
     from tritonops.transport.pool import open_transport
 

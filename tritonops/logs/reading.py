@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from tritonops.errors import InputError
 from tritonops.logs.ecs import display
-from tritonops.serving.container import container_name
 from tritonops.text import printable
+from tritonops.values.containers import container_name
 
 MAX_TAIL = 100_000
 _SINCE = re.compile(r"[1-9][0-9]{0,6}(?:s|m|h)|\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:\d\d)?)?"

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tritonops.text import printable
+from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE
 
-LABELS = "tritonops.deployment,tritonops.release"  # container labels attached to each log entry
+LABELS = f"{LABEL_DEPLOYMENT},{LABEL_RELEASE}"  # container labels attached to each log entry
 
 # driver -> the options Docker takes for it (besides COMMON); the address option, where it has one
 _DRIVERS: dict[str, tuple[str | None, frozenset[str]]] = {

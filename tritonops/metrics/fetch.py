@@ -12,7 +12,7 @@ import json
 
 from tritonops.metrics.figures import HostFigures, MetricsPageError, host_figures
 from tritonops.metrics.targets import WILDCARD_BINDS
-from tritonops.operations.facts import CommandQuery
+from tritonops.facts.queries import CommandQuery
 from tritonops.values.ssh_target import host_address
 
 MAX_PAGE = 32 * 1024 * 1024

@@ -6,7 +6,7 @@ from typing import ClassVar, Iterable, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from tritonops.operations.facts import Facts, Query
+from tritonops.facts.queries import Facts, Query
 from tritonops.operations.steps import Step
 
 

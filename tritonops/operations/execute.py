@@ -1,4 +1,5 @@
-"""Carry out steps and read facts over a host session. The only I/O of the operations package."""
+"""Carry out steps over a host session (facts are read by tritonops/facts/query_program.py). The only
+I/O of the operations package."""
 
 from __future__ import annotations
 
@@ -7,18 +8,8 @@ from typing import Sequence
 
 from tritonops.errors import HostError
 from tritonops.operations import host_program
-from tritonops.operations.facts import Facts, Query, parse_answers, queries_json
 from tritonops.operations.steps import MakeDir, PutFile, Remove, Rename, Run, Step, Symlink
 from tritonops.transport.base import CommandResult, Transport
-
-FACT_TIMEOUT_S = 120.0
-
-
-def read_facts(transport: Transport, queries: Sequence[Query]) -> Facts:
-    if not queries:
-        return Facts()
-    result = _run(transport, host_program.argv("facts"), stdin=queries_json(list(queries)), timeout=FACT_TIMEOUT_S)
-    return parse_answers(list(queries), result.stdout)
 
 
 def run_step(transport: Transport, step: Step) -> CommandResult:

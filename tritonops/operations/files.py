@@ -7,9 +7,8 @@ from typing import ClassVar, Iterable
 
 from pydantic import field_validator
 
+from tritonops.facts.queries import Facts, FileQuery, Query
 from tritonops.operations.base import Args
-from tritonops.operations.facts import Facts, FileQuery, Query
-from tritonops.operations.registry import register
 from tritonops.operations.steps import MakeDir, PutFile, Step, Symlink
 
 
@@ -79,6 +78,6 @@ class SymlinkOperation:
             yield Symlink(args.path, args.target)
 
 
-put_file = register(PutFileOperation())
-directory = register(DirectoryOperation())
-symlink = register(SymlinkOperation())
+put_file = PutFileOperation()
+directory = DirectoryOperation()
+symlink = SymlinkOperation()

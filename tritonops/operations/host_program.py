@@ -1,8 +1,8 @@
-"""The program tritonops runs on a host (python3 -c, stdlib only, nothing installed) to read file
-facts and to carry out file steps atomically. Its source is sent as the -c argument; the action and
-its values are separate arguments, quoted by shlex.join, never pasted into the source.
+"""The program tritonops runs on a host (python3 -c, stdlib only, nothing installed) to carry out file
+steps atomically (facts are read by the fact program, tritonops/facts/query_program.py). Its source is
+sent as the -c argument; the action and its values are separate arguments, quoted by shlex.join, never
+pasted into the source.
 
-    python3 -c SRC facts                 stdin: JSON queries   stdout: JSON answers
     python3 -c SRC put PATH MODE         stdin: the bytes      (temp file in the same folder, fsync, rename)
     python3 -c SRC mkdir PATH MODE
     python3 -c SRC symlink PATH TARGET   (temp link, rename: atomic replace)
@@ -13,54 +13,7 @@ its values are separate arguments, quoted by shlex.join, never pasted into the s
 """
 
 SOURCE = r'''
-import hashlib, json, os, shutil, stat, sys, tempfile
-
-def file_fact(q):
-    path = q["path"]
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return {"kind": "missing"}
-    except NotADirectoryError:
-        return {"kind": "missing"}
-    if stat.S_ISLNK(st.st_mode):
-        return {"kind": "link", "link_target": os.readlink(path)}
-    if stat.S_ISDIR(st.st_mode):
-        return {"kind": "dir", "mode": stat.S_IMODE(st.st_mode)}
-    if not stat.S_ISREG(st.st_mode):
-        return {"kind": "other"}
-    digest = hashlib.sha256()
-    text = None
-    with open(path, "rb") as handle:
-        head = b""
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-            if q.get("content") and len(head) <= q["text_limit"]:
-                head += chunk
-    if q.get("content") and len(head) <= q["text_limit"]:
-        try:
-            text = head.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-    return {"kind": "file", "size": st.st_size, "mode": stat.S_IMODE(st.st_mode), "sha256": digest.hexdigest(),
-            "text": text}
-
-def dir_fact(q):
-    try:
-        return {"exists": True, "names": sorted(os.listdir(q["path"]))}
-    except (FileNotFoundError, NotADirectoryError):
-        return {"exists": False, "names": []}
-
-def command_fact(q):
-    import subprocess
-    try:
-        done = subprocess.run(q["argv"], stdin=subprocess.DEVNULL, capture_output=True, timeout=q["timeout_s"])
-    except FileNotFoundError:
-        return {"exit_code": 127, "stderr": "%s: not found" % q["argv"][0]}
-    except subprocess.TimeoutExpired:
-        return {"exit_code": 124, "stderr": "timed out"}
-    return {"exit_code": done.returncode, "stdout": done.stdout.decode("utf-8", "replace")[-65536:],
-            "stderr": done.stderr.decode("utf-8", "replace")[-4096:]}
+import json, os, shutil, sys, tempfile
 
 def put(path, mode):
     folder = os.path.dirname(path) or "."
@@ -134,11 +87,7 @@ def unlock(path, token):
         os.unlink(path)
 
 action, args = sys.argv[1], sys.argv[2:]
-if action == "facts":
-    queries = json.load(sys.stdin)
-    answer = {"file": file_fact, "dir": dir_fact, "command": command_fact}
-    json.dump([answer[q["kind"]](q) for q in queries], sys.stdout)
-elif action == "put":
+if action == "put":
     put(args[0], args[1])
 elif action == "mkdir":
     os.makedirs(args[0], mode=int(args[1], 8), exist_ok=True)

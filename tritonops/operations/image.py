@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
+from tritonops.facts.queries import CommandQuery, Facts, Query
 from tritonops.operations.base import Args
-from tritonops.operations.facts import CommandQuery, Facts, Query
-from tritonops.operations.registry import register
 from tritonops.operations.steps import Step
 
 
@@ -42,4 +41,4 @@ class ImagePresentOperation:
         return ()
 
 
-image_present = register(ImagePresentOperation())
+image_present = ImagePresentOperation()

@@ -18,9 +18,8 @@ from typing import Any, ClassVar, Iterable
 from pydantic import field_validator
 
 from tritonops.errors import InputError
+from tritonops.facts.queries import DirQuery, Facts, FileQuery, Query
 from tritonops.operations.base import Args
-from tritonops.operations.facts import DirQuery, Facts, FileQuery, Query
-from tritonops.operations.registry import register
 from tritonops.operations.steps import MakeDir, PutFile, Rename, Step
 from tritonops.values.names import safe_name
 
@@ -141,4 +140,4 @@ class ReleaseOperation:
         yield PublishRelease(partial, final, release_id(args, weights))
 
 
-release = register(ReleaseOperation())
+release = ReleaseOperation()

@@ -19,21 +19,20 @@ from pydantic import ValidationInfo, field_validator
 from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
+from tritonops.facts.queries import CommandQuery, DirQuery, Facts, FileQuery, Query
 from tritonops.logs.ecs import LOGGER_SOURCE
 from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
                                      log_shipping)
 from tritonops.operations.base import Args
-from tritonops.operations.facts import CommandQuery, DirQuery, Facts, FileQuery, Query
-from tritonops.operations.registry import register
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
-from tritonops.serving.container import (DEFAULT_ULIMITS, Ports, ServeSpec, container_name, logging_digest,
-                                         run_argv)
+from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
 from tritonops.serving.outcome import ServeOutcome, serve_outcome
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
+from tritonops.values.containers import container_name
 
 
 class ContainerSettings(Args):
@@ -225,5 +224,5 @@ class RollbackOperation:
         yield serve_step(args.root, args.deployment, target.id, target.image_id, target.serve, args)
 
 
-serve_release = register(ServeOperation())
-rollback_release = register(RollbackOperation())
+serve_release = ServeOperation()
+rollback_release = RollbackOperation()

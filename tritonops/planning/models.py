@@ -47,8 +47,8 @@ def load_models_for(hosts: Iterable, default_model: str | None,
 def controller_folders(hosts: Iterable, default_model: str | None,
                        default_name: str = "vllm_model") -> ControllerFolders:
     """Every model reference (and tritonops_weights_path) of the hosts that is a folder on this machine,
-    with its manifest digest: the files are hashed here, once per run (weights.local keeps the sums)."""
-    from tritonops.weights.local import local_manifest
+    with its manifest digest: the files are hashed here, once per run (weights_source.local keeps the sums)."""
+    from tritonops.weights_source.local import local_manifest
 
     hosts = list(hosts)
     named = model_refs(hosts, default_model, default_name)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from tritonops.errors import TritonopsError
-from tritonops.weights import source as sources
+from tritonops.weights_source import source as sources
 
 # host variable -> model_weights argument (hub sources)
 _ARGUMENTS = {

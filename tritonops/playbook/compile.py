@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from tritonops.errors import InputError
 from tritonops.inventory.model import Inventory
 from tritonops.operations.base import Args, Operation
-from tritonops.operations.registry import operation_named
 from tritonops.playbook.keys import did_you_mean
+from tritonops.playbook.known_operations import operation_named
 from tritonops.playbook.lookups import Lookup
 from tritonops.playbook.inputs import RunInputs
 from tritonops.playbook.model import Play, Playbook, PlaybookError, Task

@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from tritonops.operations.execute import read_facts
-from tritonops.operations.facts import Facts, FileFact, FileQuery
+from tritonops.facts.queries import Facts, FileFact, FileQuery
+from tritonops.facts.query_program import read_facts
 from tritonops.operations.steps import PutFile, Step
 from tritonops.transport.base import Transport
 

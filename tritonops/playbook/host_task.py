@@ -16,8 +16,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tritonops.facts.query_program import read_facts
 from tritonops.operations.base import Args, Operation
-from tritonops.operations.execute import read_facts, run_step
+from tritonops.operations.execute import run_step
 from tritonops.playbook.diffs import file_diffs
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession

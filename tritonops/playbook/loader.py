@@ -17,9 +17,9 @@ from tritonops.inventory.model import Setting
 from tritonops.inventory.paths import display_path
 from tritonops.inventory.yaml_lines import LinedMap, plain
 from tritonops.errors import InputError
-from tritonops.operations.registry import OPERATIONS, _load_builtin, operation_named
 from tritonops.playbook.batches import check_serial
 from tritonops.playbook.keys import at, check_keys, check_known_vars, did_you_mean, load_yaml, string_list
+from tritonops.playbook.known_operations import OPERATIONS, operation_named
 from tritonops.playbook.model import Play, Playbook, PlaybookError, Role, Task
 from tritonops.playbook.roles import load_role, role_dirs
 from tritonops.playbook.templating import check_expression, check_syntax, is_template
@@ -170,10 +170,10 @@ def _operation_key(data: LinedMap, shown: str) -> str:
     others = [key for key in data if key not in TASK_KEYS]
     if not others:
         raise PlaybookError("a task names one operation, e.g. put_file: {path: ..., content: ...}; known: "
-                            + ", ".join(sorted(_operations())), at(shown, data))
+                            + ", ".join(sorted(OPERATIONS)), at(shown, data))
     for key in others:
         where = at(shown, data, key)
-        if key not in _operations() and _close_to_keyword(str(key)):  # 'tag:', 'notfy:' are not operations
+        if key not in OPERATIONS and _close_to_keyword(str(key)):  # 'tag:', 'notfy:' are not operations
             raise PlaybookError(f"unknown key '{key}' in a task{did_you_mean(str(key), TASK_KEYS)}", where)
         try:
             operation_named(str(key), where)
@@ -183,11 +183,6 @@ def _operation_key(data: LinedMap, shown: str) -> str:
         raise PlaybookError(f"a task names one operation, this one names {len(others)}: {', '.join(others)}",
                             at(shown, data, others[1]))
     return others[0]
-
-
-def _operations() -> dict:
-    _load_builtin()
-    return OPERATIONS
 
 
 def _close_to_keyword(key: str) -> bool:

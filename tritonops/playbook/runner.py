@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tritonops.errors import TritonopsError
+from tritonops.facts.query_program import read_facts
 from tritonops.playbook.batches import batches
 from tritonops.playbook.compile import CompiledPlay, CompiledPlaybook, CompiledTask
 from tritonops.playbook.events import BatchStarted, HostDone, OnEvent, PlayStarted, TaskStarted
-from tritonops.operations.execute import read_facts
 from tritonops.operations.steps import StepFailed
 from tritonops.playbook.host_task import PREFETCH, TaskOutcome, run_host_task
 from tritonops.results import HostResult, Recap

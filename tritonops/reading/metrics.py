@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tritonops.metrics.fetch import fetch_query, local_address, page_verdict
 from tritonops.metrics.figures import HostFigures, MetricsPageError
-from tritonops.operations.execute import read_facts
+from tritonops.facts.query_program import read_facts
 from tritonops.planning.entries import host_where
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.sessions import ReadOptions, read_each

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 
 from tritonops.logs.shipping import shipping_of
-from tritonops.operations.execute import read_facts
+from tritonops.facts.query_program import read_facts
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.sessions import ReadOptions, read_each

@@ -1,9 +1,9 @@
 """The Triton container of a release, as a `docker run` argument list. Pure, tested by equality.
 
-One container per deployment on a host, named `tritonops-<deployment>`, labelled with its deployment
-and release. The release folder and the weights folders are mounted read-only at the same paths they
-have on the host, so model.json's "model" path is valid inside. Tensor parallel needs shared memory
-across the GPU workers: `--ipc=host` (or a sized `--shm-size` when the inventory asks for it).
+One container per deployment on a host, named and labelled as values/containers.py says. The release
+folder and the weights folders are mounted read-only at the same paths they have on the host, so
+model.json's "model" path is valid inside. Tensor parallel needs shared memory across the GPU workers:
+`--ipc=host` (or a sized `--shm-size` when the inventory asks for it).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import posixpath
 from dataclasses import dataclass, field
 
 from tritonops.logs.shipping import LOCAL_FALLBACK, LogShipping, log_argv
+from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE, container_name
 
-LABEL_DEPLOYMENT = "tritonops.deployment"
-LABEL_RELEASE = "tritonops.release"
 LABEL_LOGGING = "tritonops.logging"  # digest of the log settings asked for (kept on a fallback container too)
 RESTRICTED_APIS = "model-repository,model-config,shared-memory,statistics,trace,logging"
 ADMIN_HEADER = "tritonops-admin-key"
@@ -57,10 +56,6 @@ class ServeSpec:
     @property
     def model_repository(self) -> str:
         return posixpath.join(self.release_dir, "model_repository")
-
-
-def container_name(deployment: str) -> str:
-    return f"tritonops-{deployment}"
 
 
 def logging_digest(log: LogShipping) -> str:

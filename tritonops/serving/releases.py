@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonops.errors import TritonopsError
-from tritonops.operations.facts import CommandQuery
-from tritonops.serving.container import container_name
+from tritonops.facts.queries import CommandQuery
 from tritonops.text import printable
+from tritonops.values.containers import container_name
 
 SOURCE = r'''
 import json, os, subprocess, sys

@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from tritonops.facts.queries import CommandQuery
 from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
-from tritonops.operations.facts import CommandQuery
 from tritonops.serving.container import logging_digest
 from tritonops.serving.releases import Deployed
 

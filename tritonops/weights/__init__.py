@@ -1,9 +1,8 @@
 """Model weights on each host: `/opt/tritonops/<deployment>/models/<model-id>/`, shared by releases.
 
-    source.py     where weights come from (Hugging Face, ModelScope, a host path, a controller folder)
-                  and the model id derived from it (pure)
+    (where weights come from, the model id and the manifest: tritonops/weights_source/, which
+    planning uses too)
     token.py      the hub token: read on the controller, never printed, passed on stdin only
-    manifest.py   the manifest of sizes and SHA-256 that decides what is already there (pure)
     facts.py      a host program + pure parser: what is in the model folder, its staging twin, free disk
     plan.py       pure: source + facts -> the transfer steps still needed (nothing when verified)
     programs.py   the programs those steps run on the host (stdlib; the hub one needs the hub library)

@@ -15,7 +15,7 @@ from typing import Any
 
 from tritonops.errors import HostError, TritonopsError
 from tritonops.transport.base import Transport
-from tritonops.weights.manifest import Manifest, manifest_from_json
+from tritonops.weights_source.manifest import Manifest, manifest_from_json
 from tritonops.weights.programs import files_argv
 
 

@@ -18,16 +18,15 @@ from typing import ClassVar, Iterable, Literal, Sequence
 from pydantic import model_validator
 
 from tritonops.errors import InputError
+from tritonops.facts.queries import CommandQuery, Facts, Query
 from tritonops.operations.base import Args
-from tritonops.operations.facts import CommandQuery, Facts, Query
-from tritonops.operations.registry import register
 from tritonops.results import GroupResult, HostResult
 from tritonops.transport.base import Transport
 from tritonops.transport.spec import ConnectionSpec
 from tritonops.values.names import safe_name
-from tritonops.weights import source as sources
+from tritonops.weights_source import source as sources
 from tritonops.weights.facts import Layout, WeightsFact, fact_query, parse_weights_fact, read_weights_fact
-from tritonops.weights.local import local_manifest
+from tritonops.weights_source.local import local_manifest
 from tritonops.weights.plan import WeightsPlan, WeightsRefused, plan_host_path, plan_hub, plan_push
 from tritonops.weights.token import Secret, env_name, read_token
 from tritonops.weights.programs import files_argv
@@ -201,4 +200,4 @@ def ensure_weights_on_hosts(specs: Sequence[ConnectionSpec], args: ModelWeightsA
     return run_on_hosts(specs, task, forks=forks)
 
 
-model_weights = register(ModelWeightsOperation())
+model_weights = ModelWeightsOperation()

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from tritonops.errors import TritonopsError
 from tritonops.weights.facts import FinalFact, HostPathFact, Layout, WeightsFact
-from tritonops.weights.manifest import Manifest
-from tritonops.weights.source import Source
+from tritonops.weights_source.manifest import Manifest
+from tritonops.weights_source.source import Source
 from tritonops.weights.transfer import (Discard, Finalize, HubFetch, LinkHostPath, PushFiles, PushItem, RemovePath,
                                         Reopen, Runner, TransferStep)
 from tritonops.weights.token import Secret

@@ -15,8 +15,8 @@ from typing import Literal
 from tritonops.errors import HostError
 from tritonops.transport.base import CommandResult, Transport
 from tritonops.weights import programs
-from tritonops.weights.manifest import Manifest
-from tritonops.weights.source import Source
+from tritonops.weights_source.manifest import Manifest
+from tritonops.weights_source.source import Source
 from tritonops.weights.token import Secret, read_token
 
 CHUNK = 1 << 20
@@ -293,7 +293,7 @@ class HubFetch:
             detail = answer.get("detail") or answer.get("error") or result.tail(3)
             raise WeightsError(transport.name, f"fetching {self.source.repo}@{self.source.revision} with "
                                                f"{self.runner.where()} exited {result.exit_code}: {detail}")
-        from tritonops.weights.manifest import FileEntry
+        from tritonops.weights_source.manifest import FileEntry
 
         manifest = Manifest(tuple(FileEntry(f["path"], int(f["size"]), f["sha256"]) for f in answer["files"]),
                             dict(self.source.identity(), commit=answer.get("commit")))

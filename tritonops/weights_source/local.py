@@ -7,7 +7,7 @@ import os
 import stat
 
 from tritonops.errors import InputError
-from tritonops.weights.manifest import FileEntry, Manifest
+from tritonops.weights_source.manifest import FileEntry, Manifest
 
 MAX_FILES = 100_000
 SKIPPED = (".tritonops-manifest.json",)

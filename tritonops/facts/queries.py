@@ -1,7 +1,7 @@
-"""Facts an operation asks for about a host's files: queries (data) and their answers (data).
+"""Facts an operation asks for about a host's files and commands: queries (data) and their answers (data).
 
-All of one task's queries are answered by one run of `host_program.py` on the host (a stdlib program
-fed on stdin, like the probe); `parse_answers` is the pure parser of its output.
+All of one task's queries are answered by one run of the fact program on the host (`query_program.py`,
+a stdlib program fed on stdin, like the probe); `parse_answers` is the pure parser of its output.
 """
 
 from __future__ import annotations
