@@ -8,6 +8,7 @@ deployments (dep-a, dep-b): each has its own folder, lock and releases there, as
 """
 
 import json
+import os
 
 import jsonschema
 import pytest
