@@ -4,12 +4,14 @@ under `python -c SOURCE` exactly as a host runs it."""
 
 import ast
 import hashlib
+import http.server
 import importlib
 import json
 import os
 import pkgutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,8 @@ from tritonops.serving import program, releases, status
 from tritonops.weights import programs
 
 FOLDER = Path(host_programs.__file__).parent
-PYTHON_PROGRAMS = sorted(module.name for module in pkgutil.iter_modules([str(FOLDER)]))
+SHARED = ["triton_client"]  # modules the packer puts into the programs that import them
+PROGRAMS = sorted(module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.name not in SHARED)
 HUB_LIBRARIES = {"huggingface_hub", "modelscope"}
 
 
@@ -35,33 +38,46 @@ def run(name: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
 
 
 def test_every_python_program_is_there():
-    assert PYTHON_PROGRAMS == ["deployed_releases", "fact_queries", "file_steps", "lab_generate",
-                               "lab_release_listing", "metrics_page", "serve_release", "triton_health",
-                               "weights_files", "weights_hub"]
+    assert PROGRAMS == ["deployed_releases", "fact_queries", "file_steps", "lab_generate", "lab_release_listing",
+                        "metrics_page", "serve_release", "triton_health", "weights_files", "weights_hub"]
 
 
-@pytest.mark.parametrize("name", PYTHON_PROGRAMS)
+@pytest.mark.parametrize("name", PROGRAMS + SHARED)
 def test_importing_a_program_runs_nothing(name, capsys):
     module = importlib.import_module(f"tritonops.host_programs.{name}")
-    assert callable(module.main)
+    assert name in SHARED or callable(module.main)
     assert capsys.readouterr() == ("", "")
 
 
-@pytest.mark.parametrize("name", PYTHON_PROGRAMS)
-def test_a_program_imports_the_standard_library_only(name):
-    tree = ast.parse(host_programs.source(name))
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+def imported_modules(text: str) -> set[str]:
+    tree = ast.parse(text)
+    found = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return found | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_a_packed_program_imports_the_standard_library_only(name):
     allowed = set(sys.stdlib_module_names) | (HUB_LIBRARIES if name == "weights_hub" else set())
-    assert imported - allowed == set()
+    assert {module.split(".")[0] for module in imported_modules(host_programs.source(name))} - allowed == set()
 
 
-@pytest.mark.parametrize("name", PYTHON_PROGRAMS + ["lab_snapshot.sh", "lab_read_current.sh"])
-def test_the_packer_sends_the_module_file_as_it_is(name):
-    file = FOLDER / (name if name.endswith(".sh") else f"{name}.py")
-    assert host_programs.source(name) == file.read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", PROGRAMS + ["lab_snapshot.sh", "lab_read_current.sh"])
+def test_the_packer_sends_the_module_file_with_its_shared_modules_in_place(name):
+    text = (FOLDER / (name if name.endswith(".sh") else f"{name}.py")).read_text(encoding="utf-8")
+    for shared in SHARED:
+        line = next((line for line in text.splitlines() if line.startswith(f"from tritonops.host_programs.{shared} ")),
+                    None)
+        if line:
+            text = text.replace(line, (FOLDER / f"{shared}.py").read_text(encoding="utf-8").rstrip("\n"))
+    assert host_programs.source(name) == text
     assert host_programs.source(name) is host_programs.source(name)  # read once per process
+
+
+@pytest.mark.parametrize("name", ["metrics_page", "triton_health", "serve_release"])
+def test_the_programs_that_call_triton_share_one_client(name):
+    assert "tritonops.host_programs.triton_client" in imported_modules(
+        (FOLDER / f"{name}.py").read_text(encoding="utf-8"))
+    assert "def triton_url(" in host_programs.source(name)
 
 
 def test_the_callers_send_the_packed_programs():
@@ -147,3 +163,32 @@ def test_the_weights_files_program_reads_an_empty_model_folder(tmp_path):
     answer = json.loads(done.stdout)
     assert answer["final"]["kind"] == "missing" and answer["staging"] == {"exists": False, "files": {}}
     assert answer["free_path"] == str(tmp_path) and answer["free_bytes"] > 0
+
+
+class FakeTriton(http.server.BaseHTTPRequestHandler):
+    """Live and ready; model `chat` ready, `other` not; a metrics page."""
+    answers = {"/v2/health/live": 200, "/v2/health/ready": 200, "/v2/models/chat/ready": 200, "/metrics": 200}
+
+    def do_GET(self):
+        code = self.answers.get(self.path, 400)
+        body = b"nv_inference_request_success{model=\"chat\",version=\"1\"} 3\n" if self.path == "/metrics" else b""
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_health_check_asks_triton_on_the_loopback():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeTriton)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = str(server.server_address[1])
+        done = run("triton_health", port, port, "chat", "other")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert json.loads(done.stdout) == {"live": True, "ready": True, "models": {"chat": True, "other": False},
+                                       "metrics": 'nv_inference_request_success{model="chat",version="1"} 3\n'}

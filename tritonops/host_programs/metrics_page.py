@@ -6,13 +6,15 @@ the answer). Address and port are checked by the controller and passed as argume
 
 import json, socket, sys, urllib.error, urllib.request
 
+from tritonops.host_programs.triton_client import triton_url
+
 
 def main():
     address, port, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    host = "[%s]" % address if ":" in address else address
     out = {"status": None, "page": None, "error": None}
     try:
-        with urllib.request.urlopen("http://%s:%d/metrics" % (host, port), timeout=10) as response:
+        # its own request, not triton_call: it reads at most `limit` bytes and says why none came
+        with urllib.request.urlopen(triton_url(address, port, "/metrics"), timeout=10) as response:
             out["status"] = response.status
             out["page"] = response.read(limit + 1).decode("utf-8", "replace")
     except urllib.error.HTTPError as err:

@@ -10,7 +10,9 @@ time (0600) and read in the container by the container logger: it never crosses 
 controller's logs, a `docker run` command line or `docker inspect`.
 """
 
-import json, os, re, subprocess, sys, time, urllib.error, urllib.request
+import json, os, re, subprocess, sys, time
+
+from tritonops.host_programs.triton_client import triton_call
 
 spec = started = None  # the request and when it came, set by main()
 
@@ -31,16 +33,7 @@ def inspect(name):
             "image": info.get("Image"), "started_at": state.get("StartedAt")}
 
 def http(method, path, body=None, timeout=10):
-    url = "http://127.0.0.1:%d%s" % (spec["http_port"], path)
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode("utf-8", "replace")
-    except (OSError, ValueError) as err:
-        return 0, str(err)
+    return triton_call(spec["http_port"], path, method, body, timeout)
 
 TRITON_LEVELS = {"info": "I", "warn": "W", "error": "E", "debug": "V"}
 

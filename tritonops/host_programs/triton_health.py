@@ -4,17 +4,13 @@ the metrics text, all read on the host's loopback (tritonops/serving/status.py r
     python3 -c SOURCE HTTP_PORT METRICS_PORT MODEL...    stdout: JSON {live, ready, models, metrics}
 """
 
-import json, sys, urllib.error, urllib.request
+import json, sys
+
+from tritonops.host_programs.triton_client import triton_call
 
 
 def get(port, path):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as response:
-            return response.status, response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as err:
-        return err.code, ""
-    except (OSError, ValueError):
-        return 0, ""
+    return triton_call(port, path, timeout=5)
 
 
 def main():
