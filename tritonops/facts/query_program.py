@@ -1,5 +1,6 @@
-"""The fact program: what tritonops runs on a host (python3 -c, stdlib only, nothing installed) to answer
-one task's queries (queries.py) in one round trip, and the reading of its answers over a host session.
+"""Running the fact program (tritonops/host_programs/fact_queries.py: python3 -c, stdlib only, nothing
+installed) on a host to answer one task's queries (queries.py) in one round trip, and reading its answers
+over a host session.
 
     python3 -c SOURCE                    stdin: JSON queries   stdout: JSON answers, one per query, in order
 """
@@ -9,70 +10,18 @@ from __future__ import annotations
 import shlex
 from typing import Sequence
 
+from tritonops import host_programs
 from tritonops.errors import HostError
 from tritonops.facts.queries import Facts, Query, parse_answers, queries_json
 from tritonops.transport.base import Transport
 
 FACT_TIMEOUT_S = 120.0
 
-SOURCE = r'''
-import hashlib, json, os, stat, sys
-
-def file_fact(q):
-    path = q["path"]
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return {"kind": "missing"}
-    except NotADirectoryError:
-        return {"kind": "missing"}
-    if stat.S_ISLNK(st.st_mode):
-        return {"kind": "link", "link_target": os.readlink(path)}
-    if stat.S_ISDIR(st.st_mode):
-        return {"kind": "dir", "mode": stat.S_IMODE(st.st_mode)}
-    if not stat.S_ISREG(st.st_mode):
-        return {"kind": "other"}
-    digest = hashlib.sha256()
-    text = None
-    with open(path, "rb") as handle:
-        head = b""
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-            if q.get("content") and len(head) <= q["text_limit"]:
-                head += chunk
-    if q.get("content") and len(head) <= q["text_limit"]:
-        try:
-            text = head.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-    return {"kind": "file", "size": st.st_size, "mode": stat.S_IMODE(st.st_mode), "sha256": digest.hexdigest(),
-            "text": text}
-
-def dir_fact(q):
-    try:
-        return {"exists": True, "names": sorted(os.listdir(q["path"]))}
-    except (FileNotFoundError, NotADirectoryError):
-        return {"exists": False, "names": []}
-
-def command_fact(q):
-    import subprocess
-    try:
-        done = subprocess.run(q["argv"], stdin=subprocess.DEVNULL, capture_output=True, timeout=q["timeout_s"])
-    except FileNotFoundError:
-        return {"exit_code": 127, "stderr": "%s: not found" % q["argv"][0]}
-    except subprocess.TimeoutExpired:
-        return {"exit_code": 124, "stderr": "timed out"}
-    return {"exit_code": done.returncode, "stdout": done.stdout.decode("utf-8", "replace")[-65536:],
-            "stderr": done.stderr.decode("utf-8", "replace")[-4096:]}
-
-queries = json.load(sys.stdin)
-answer = {"file": file_fact, "dir": dir_fact, "command": command_fact}
-json.dump([answer[q["kind"]](q) for q in queries], sys.stdout)
-'''
+SOURCE = host_programs.source("fact_queries")
 
 
 def argv(python: str = "python3") -> tuple[str, ...]:
-    return (python, "-c", SOURCE)
+    return host_programs.argv("fact_queries", python=python)
 
 
 def read_facts(transport: Transport, queries: Sequence[Query]) -> Facts:

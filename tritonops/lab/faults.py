@@ -26,6 +26,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 
+from tritonops import host_programs
 from tritonops.values.names import safe_name
 from tritonops.waiting import wait_until
 
@@ -229,25 +230,8 @@ class Injector:
         return done
 
 
-# What soak counts on a host, read inside its container in one command. Fixed text; the folder and
-# deployment are passed as positional arguments ($1, $2).
-SNAPSHOT = r'''
-root="$1"; dep="$2"; folder="$root/$dep"
-echo "containers=$(docker ps -aq --filter label=tritonops.deployment=$dep 2>/dev/null | wc -l)"
-echo "container_names=$(docker ps -a --filter label=tritonops.deployment=$dep --format '{{.Names}}' 2>/dev/null | sort | tr '\n' ' ')"
-echo "images=$(docker images -q 2>/dev/null | sort -u | wc -l)"
-echo "dangling_images=$(docker images -qf dangling=true 2>/dev/null | wc -l)"
-echo "releases=$(ls -1 "$folder/releases" 2>/dev/null | wc -l)"
-echo "release_names=$(ls -1 "$folder/releases" 2>/dev/null | tr '\n' ' ')"
-echo "partial=$(ls -1A "$folder/releases" 2>/dev/null | grep -c '^\.')"
-echo "current=$(readlink "$folder/current" 2>/dev/null)"
-echo "lock=$(ls -1A "$folder" 2>/dev/null | grep -c -e '^lock$' -e '^\.tritonops-lock-')"
-echo "ssh_sessions=$(ps -eo args= | grep '^sshd: ' | grep -vc listener)"
-echo "processes=$(ps -e --no-headers | wc -l)"
-echo "python=$(ps -eo args= | grep -c '^python3 -c')"
-echo "root_kib=$(du -sk "$root" 2>/dev/null | cut -f1)"
-echo "docker_kib=$(du -skx /var/lib/docker 2>/dev/null | cut -f1)"
-'''
+# What soak counts on a host, read inside its container in one command (host_programs/lab_snapshot.sh).
+SNAPSHOT = host_programs.source("lab_snapshot.sh")
 
 
 def host_snapshot(container: str, root: str, deployment: str) -> dict:
@@ -262,13 +246,7 @@ def host_snapshot(container: str, root: str, deployment: str) -> dict:
     return found
 
 
-READ_CURRENT = r'''
-folder="$1/$2"
-echo "lock=$(test -e "$folder/lock" && cat "$folder/lock")"
-cur=$(readlink "$folder/current" 2>/dev/null); echo "current=$cur"
-printf 'record=%s\n' "$(cat "$folder/$cur/release.json" 2>/dev/null | tr -d '\n')"  # printf: dash's echo reads escapes
-echo "running=$(docker inspect --format '{{.State.Running}} {{index .Config.Labels "tritonops.release"}}' "$3" 2>/dev/null)"
-'''
+READ_CURRENT = host_programs.source("lab_read_current.sh")
 
 
 def current_state(container: str, root: str, deployment: str, triton: str) -> dict:

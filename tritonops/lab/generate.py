@@ -8,18 +8,11 @@ import argparse
 import json
 import shlex
 
+from tritonops import host_programs
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 
-PROGRAM = r'''
-import json, sys, urllib.request
-port, model, prompt = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-body = json.dumps({"text_input": prompt, "parameters": {"stream": False, "max_tokens": 12}}).encode()
-request = urllib.request.Request("http://127.0.0.1:%d/v2/models/%s/generate" % (port, model), data=body,
-                                 headers={"Content-Type": "application/json"})
-with urllib.request.urlopen(request, timeout=60) as response:
-    print(json.loads(response.read())["text_output"])
-'''
+PROGRAM = host_programs.source("lab_generate")  # host_programs/lab_generate.py
 
 
 def main(argv: list[str]) -> int:

@@ -10,27 +10,11 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 
+from tritonops import host_programs
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession
 
-LISTING = r'''
-import json, os, sys
-folder = sys.argv[1]
-def names(path):
-    return sorted(n for n in os.listdir(path) if not n.startswith(".")) if os.path.isdir(path) else []
-releases = names(os.path.join(folder, "releases"))
-newest, files = None, []
-if releases:
-    top = os.path.join(folder, "releases", releases[-1])
-    files = sorted(os.path.relpath(os.path.join(d, n), top) for d, _, ns in os.walk(top) for n in ns)
-    try:
-        with open(os.path.join(top, "release.json")) as handle:
-            newest = json.load(handle)
-    except (OSError, ValueError):
-        newest = None
-json.dump({"releases": releases, "newest": newest, "files": files, "models": names(os.path.join(folder, "models"))},
-          sys.stdout)
-'''
+LISTING = host_programs.source("lab_release_listing")  # host_programs/lab_release_listing.py
 
 
 @dataclass

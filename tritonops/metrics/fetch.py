@@ -10,33 +10,14 @@ from __future__ import annotations
 
 import json
 
+from tritonops import host_programs
 from tritonops.metrics.figures import HostFigures, MetricsPageError, host_figures
 from tritonops.metrics.targets import WILDCARD_BINDS
 from tritonops.facts.queries import CommandQuery
 from tritonops.values.ssh_target import host_address
 
 MAX_PAGE = 32 * 1024 * 1024
-FETCH_SOURCE = r'''
-import json, socket, sys, urllib.error, urllib.request
-address, port, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-host = "[%s]" % address if ":" in address else address
-out = {"status": None, "page": None, "error": None}
-try:
-    with urllib.request.urlopen("http://%s:%d/metrics" % (host, port), timeout=10) as response:
-        out["status"] = response.status
-        out["page"] = response.read(limit + 1).decode("utf-8", "replace")
-except urllib.error.HTTPError as err:
-    out["status"] = err.code
-except urllib.error.URLError as err:
-    reason = err.reason
-    out["error"] = "closed (connection refused)" if isinstance(reason, ConnectionRefusedError) else \
-        "did not answer within 10 s" if isinstance(reason, (socket.timeout, TimeoutError)) else str(reason)
-except (socket.timeout, TimeoutError):
-    out["error"] = "did not answer within 10 s"
-except (OSError, ValueError) as err:
-    out["error"] = "%s: %s" % (type(err).__name__, err)
-json.dump(out, sys.stdout)
-'''
+FETCH_SOURCE = host_programs.source("metrics_page")  # host_programs/metrics_page.py
 
 
 def fetch_query(address: str, port: int) -> CommandQuery:

@@ -1,112 +1,13 @@
-"""The program tritonops runs on a host (python3 -c, stdlib only, nothing installed) to carry out file
-steps atomically (facts are read by the fact program, tritonops/facts/query_program.py). Its source is
-sent as the -c argument; the action and its values are separate arguments, quoted by shlex.join, never
-pasted into the source.
-
-    python3 -c SRC put PATH MODE         stdin: the bytes      (temp file in the same folder, fsync, rename)
-    python3 -c SRC mkdir PATH MODE
-    python3 -c SRC symlink PATH TARGET   (temp link, rename: atomic replace)
-    python3 -c SRC remove PATH RECURSIVE
-    python3 -c SRC rename PATH TARGET     (refused when TARGET exists)
-    python3 -c SRC lock PATH STALE_S BREAK  stdin: owner JSON; stdout: acquired, or who holds it
-    python3 -c SRC unlock PATH TOKEN     (only the holder's token removes it)
+"""The argument list of the step actions program (tritonops/host_programs/file_steps.py: python3 -c,
+stdlib only, nothing installed) that carries out file steps atomically on a host: put, mkdir, symlink,
+remove, rename, lock, unlock. Its source is the -c argument; the action and its values are separate
+arguments, quoted by shlex.join, never pasted into the source.
 """
 
-SOURCE = r'''
-import json, os, shutil, sys, tempfile
+from tritonops import host_programs
 
-def put(path, mode):
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tritonops-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, int(mode, 8))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-def symlink(path, target):
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, ".tritonops-link-%d" % os.getpid())
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
-    os.symlink(target, tmp)
-    os.replace(tmp, path)
-
-def remove(path, recursive):
-    if os.path.islink(path) or os.path.isfile(path):
-        os.unlink(path)
-    elif os.path.isdir(path):
-        if recursive == "1":
-            shutil.rmtree(path)
-        else:
-            os.rmdir(path)
-
-def lock(path, stale_s, break_lock):
-    import time
-    owner = sys.stdin.read()
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        try:
-            with open(path) as handle:
-                held = handle.read()
-            age = time.time() - os.stat(path).st_mtime
-        except FileNotFoundError:  # released between our two looks: try once more
-            return lock(path, stale_s, break_lock)
-        if break_lock != "1" and age <= float(stale_s):
-            json.dump({"acquired": False, "owner": held, "age_s": age}, sys.stdout)
-            return
-        fd_tmp, tmp = tempfile.mkstemp(dir=folder, prefix=".tritonops-lock-")
-        with os.fdopen(fd_tmp, "w") as out:
-            out.write(owner)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-        json.dump({"acquired": True, "broke": held, "age_s": age}, sys.stdout)
-        return
-    with os.fdopen(fd, "w") as out:
-        out.write(owner)
-    json.dump({"acquired": True}, sys.stdout)
-
-def unlock(path, token):
-    try:
-        with open(path) as handle:
-            held = json.load(handle)
-    except (FileNotFoundError, ValueError):
-        return
-    if held.get("token") == token:
-        os.unlink(path)
-
-action, args = sys.argv[1], sys.argv[2:]
-if action == "put":
-    put(args[0], args[1])
-elif action == "mkdir":
-    os.makedirs(args[0], mode=int(args[1], 8), exist_ok=True)
-elif action == "symlink":
-    symlink(args[0], args[1])
-elif action == "remove":
-    remove(args[0], args[1])
-elif action == "lock":
-    lock(args[0], args[1], args[2])
-elif action == "unlock":
-    unlock(args[0], args[1])
-elif action == "rename":
-    if os.path.lexists(args[1]):
-        sys.exit("rename: %s already exists" % args[1])
-    os.rename(args[0], args[1])
-else:
-    sys.exit("unknown action " + action)
-'''
+SOURCE = host_programs.source("file_steps")
 
 
 def argv(action: str, *values: str, python: str = "python3") -> tuple[str, ...]:
-    return (python, "-c", SOURCE, action, *values)
+    return host_programs.argv("file_steps", action, *values, python=python)

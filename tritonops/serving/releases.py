@@ -11,51 +11,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritonops import host_programs
 from tritonops.errors import TritonopsError
 from tritonops.facts.queries import CommandQuery
 from tritonops.text import printable
 from tritonops.values.containers import container_name
 
-SOURCE = r'''
-import json, os, subprocess, sys
-root, container = sys.argv[1], sys.argv[2]
-folder = os.path.join(root, "releases")
-releases = []
-for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-    if name.startswith("."):
-        continue
-    try:
-        with open(os.path.join(folder, name, "release.json"), "rb") as handle:
-            raw = handle.read(4 * 1024 * 1024 + 1)
-        body = json.loads(raw.decode("utf-8")) if len(raw) <= 4 * 1024 * 1024 else None
-    except (OSError, ValueError) as err:
-        body, why = None, "%s: %s" % (type(err).__name__, err)
-    else:
-        why = "not a JSON object of at most 4 MiB"
-    if not isinstance(body, dict):
-        releases.append({"id": name, "damaged": why[:200]})
-        continue
-    gates = body.get("gates") if isinstance(body.get("gates"), list) else []
-    models = body.get("models") if isinstance(body.get("models"), list) else []
-    releases.append({"id": name, "created": body.get("created"), "image_id": body.get("image_id"),
-                     "serve": body.get("serve"),
-                     "models": [m.get("name") for m in models if isinstance(m, dict)],
-                     "gates": [{k: g.get(k) for k in ("at", "passed", "why", "ready_s", "kv_cache_tokens")}
-                               for g in gates if isinstance(g, dict)]})
-link = os.path.join(root, "current")
-current = os.readlink(link) if os.path.islink(link) else None
-done = subprocess.run(["docker", "inspect", container], capture_output=True, text=True)
-state = None
-if done.returncode == 0:
-    info = json.loads(done.stdout)[0]
-    s = info.get("State", {})
-    state = {"status": s.get("Status"), "running": bool(s.get("Running")), "started_at": s.get("StartedAt"),
-             "restarts": int(info.get("RestartCount", 0)), "image": info.get("Image"),
-             "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release"),
-             "log_driver": (info.get("HostConfig", {}).get("LogConfig") or {}).get("Type"),
-             "logging": (info.get("Config", {}).get("Labels") or {}).get("tritonops.logging")}
-json.dump({"releases": releases, "current": current, "container": state}, sys.stdout)
-'''
+SOURCE = host_programs.source("deployed_releases")  # host_programs/deployed_releases.py
 
 
 @dataclass(frozen=True)

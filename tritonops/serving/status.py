@@ -12,29 +12,14 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from tritonops import host_programs
 from tritonops.facts.queries import CommandQuery
 from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
 from tritonops.serving.container import logging_digest
 from tritonops.serving.releases import Deployed
 
-HEALTH_SOURCE = r'''
-import json, sys, urllib.error, urllib.request
-http_port, metrics_port, models = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
-def get(port, path):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as response:
-            return response.status, response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as err:
-        return err.code, ""
-    except (OSError, ValueError):
-        return 0, ""
-out = {"live": get(http_port, "/v2/health/live")[0] == 200, "ready": get(http_port, "/v2/health/ready")[0] == 200,
-       "models": {m: get(http_port, "/v2/models/%s/ready" % m)[0] == 200 for m in models}}
-code, text = get(metrics_port, "/metrics")
-out["metrics"] = text if code == 200 else None
-json.dump(out, sys.stdout)
-'''
+HEALTH_SOURCE = host_programs.source("triton_health")  # host_programs/triton_health.py
 
 _DURATIONS = {"request": "nv_inference_request_duration_us", "queue": "nv_inference_queue_duration_us",
               "compute_input": "nv_inference_compute_input_duration_us",

@@ -1,0 +1,343 @@
+"""The serve program: serve a release on a host (stdlib only) — stop the running container, start the
+release's, gate it, then switch `current`; or put the previous one back and gate that.
+
+    python3 -c SOURCE    stdin: one JSON document (what `ServeStep` sends)   stdout: one JSON document (the outcome)
+
+It runs on the host so the whole gate is one SSH command however long the model takes to load: it polls
+Triton on the host's loopback and `docker inspect` every second or two until the deadline, and stops
+early when the container exits or restarts. The restricted APIs' key is made here on the host the first
+time (0600) and read in the container by the container logger: it never crosses the network, the
+controller's logs, a `docker run` command line or `docker inspect`.
+"""
+
+import json, os, re, subprocess, sys, time
+
+from tritonops.host_programs.triton_client import triton_call
+
+spec = started = None  # the request and when it came, set by main()
+
+def docker(*args, timeout=120):
+    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout, done.stderr
+
+def inspect(name):
+    code, out, _ = docker("inspect", name)
+    if code != 0:
+        return None
+    info = json.loads(out)[0]
+    state = info.get("State", {})
+    return {"running": bool(state.get("Running")), "status": state.get("Status"),
+            "restarts": int(info.get("RestartCount", 0)), "exit_code": state.get("ExitCode"),
+            "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release"),
+            "logging": (info.get("Config", {}).get("Labels") or {}).get("tritonops.logging"),
+            "image": info.get("Image"), "started_at": state.get("StartedAt")}
+
+def http(method, path, body=None, timeout=10):
+    return triton_call(spec["http_port"], path, method, body, timeout)
+
+TRITON_LEVELS = {"info": "I", "warn": "W", "error": "E", "debug": "V"}
+
+def message(line):
+    """A container logger line (one ECS JSON object) read back as the line it was: Triton's keep
+    their time and level letter in front (the classifier passes over Triton's info and warning
+    lines), vLLM's are their message."""
+    if line.startswith("{"):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(doc, dict) and isinstance(doc.get("message"), str):
+            level = TRITON_LEVELS.get(doc.get("log.level"))
+            if doc.get("service.name") == "triton" and level and isinstance(doc.get("@timestamp"), str):
+                return "%s %s %s" % (doc["@timestamp"], level, doc["message"])
+            return doc["message"]
+    return line
+
+def logs(name, lines=400):
+    code, out, err = docker("logs", "--tail", str(lines), name)
+    return [message(line) for line in (out + err).splitlines()[-lines:]]
+
+def install_logger(path, source):
+    """The container logger, next to the releases: written when missing or different."""
+    try:
+        with open(path) as handle:
+            if handle.read() == source:
+                return
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    tmp = path + ".tritonops-new"
+    with open(tmp, "w") as handle:
+        handle.write(source)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+def logging_driver_failed(err):
+    """docker run's error when the logging driver could not start (a collector down, unreachable)."""
+    return "logging driver" in err or ("logger" in err.lower() and "failed" in err.lower())
+
+def gate(name, deadline_s, expected):
+    """(passed, why, seconds to ready, answers, when every model was seen ready) for the container
+    `name` running release `expected`; the last is a Unix time, for measuring how soon the gate notices."""
+    begin = time.time()
+    stage, ready_s, interval = "live", None, 0.25
+    while time.time() - begin < deadline_s:
+        state = inspect(name)
+        if state is None:
+            return False, "the container is gone", None, None, None
+        if state["release"] != expected:  # another run put its own container under the name
+            return False, "the container runs release %s, not %s" % (state["release"], expected), None, None, None
+        if not state["running"] or state["restarts"] > 0 or state["status"] == "restarting":
+            return False, "the container stopped (status %s, exit code %s, restarts %d)" % (
+                state["status"], state["exit_code"], state["restarts"]), None, None, None
+        if stage == "live":
+            if http("GET", "/v2/health/live")[0] == 200:
+                stage = "ready"
+        if stage == "ready":
+            if http("GET", "/v2/health/ready")[0] == 200:
+                stage, ready_s = "models", time.time() - begin
+        if stage == "models":
+            pending = [m for m in spec["models"] if http("GET", "/v2/models/%s/ready" % m)[0] != 200]
+            if not pending:
+                seen_ready, answers = time.time(), {}
+                for model in spec["models"]:
+                    code, body = http("POST", "/v2/models/%s/generate" % model,
+                                      {"text_input": spec["prompt"],
+                                       "parameters": {"stream": False, "max_tokens": spec["max_tokens"]}},
+                                      timeout=max(10, deadline_s - (time.time() - begin)))
+                    try:
+                        text = json.loads(body).get("text_output") if code == 200 else None
+                    except ValueError:
+                        text = None
+                    if not text:
+                        return (False, "generate on %s answered %s: %s" % (model, code, body[:300]), ready_s, None,
+                                seen_ready)
+                    answers[model] = text[:200]
+                return True, "", ready_s, answers, seen_ready
+        time.sleep(interval)
+        interval = min(interval * 1.5, 0.5)  # a local HTTP request: cheap; Triton's readiness is noticed within 0.5 s
+    return False, "not ready within %d s (waiting for %s)" % (deadline_s, stage), ready_s, None, None
+
+def ensure_admin_key(path):
+    """The restricted APIs' key: made here (0600, random) the first time, so it never travels."""
+    if path and not os.path.exists(path):
+        import secrets
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(24) + "\n")
+
+def prune(keep, current, previous):
+    """Keep the newest `keep` releases (and always current and previous); their parked containers too."""
+    folder = os.path.join(spec["root"], "releases")
+    names = sorted(n for n in os.listdir(folder) if not n.startswith("."))
+    doomed = [n for n in names[:-keep] if n not in (current, previous)] if keep > 0 else []
+    for name in doomed:
+        import shutil
+        shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        for suffix in ("", "-failed"):
+            remove("%s--%s%s" % (spec["container"], name, suffix))
+    return doomed
+
+def switch_current(release):
+    link = os.path.join(spec["root"], "current")
+    tmp = link + ".tritonops-new"
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    os.symlink(os.path.join("releases", release), tmp)
+    os.replace(tmp, link)
+
+def record_gate(release, gate):
+    path = os.path.join(spec["root"], "releases", release, "release.json")
+    try:
+        with open(path) as handle:
+            body = json.load(handle)
+    except (OSError, ValueError):
+        return
+    if not isinstance(body, dict) or not isinstance(body.get("gates", []), list):
+        return  # a damaged release.json is left as it is: that release is never gone back to
+    body.setdefault("gates", []).append(gate)
+    tmp = path + ".tritonops-new"
+    with open(tmp, "w") as handle:
+        json.dump(body, handle, indent=2)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+def reported_kv_tokens(lines):
+    tokens_pattern, blocks_pattern = spec["kv_patterns"]
+    found = None
+    for line in lines:
+        match = re.search(tokens_pattern, line)
+        if match:
+            found = int(match.group(1).replace(",", ""))
+        elif found is None:
+            match = re.search(blocks_pattern, line)
+            if match:
+                found = int(match.group(1)) * 16
+    return found
+
+def remove(name):
+    if inspect(name) is not None:
+        docker("rm", "--force", name)
+
+def finish(outcome):
+    outcome["seconds"] = round(time.time() - started, 2)
+    json.dump(outcome, sys.stdout)
+    sys.exit(0)
+
+def one_at_a_time():
+    """One serve program per deployment on the host at a time (flock, dropped by the kernel when the
+    program ends): a run cut off from its controller (connection lost, controller killed: the next run
+    takes its lock over) leaves its program working here until it is done; the next one waits for it."""
+    import fcntl
+    os.makedirs(spec["root"], exist_ok=True)
+    fd = os.open(os.path.join(spec["root"], ".serve.flock"), os.O_WRONLY | os.O_CREAT, 0o600)
+    end = time.time() + spec.get("wait_s", spec["deadline_s"] + 60)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.time() > end:
+                finish({"status": "refused", "why": "another serve program of this deployment is still running on "
+                        "the host (a run cut off from its controller); try again when it is done"})
+            time.sleep(0.5)
+
+def gate_passed(release):
+    try:
+        with open(os.path.join(spec["root"], "releases", release, "release.json")) as handle:
+            return any(isinstance(g, dict) and g.get("passed") for g in json.load(handle).get("gates") or [])
+    except (OSError, ValueError, AttributeError):
+        return False
+
+def current_release():
+    """The release `current` names, or None."""
+    try:
+        target = os.readlink(os.path.join(spec["root"], "current"))
+    except OSError:
+        return None
+    return target[len("releases/"):] if target.startswith("releases/") else None
+
+def descendants(root_pid):
+    """Processes under `root_pid` (a container's), from /proc's parent links."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [root_pid]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def main():
+    global spec, started
+    spec = json.load(sys.stdin)
+    started = time.time()
+    serving_fd = one_at_a_time()  # noqa: F841 -- the flock lasts as long as this program
+    name, release = spec["container"], spec["release"]
+    current = inspect(name)
+    if (current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]
+            and current["logging"] == spec["logging"]):
+        passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]), release)
+        if passed:
+            if not gate_passed(release):
+                # found running without a passed gate on record (its run was cut off, or its container came
+                # back after a restart of the engine): `current` only ever names a release that passed one
+                record_gate(release, {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": True, "why": "",
+                                      "ready_s": ready_s, "models_ready_at": seen_ready, "found_running": True,
+                                      "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
+                                                          "reported": reported_kv_tokens(logs(name))},
+                                      "shipping": "ok", "log_tail": []})
+            switch_current(release)
+            finish({"status": "unchanged", "restarts": current["restarts"], "answers": answers})
+    ours = set()
+    if current and current["running"]:
+        code, out, _ = docker("inspect", "--format", "{{.State.Pid}}", name)
+        if code == 0 and out.strip().isdigit():
+            ours = descendants(int(out.strip()))
+    foreign = [p for p in spec.get("gpu_processes", []) if p["pid"] not in ours and os.path.exists("/proc/%d" % p["pid"])]
+    if foreign:
+        finish({"status": "refused", "why": "GPU busy: " + ", ".join(
+            "GPU %d is held by pid %d (%.1f GiB)" % (p["gpu"], p["pid"], p["bytes"] / 2**30) for p in foreign)})
+    if not (current and current["running"]):
+        import socket
+        for port in spec["ports"]:
+            probe = socket.socket()
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers are not listeners
+            try:
+                probe.bind((spec["bind"], port))
+            except OSError:
+                finish({"status": "refused", "why": "port in use: %s:%d is bound by another process" % (spec["bind"], port)})
+            finally:
+                probe.close()
+    previous = current["release"] if current else None
+    parked = "%s--%s" % (name, previous) if previous else None
+    if current is None and current_release() not in (None, release) and inspect("%s--%s" % (name, current_release())):
+        # a run cut off after parking the previous container and before starting its own (connection lost,
+        # dockerd gone): the release `current` names is the previous one, and comes back if this one fails
+        previous = current_release()
+        parked = "%s--%s" % (name, previous)
+    if current:
+        docker("stop", "--time", str(spec["stop_timeout_s"]), name)
+        if parked:
+            remove(parked)
+            docker("rename", name, parked)
+        else:
+            remove(name)
+    remove(name)
+    argv, fallback = list(spec["run_argv"]), list(spec["fallback_run_argv"])
+    ensure_admin_key(spec.get("admin_key_file"))  # read in the container by the container logger
+    if spec.get("logger_path"):
+        install_logger(spec["logger_path"], spec["logger_source"])
+    shipping = ""
+    code, out, err = docker(*argv[1:])
+    if code != 0 and logging_driver_failed(err):
+        # shipping never blocks serving: the host's rotated local logs instead, said in the result
+        shipping = "%s to %s failed (%s); logs kept on the host (json-file) for this release" % (
+            spec["log_driver"], spec.get("log_collector") or "the host", err.strip().splitlines()[-1][-200:] if err.strip() else "?")
+        remove(name)
+        code, out, err = docker(*fallback[1:])
+    if code == 0:
+        passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"], release)
+        log = logs(name)
+    else:
+        passed, why, ready_s, answers, seen_ready = False, "docker run failed: " + err.strip()[-300:], None, None, None
+        log = err.splitlines()
+    gate_record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": passed, "why": why,
+                   "ready_s": ready_s, "models_ready_at": seen_ready, "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
+                                                           "reported": reported_kv_tokens(log)},
+                   "shipping": shipping or "ok", "log_tail": log[-60:]}
+    if passed:
+        record_gate(release, gate_record)
+        switch_current(release)
+        pruned = prune(spec.get("keep", 0), release, previous)
+        finish({"status": "switched", "pruned": pruned, "previous": previous, "ready_s": ready_s, "answers": answers, "log": log,
+                "kv_cache_tokens": gate_record["kv_cache_tokens"], "shipping": shipping})
+    failed = "%s--%s-failed" % (name, release)
+    remove(failed)
+    if inspect(name) is not None:
+        docker("stop", "--time", "10", name)
+        docker("rename", name, failed)
+    record_gate(release, gate_record)
+    outcome = {"status": "failed", "why": why, "log": log, "previous": previous, "kept_as": failed, "shipping": shipping}
+    if parked and inspect(parked) is None:
+        outcome.update(rolled_back=False, rollback_why="its container %s is gone" % parked)
+    elif parked:
+        docker("rename", parked, name)
+        docker("start", name)
+        back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"], previous)
+        outcome.update(status="rolled_back" if back else "failed", rolled_back=back, rollback_why=back_why,
+                       answers=back_answers)
+    finish(outcome)
+
+
+if __name__ == "__main__":
+    main()

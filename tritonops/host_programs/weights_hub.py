@@ -1,0 +1,149 @@
+"""The hub program: a model's files fetched from its hub into the staging folder (run by
+tritonops/weights/transfer.py where the hub library is: the host's python3 or an image). It needs
+`huggingface_hub` or `modelscope` there; nothing of tritonops.
+
+    python3 -c SOURCE    stdin {kind, repo, revision, include, staging, token, endpoint}
+Resolves the revision and the files with their sizes and hashes, refuses when the disk is too small
+(before any byte moves), fetches each missing file to `<name>.part` (resumed from its size with an
+HTTP Range), verifies it, renames it to `<name>`; prints one JSON line {commit, files, bytes}.
+Exit codes: 65 verification failed, 69 the hub library is missing, 75 not enough disk.
+"""
+
+import fnmatch, hashlib, json, os, sys
+
+q = token = staging = None  # the request, set by main()
+
+def fail(code, **what):
+    print(json.dumps(what))
+    sys.stdout.flush()
+    sys.exit(code)
+
+def hashes(path):
+    sha, blob = hashlib.sha256(), hashlib.sha1(b"blob %d\0" % os.path.getsize(path))
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            sha.update(chunk)
+            blob.update(chunk)
+    return sha.hexdigest(), blob.hexdigest()
+
+def good(path, f):
+    """Whether the file at path is f (size and its hub hash: LFS sha256, or the git blob sha1)."""
+    if not os.path.isfile(path) or os.path.getsize(path) != f["size"]:
+        return None
+    sha, blob = hashes(path)
+    if (f.get("sha256") and sha != f["sha256"]) or (not f.get("sha256") and f.get("blob") and blob != f["blob"]):
+        return None
+    return sha
+
+def wanted(path):
+    return not q["include"] or any(fnmatch.fnmatch(path, p) for p in q["include"])
+
+def hf_files():
+    try:
+        from huggingface_hub import HfApi, constants, hf_hub_url
+        from huggingface_hub.file_download import http_get
+        from huggingface_hub.utils import build_hf_headers
+    except ImportError as err:
+        fail(69, error="missing_library", library="huggingface_hub", detail=str(err)[:200])
+    # http_get writes what it has read every DOWNLOAD_CHUNK_SIZE (10 MiB): a cut loses less at 1 MiB
+    constants.DOWNLOAD_CHUNK_SIZE = min(getattr(constants, "DOWNLOAD_CHUNK_SIZE", 1 << 20), 1 << 20)
+    info = HfApi(endpoint=q.get("endpoint")).model_info(q["repo"], revision=q["revision"], files_metadata=True,
+                                                         token=token)
+    files = []
+    for s in info.siblings or []:
+        if wanted(s.rfilename):
+            files.append({"path": s.rfilename, "size": s.size, "blob": s.blob_id,
+                          "sha256": s.lfs.sha256 if s.lfs else None})
+    def fetch(f, out, offset):
+        url = hf_hub_url(q["repo"], f["path"], revision=info.sha, endpoint=q.get("endpoint"))
+        http_get(url, out, resume_size=offset, headers=build_hf_headers(token=token), expected_size=f["size"])
+    return info.sha, files, fetch
+
+def ms_files():
+    try:
+        from modelscope.hub.api import HubApi
+        from modelscope.hub.file_download import get_file_download_url
+    except ImportError as err:
+        fail(69, error="missing_library", library="modelscope", detail=str(err)[:200])
+    import urllib.request
+    if q.get("endpoint"):
+        os.environ["MODELSCOPE_DOMAIN"] = q["endpoint"]
+    api = HubApi()
+    cookies = api.login(token)[1] if token else None
+    entries = api.get_model_files(q["repo"], revision=q["revision"], recursive=True, cookies=cookies)
+    files = [{"path": e["Path"], "size": e["Size"], "sha256": e.get("Sha256") or None, "blob": None}
+             for e in entries if e.get("Type") != "tree" and wanted(e["Path"])]
+    def fetch(f, out, offset):
+        request = urllib.request.Request(get_file_download_url(q["repo"], f["path"], q["revision"]))
+        if offset:
+            request.add_header("Range", "bytes=%d-" % offset)
+        if cookies is not None:
+            request.add_header("Cookie", "; ".join("%s=%s" % (c.name, c.value) for c in cookies))
+        with urllib.request.urlopen(request, timeout=60) as response:
+            if offset and response.status != 206:
+                out.seek(0)
+                out.truncate()
+            for chunk in iter(lambda: response.read(1 << 20), b""):
+                out.write(chunk)
+    return q["revision"], files, fetch
+
+
+def main():
+    # the request is module state: the functions above read it, as when this was one script
+    global q, token, staging
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    q = json.loads(sys.stdin.read())
+    token = q.pop("token", None) or None
+    staging = q["staging"]
+    commit, files, fetch = hf_files() if q["kind"] == "huggingface" else ms_files()
+    if not files:
+        fail(65, error="no_files", detail="the revision has no files matching the include patterns")
+    for f in files:
+        if f["size"] is None or "\0" in f["path"] or f["path"].startswith("/") or ".." in f["path"].split("/"):
+            fail(65, error="bad_listing", detail="the hub listed %r without a size or with an unsafe name" % f["path"])
+    os.makedirs(staging, exist_ok=True)
+    done, todo, need = {}, [], 0
+    for f in files:
+        final = os.path.join(staging, f["path"])
+        sha = good(final, f)
+        if sha:
+            done[f["path"]] = sha
+            continue
+        part = final + ".part"
+        have = os.path.getsize(part) if os.path.isfile(part) else 0
+        if have > f["size"]:
+            os.unlink(part)
+            have = 0
+        need += f["size"] - have
+        todo.append(f)
+    st = os.statvfs(staging)
+    free = st.f_bavail * st.f_frsize
+    if need > free:
+        fail(75, error="no_space", need=need, free=free, path=staging)
+    moved = 0
+    for f in todo:
+        final = os.path.join(staging, f["path"])
+        part = final + ".part"
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        for attempt in (1, 2):
+            have = os.path.getsize(part) if os.path.isfile(part) else 0
+            with open(part, "ab") as out:
+                fetch(f, out, have)
+                out.flush()
+                os.fsync(out.fileno())
+            moved += os.path.getsize(part) - have
+            sha = good(part, f)
+            if sha:
+                break
+            os.unlink(part)
+            if attempt == 2:
+                fail(65, error="mismatch", files=[{"path": f["path"], "problem": "hash differs from the hub's"}])
+        os.replace(part, final)
+        done[f["path"]] = sha
+    print(json.dumps({"commit": commit, "bytes": moved,
+                      "files": [{"path": f["path"], "size": f["size"], "sha256": done[f["path"]]} for f in files]}))
+
+
+if __name__ == "__main__":
+    main()
