@@ -30,6 +30,8 @@ from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.facts.probe import probe_hosts  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 from tritonops.playbook import load_run_inputs  # noqa: E402
+from tritonops.playbook.host_task import TaskOutcome  # noqa: E402
+from tritonops.weights.transfer import WeightsMoved  # noqa: E402
 from tritonops.sizing.engine_plan import SizingRequest  # noqa: E402
 
 
@@ -94,8 +96,9 @@ def main() -> int:
 
     last = moved[-1]
     writes = sum(r.status == "changed" for report in moved for r in report.results)
-    weights_bytes = sum(getattr(r.payload, "bytes_moved", 0) or 0 for report in moved for r in report.results
-                        if r.task.startswith("model weights"))
+    weights_bytes = sum(outcome.bytes for report in moved for r in report.results
+                        if isinstance(r.payload, TaskOutcome) and r.payload.operation == "model_weights"
+                        for outcome in r.payload.outcomes if isinstance(outcome, WeightsMoved))
     print(f"hosts: {len(specs)} ({', '.join(h.name for h in hosts)}), repeats: {args.repeat}")
     print(f"probe : best {min(probes):.2f} s, median {statistics.median(probes):.2f} s")
     print(f"deploy: best {min(deploys):.2f} s, median {statistics.median(deploys):.2f} s "

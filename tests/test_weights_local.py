@@ -58,3 +58,28 @@ def test_a_cut_push_leaves_nothing_at_the_final_path_and_resumes(tmp_path, monke
     assert [p.name for p in models.iterdir()] and all(p.name.startswith(".") for p in models.iterdir())
     done = ensure_weights(LocalTransport(), args)
     assert done.bytes_moved == sum(len(v) for k, v in MODEL.items() if k >= "model-00001") - 1000
+
+
+def test_a_weights_task_reports_the_bytes_its_transfer_moved_then_none(tmp_path):
+    """What bench/deploy_noop.py counts: the bytes each weights step moved, from the transfer itself
+    (a WeightsMoved outcome per step), through the playbook engine as a deploy runs it."""
+    import yaml
+
+    from tritonops.playbook import compile_playbook, load_run_inputs, run_playbook
+    from tritonops.playbook.host_task import TaskOutcome
+    from tritonops.transport.sessions import SessionPool
+
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": {"h1": {"ansible_connection": "local"}}}}))
+    task = {"name": "weights", "model_weights": {"source": "controller_dir", "path": str(_folder(tmp_path)),
+                                                 "deployment": "d", "root": str(tmp_path / "host"), "runner": "host"}}
+    (tmp_path / "site.yml").write_text(yaml.safe_dump([{"name": "p", "hosts": "all", "tasks": [task]}]))
+
+    def moved() -> int:
+        compiled = compile_playbook(load_run_inputs(str(tmp_path / "site.yml"), [str(tmp_path / "inventory.yml")]))
+        with SessionPool(compiled.connections) as pool:
+            (result,) = run_playbook(compiled, pool).results
+        assert result.ok and isinstance(result.payload, TaskOutcome), result.msg
+        return sum(outcome.bytes for outcome in result.payload.outcomes if isinstance(outcome, transfer.WeightsMoved))
+
+    assert moved() == sum(map(len, MODEL.values()))
+    assert moved() == 0  # verified: nothing moves

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tritonops.errors import HostError
+from tritonops.operations.steps import Learned
 from tritonops.transport.base import CommandResult, Transport
 from tritonops.weights import programs
 from tritonops.weights_source.manifest import Manifest
@@ -53,8 +54,23 @@ class Runner:
         return f"the host's {self.python}" if self.kind == "host" else f"image {self.image}"
 
 
-def _result(step, stdout: dict) -> CommandResult:
-    return CommandResult(step.describe(), 0, json.dumps(stdout), "")
+@dataclass(frozen=True)
+class WeightsMoved:
+    """What a weights step learned: the bytes it moved to the host (0 for a check or a rename)."""
+
+    bytes: int
+    note = None  # nothing to add to the step's description
+
+
+class _Moves:
+    """A weights step's outcome: the bytes its run moved (from the transfer itself)."""
+
+    def outcome_of(self, result: Learned) -> WeightsMoved:
+        return result.outcome
+
+
+def _result(step, stdout: dict) -> Learned:
+    return Learned(step.describe(), 0, json.dumps(stdout), "", WeightsMoved(int(stdout.get("bytes") or 0)))
 
 
 def _files(transport: Transport, action: str, *values: str, stdin: dict | None = None,
@@ -79,7 +95,7 @@ def _last_json(text: str) -> dict:
 
 
 @dataclass(frozen=True)
-class Reopen:
+class Reopen(_Moves):
     """A final folder that failed verification becomes the staging folder (its good files are kept)."""
 
     final: str
@@ -94,7 +110,7 @@ class Reopen:
 
 
 @dataclass(frozen=True)
-class RemovePath:
+class RemovePath(_Moves):
     path: str
 
     def describe(self) -> str:
@@ -106,7 +122,7 @@ class RemovePath:
 
 
 @dataclass(frozen=True)
-class Discard:
+class Discard(_Moves):
     """Files in the staging folder that cannot be kept (failed verification, wrong size)."""
 
     staging: str
@@ -121,7 +137,7 @@ class Discard:
 
 
 @dataclass(frozen=True)
-class Finalize:
+class Finalize(_Moves):
     """Hash every staged file against the manifest, write it last, rename staging -> final."""
 
     staging: str
@@ -148,7 +164,7 @@ def finalize(transport: Transport, staging: str, final: str, manifest: Manifest)
 
 
 @dataclass(frozen=True)
-class LinkHostPath:
+class LinkHostPath(_Moves):
     final: str
     target: str
 
@@ -169,7 +185,7 @@ class PushItem:
 
 
 @dataclass(frozen=True)
-class PushFiles:
+class PushFiles(_Moves):
     """Copy files from the controller into the staging folder over SFTP on the open SSH session:
     each to '<name>.part' (appended from its offset), renamed to '<name>' when complete."""
 
@@ -244,7 +260,7 @@ def _push_local(step: PushFiles) -> int:
 
 
 @dataclass(frozen=True)
-class HubFetch:
+class HubFetch(_Moves):
     """Fetch from the hub on the host (resolving the revision there), verify, rename into place."""
 
     source: Source
