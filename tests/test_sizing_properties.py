@@ -11,6 +11,7 @@ from tritonops.sizing.gpu_spec import gpu_spec_from_numbers
 from tritonops.sizing.model_catalog import MODEL_CATALOG, find_catalog_model
 from tritonops.sizing.model_spec import DTYPE_BYTES
 from tritonops.sizing.tp_rules import tp_problem
+from tritonops.sizing.versions import parse_version
 
 DENSE = sorted(k for k, (c, _) in MODEL_CATALOG.items() if "num_experts" not in c and "num_local_experts" not in c)
 MODELS = {k: find_catalog_model(k) for k in MODEL_CATALOG}
@@ -27,11 +28,21 @@ cases = st.fixed_dictionaries({
 SETTINGS = settings(max_examples=60, deadline=None)
 
 
+def batched_tokens_for(version: str) -> int | None:
+    """A fixed chunked-prefill budget from vLLM 0.8 on (compared as versions: "0.10.2" >= "0.8" is
+    False as strings)."""
+    return 4096 if parse_version(version) >= (0, 8, 0) else None
+
+
+def test_the_batch_budget_follows_the_version_not_its_spelling():
+    assert [batched_tokens_for(v) for v in ("0.7.3", "0.8.5", "0.10.2", "0.33.0")] == [None, 4096, 4096, 4096]
+
+
 def plan_for(case, gib=None):
     gpus = gpu_spec_from_numbers(gib or case["gib"], case["cc"], case["gpus"])
     # fixed batch sizes: the >= 70 GiB defaults would otherwise change with the memory
     request = SizingRequest(vllm_version=case["version"], prefer=case["prefer"], max_num_seqs=256,
-                            max_num_batched_tokens=4096 if case["version"] >= "0.8" else None)
+                            max_num_batched_tokens=batched_tokens_for(case["version"]))
     return size_engine(MODELS[case["model"]], gpus, request)
 
 
