@@ -22,13 +22,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CASES = {"--help": ["--help"], "--version": ["--version"], "usage error": ["probe", "--no-such-flag"],
          "probe --help": ["probe", "--help"]}
+# what each case must exit with and print, or its time is not a start-up's (a crash is fast too)
+EXPECTED = {"--help": (0, "usage: tritonops"), "--version": (0, "tritonops "),
+            "usage error": (5, "unrecognized arguments: --no-such-flag"), "probe --help": (0, "usage: tritonops probe")}
 
 
-def wall(tree: Path, argv: list[str], env: dict) -> float:
+def wall(tree: Path, name: str, argv: list[str], env: dict) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tritonops", *argv], env=dict(env, PYTHONPATH=str(tree)),
-                   capture_output=True, check=False)
-    return time.perf_counter() - started
+    done = subprocess.run([sys.executable, "-m", "tritonops", *argv], env=dict(env, PYTHONPATH=str(tree)),
+                          capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    code, says = EXPECTED[name]
+    if done.returncode != code or says not in done.stdout + done.stderr:
+        raise SystemExit(f"{tree}: tritonops {' '.join(argv)} exited {done.returncode} (expected {code}) and did "
+                         f"not print {says!r}: {(done.stderr or done.stdout).strip()[-300:]}")
+    return seconds
 
 
 def main() -> int:
@@ -49,11 +57,11 @@ def main() -> int:
             print(f"{mode} (python -c pass {bare:.3f} s)")
             for name, argv in CASES.items():
                 for tree in trees.values():
-                    wall(tree, argv, env)  # warm: bytecode written, files in the page cache
+                    wall(tree, name, argv, env)  # warm: bytecode written, files in the page cache
                 times: dict[str, list[float]] = {label: [] for label in trees}
                 for _ in range(args.rounds):
                     for label, tree in trees.items():
-                        times[label].append(wall(tree, argv, env))
+                        times[label].append(wall(tree, name, argv, env))
                 loads.append(os.getloadavg()[0])
                 shown = "  ".join(f"{label} {statistics.median(values):.3f} s" for label, values in times.items())
                 print(f"  {name:<14} {shown}")
