@@ -171,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calib", type=Path, nargs="*", default=DEFAULT_CALIB)
     args = parser.parse_args(argv)
     over_promises = 0
-    if args.csv.exists():
-        over_promises += reference_rows(args)
+    missing = [str(path) for path in (args.csv, *args.calib) if not path.exists()]
+    if missing:  # a figure over fewer rows than the docs say is no figure: refuse, naming what is missing
+        raise SystemExit(f"sizing_accuracy: no such file or folder: {', '.join(missing)}")
+    over_promises += reference_rows(args)
     for folder in args.calib:
         over_promises += calibration_runs(folder)
     return 1 if over_promises else 0
@@ -184,10 +186,13 @@ def load_calibration(folder: Path) -> list[Replay]:
     from tritonops.sizing.startup_log import parse_startup_log
     gpus = gpu_spec_from_catalog("h200:1")
     replays = []
-    for log in sorted(folder.glob("runs/*.log")):
+    logs = sorted(folder.glob("runs/*.log"))
+    if not logs:
+        raise SystemExit(f"sizing_accuracy: no runs/*.log under {folder}")
+    for log in logs:
         record = parse_startup_log(log.read_text())
-        if record is None:
-            continue
+        if record is None:  # counted as nothing, it would shrink the figures without a word
+            raise SystemExit(f"sizing_accuracy: {log}: not a start-up log this bench can read")
         config = json.loads((folder / "models" / record.model / "config.json").read_text())
         replays.append(replay(record, model_spec_from_config(config, name=record.model), gpus))
     return replays
