@@ -106,10 +106,6 @@ def test_no_hostile_value_runs_a_command(tmp_path, capsys, monkeypatch, field):
         assert proxied >= len(payloads(canary)) // 2
 
 
-def test_the_payload_count(tmp_path):
-    # 16 payloads x 12 fields, each through one or two commands: the figure quoted in the closing note
-    assert len(payloads(tmp_path)) * len(FIELDS) == 192
-
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-1", "0", "1e9"])
 def test_probe_waits_are_bounded(capsys, value):
