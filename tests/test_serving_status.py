@@ -80,3 +80,21 @@ def test_the_logs_column_says_the_driver_and_a_fallback_as_degraded():
     # started for other settings (an older release): not called degraded
     assert log_state({"log_driver": "json-file", "logging": "0" * 12}, wanted) == "json-file"
     assert log_state({}, wanted) == "-" and log_state({"log_driver": "json-file"}, None) == "json-file"
+
+
+def test_a_kv_cache_below_the_plan_beyond_the_sizings_tolerance_is_said_by_the_gate_and_status():
+    from tritonops.serving.outcome import ServeOutcome
+    from tritonops.serving.verdict import KV_TOLERANCE, kv_shortfall
+
+    assert kv_shortfall(10_000, 9_800) is None                     # within the 3 % the sizing promises
+    assert kv_shortfall(10_000, 12_000) is None and kv_shortfall(10_000, None) is None
+    assert kv_shortfall(10_000, 9_000) == pytest.approx(0.10) and KV_TOLERANCE == 0.03
+    short = ServeOutcome(status="switched", release="r", ready_s=1.0, kv_reported=9_000, kv_predicted=10_000)
+    assert "KV cache below the plan: vLLM has 9,000 tokens, the plan 10,000 (10.0% short" in short.note
+    close = ServeOutcome(status="switched", release="r", ready_s=1.0, kv_reported=9_990, kv_predicted=10_000)
+    assert "below the plan" not in close.note
+    from tritonops.serving.status import HostStatus
+
+    found = HostStatus("h", "r", 1, "running", 60.0, 0, True, True, kv_predicted=10_000, kv_reported=9_000,
+                       models=(), vllm_metrics=True)
+    assert found.kv_shortfall == pytest.approx(0.10)

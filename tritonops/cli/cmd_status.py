@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_host_results
-from tritonops.cli.output import status_text, styled
+from tritonops.cli.output import line, status_text, styled
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -48,6 +48,8 @@ def _table(results) -> Table:
         uptime = "-" if found.uptime_s is None else f"{found.uptime_s / 60:.0f} min"
         health = "ready" if found.ready else ("live" if found.live else "down")
         kv = f"{found.kv_predicted or 0:,} / {found.kv_reported or 0:,}" if found.kv_predicted else "-"
+        if found.kv_shortfall is not None:
+            kv = line(kv, styled(f" ({found.kv_shortfall:.1%} below the plan)", "yellow"))
         rows = found.models or (None,)
         for index, model in enumerate(rows):
             head = (result.host, status_text(result.status), found.current or "-", found.container, uptime,

@@ -12,6 +12,7 @@ from tritonops.reading.sessions import ReadOptions, read_each
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import parse_releases, releases_query
 from tritonops.serving.status import health_query, host_status, parse_health, utc_now
+from tritonops.serving.verdict import kv_warning
 from tritonops.transport.sessions import HostSession
 
 
@@ -30,7 +31,9 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
         health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
         found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment))
         serving = found.container == "running" and found.ready
-        return HostResult(session.name, "ok" if serving else "failed",
-                          "serving" if serving else f"container {found.container}, ready {found.ready}", found)
+        said = "serving" if serving else f"container {found.container}, ready {found.ready}"
+        if found.kv_shortfall is not None:  # a warning: it serves, with less concurrency than the plan promised
+            said += "; " + kv_warning(found.kv_predicted, found.kv_reported, found.kv_shortfall)
+        return HostResult(session.name, "ok" if serving else "failed", said, found)
 
     return read_each(inputs, options, phase, "status")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tritonops.serving.verdict import classify
+from tritonops.serving.verdict import classify, kv_shortfall, kv_warning
 
 ServeStatus = Literal["switched", "unchanged", "rolled_back", "refused", "failed"]
 
@@ -36,9 +36,16 @@ class ServeOutcome:
         notes = []
         if self.status == "switched":
             notes.append(f"gate passed: {self.gate_figures}")
+            if self.kv_shortfall is not None:
+                notes.append(kv_warning(self.kv_predicted, self.kv_reported, self.kv_shortfall))
         if self.shipping:
             notes.append(f"log shipping degraded: {self.shipping}")
         return "; ".join(notes) or None
+
+    @property
+    def kv_shortfall(self) -> float | None:
+        """How far vLLM's KV cache fell below the plan's, beyond the sizing's tolerance (else None)."""
+        return kv_shortfall(self.kv_predicted, self.kv_reported)
 
     @property
     def gate_figures(self) -> str:

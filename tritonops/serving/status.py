@@ -18,6 +18,7 @@ from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
 from tritonops.serving.container import logging_digest
 from tritonops.serving.releases import Deployed
+from tritonops.serving.verdict import kv_shortfall
 
 HEALTH_SOURCE = host_programs.source("triton_health")  # host_programs/triton_health.py
 
@@ -78,6 +79,11 @@ class HostStatus:
     models: tuple[ModelStatus, ...]
     vllm_metrics: bool        # vllm:* families present on :8002
     logs: str = "-"           # where the container's logs go: its driver, or what shipping fell back to
+
+    @property
+    def kv_shortfall(self) -> float | None:
+        """How far vLLM's KV cache falls below the plan's, beyond the sizing's tolerance (else None)."""
+        return kv_shortfall(self.kv_predicted, self.kv_reported)
 
 
 def log_state(container: dict, wanted: LogShipping | None) -> str:

@@ -89,3 +89,20 @@ def _line_of(text: str, index: int) -> str:
     end = text.find("\n", index)
     line = text[start:end if end != -1 else len(text)].strip()
     return line if len(line) <= 300 else line[:297] + "..."
+
+
+KV_TOLERANCE = 0.03  # the sizing's worst-case goal on the real H200 runs (bench/sizing_accuracy.py: 3 %)
+
+
+def kv_shortfall(predicted: int | None, reported: int | None) -> float | None:
+    """How far vLLM's own KV-cache size falls below the plan's, as a fraction of the plan, when it falls
+    further than the sizing's tolerance (the plan then promised concurrency the engine does not have);
+    None otherwise, or when either is unknown."""
+    if not predicted or reported is None or reported >= predicted * (1 - KV_TOLERANCE):
+        return None
+    return (predicted - reported) / predicted
+
+
+def kv_warning(predicted: int, reported: int, shortfall: float) -> str:
+    return (f"KV cache below the plan: vLLM has {reported:,} tokens, the plan {predicted:,} ({shortfall:.1%} "
+            f"short, more than the sizing's {KV_TOLERANCE:.0%}): fewer concurrent tokens than planned")
