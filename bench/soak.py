@@ -86,6 +86,12 @@ def run_soak(inventory: str, containers: dict[str, str], cycles: int, *, deploym
         started = time.perf_counter()
         good = deploy(inputs(playbook, {**kept, "tritonops_max_num_seqs": 65 + cycle}), options)
         problems += [f"cycle {cycle} good deploy: {f}" for f in failures(good)]
+        for name in containers:  # the promise: every good deploy switched `current` to its new release
+            served = serve_result(good, name)
+            outcome = served.payload.outcome(ServeOutcome) if served is not None else None
+            if outcome is None or outcome.status != "switched":
+                problems.append(f"cycle {cycle} good deploy on {name} did not switch: "
+                                f"{outcome.status if outcome else 'no serve result'}")
         back = rollback(inputs(back_book, kept), back_options)
         problems += [f"cycle {cycle} rollback: {f}" for f in failures(back)]
         bad = deploy(inputs(playbook, {**kept, **BAD, "tritonops_engine_args": {"no_such_engine_arg": cycle + 1}}),

@@ -1,6 +1,8 @@
 # What soak counts on a lab host, read inside its container in one command (tritonops/lab/faults.py,
 # sh -c SOURCE snapshot ROOT DEPLOYMENT). Fixed text: the folder and deployment are positional arguments.
 root="$1"; dep="$2"; folder="$root/$dep"
+# the engine must answer: a docker that does not would read as 0 containers and images left behind
+docker info >/dev/null 2>&1 || { echo "the host's Docker engine does not answer" >&2; exit 3; }
 echo "containers=$(docker ps -aq --filter label=tritonops.deployment=$dep 2>/dev/null | wc -l)"
 echo "container_names=$(docker ps -a --filter label=tritonops.deployment=$dep --format '{{.Names}}' 2>/dev/null | sort | tr '\n' ' ')"
 echo "images=$(docker images -q 2>/dev/null | sort -u | wc -l)"

@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass, field
 
 from tritonops import host_programs
+from tritonops.errors import TritonopsError
 from tritonops.values.names import safe_name
 from tritonops.waiting import wait_until
 
@@ -238,6 +239,9 @@ def host_snapshot(container: str, root: str, deployment: str) -> dict:
     argv = ["docker", "exec", _checked(container, "host container"), "sh", "-c", SNAPSHOT, "snapshot",
             root if root.startswith("/") and ".." not in root else "/nonexistent", safe_name(deployment, "deployment")]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 or not done.stdout.strip():  # a failed read is not "nothing left behind"
+        raise TritonopsError(f"{container}: the snapshot read failed (exit {done.returncode}): "
+                             f"{done.stderr.strip()[-300:]}")
     found: dict = {}
     for line in done.stdout.splitlines():
         key, _, value = line.partition("=")
