@@ -106,7 +106,6 @@ class ReleaseMade:
     """What the release task learned: the id of the release it made."""
 
     release: str
-    note = None  # nothing to add to the step's description
 
 
 @dataclass(frozen=True)

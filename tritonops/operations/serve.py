@@ -29,7 +29,7 @@ from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
-from tritonops.serving.outcome import ServeOutcome, serve_outcome
+from tritonops.serving.outcome import serve_outcome
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
 from tritonops.values.containers import container_name
@@ -133,9 +133,6 @@ class ServeStep:
         if not outcome.served:
             raise StepFailed(outcome.failure, outcome)
         return Learned(result.command, result.exit_code, result.stdout, result.stderr, outcome)
-
-    def outcome_of(self, result: Learned) -> ServeOutcome:
-        return result.outcome
 
 
 def serve_verdict(answer: dict[str, Any], predicted_kv_tokens: int) -> str | None:

@@ -81,7 +81,7 @@ Step = PutFile | MakeDir | Symlink | Remove | Rename | Run
 @dataclass(frozen=True)
 class Learned(CommandResult):
     """A step's command result with what the step learned from it, typed: parsed once where it
-    arrived. A step offers it through `outcome_of(result)`; the task's result carries it."""
+    arrived (the step's run_on returns it); the task's result carries it."""
 
     outcome: object = None
 

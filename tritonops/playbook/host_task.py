@@ -5,9 +5,10 @@ task's queries answered in one round trip when the batch starts, see runner.py) 
 has changed on the host since: the first step carried out drops the prefetch, so no task ever sees
 facts older than the host's last change. In check mode the steps are only reported (nothing
 changes, so the prefetch serves the whole play); a task is `changed` when it had steps to do.
-A step that learns something while it runs has `outcome_of(result)`: a typed outcome (the serve
-step: a ServeOutcome with the gate's figures; the release step: the release it made) that the task's
-result carries, and whose `note`, if any, follows the step's description in the one-line message.
+A step that learns something while it runs returns it with its result, typed (`Learned`: the serve
+step's ServeOutcome with the gate's figures, the weights steps' bytes moved); a step that knows it
+before running offers `outcome_of(result)` (the release it made). The task's result carries them, and
+an outcome's `note`, if it has one, follows the step's description in the one-line message.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from tritonops.facts.query_program import read_facts
 from tritonops.operations.base import Args, Operation
 from tritonops.operations.execute import run_step
+from tritonops.operations.steps import Learned
 from tritonops.playbook.diffs import file_diffs
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession
@@ -77,10 +79,11 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
                 started = time.monotonic()
                 result = run_step(session.transport, step)
                 runs.append(StepRun(said, time.monotonic() - started, _output(result)))
-                outcome = step.outcome_of(result) if hasattr(step, "outcome_of") else None
+                outcome = _outcome(step, result)
                 if outcome is not None:
                     learned.append(outcome)
-                    said = f"{said} ({outcome.note})" if outcome.note else said
+                    note = getattr(outcome, "note", None)
+                    said = f"{said} ({note})" if note else said
             done.append(said)
     status = "changed" if done else "ok"
     msg = "; ".join(done[:MSG_STEPS]) + (f"; and {len(done) - MSG_STEPS} more" if len(done) > MSG_STEPS else "")
@@ -89,6 +92,12 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     return HostResult(session.name, status, msg,
                       TaskOutcome(operation.name, tuple(done), check, tuple(learned), tuple(runs)),
                       "".join(diffs) or None)
+
+
+def _outcome(step, result) -> object | None:
+    if isinstance(result, Learned):
+        return result.outcome
+    return step.outcome_of(result) if hasattr(step, "outcome_of") else None
 
 
 def _output(result) -> str:

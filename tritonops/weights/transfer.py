@@ -59,14 +59,6 @@ class WeightsMoved:
     """What a weights step learned: the bytes it moved to the host (0 for a check or a rename)."""
 
     bytes: int
-    note = None  # nothing to add to the step's description
-
-
-class _Moves:
-    """A weights step's outcome: the bytes its run moved (from the transfer itself)."""
-
-    def outcome_of(self, result: Learned) -> WeightsMoved:
-        return result.outcome
 
 
 def _result(step, stdout: dict) -> Learned:
@@ -95,7 +87,7 @@ def _last_json(text: str) -> dict:
 
 
 @dataclass(frozen=True)
-class Reopen(_Moves):
+class Reopen:
     """A final folder that failed verification becomes the staging folder (its good files are kept)."""
 
     final: str
@@ -110,7 +102,7 @@ class Reopen(_Moves):
 
 
 @dataclass(frozen=True)
-class RemovePath(_Moves):
+class RemovePath:
     path: str
 
     def describe(self) -> str:
@@ -122,7 +114,7 @@ class RemovePath(_Moves):
 
 
 @dataclass(frozen=True)
-class Discard(_Moves):
+class Discard:
     """Files in the staging folder that cannot be kept (failed verification, wrong size)."""
 
     staging: str
@@ -137,7 +129,7 @@ class Discard(_Moves):
 
 
 @dataclass(frozen=True)
-class Finalize(_Moves):
+class Finalize:
     """Hash every staged file against the manifest, write it last, rename staging -> final."""
 
     staging: str
@@ -164,7 +156,7 @@ def finalize(transport: Transport, staging: str, final: str, manifest: Manifest)
 
 
 @dataclass(frozen=True)
-class LinkHostPath(_Moves):
+class LinkHostPath:
     final: str
     target: str
 
@@ -185,7 +177,7 @@ class PushItem:
 
 
 @dataclass(frozen=True)
-class PushFiles(_Moves):
+class PushFiles:
     """Copy files from the controller into the staging folder over SFTP on the open SSH session:
     each to '<name>.part' (appended from its offset), renamed to '<name>' when complete."""
 
@@ -260,7 +252,7 @@ def _push_local(step: PushFiles) -> int:
 
 
 @dataclass(frozen=True)
-class HubFetch(_Moves):
+class HubFetch:
     """Fetch from the hub on the host (resolving the revision there), verify, rename into place."""
 
     source: Source
