@@ -10,8 +10,9 @@ task's own data), never a bag of Any.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Generic, Iterable, Literal, TypeVar
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any, Generic, Iterable, Literal, TypeVar
 
 Status = Literal["ok", "changed", "failed", "unreachable", "skipped"]
 STATUSES: tuple[Status, ...] = ("ok", "changed", "unreachable", "failed", "skipped")
@@ -112,3 +113,15 @@ class Recap:
 
     def to_json(self) -> dict[str, dict[str, int]]:
         return dict(self.rows())
+
+
+def json_data(value: Any) -> Any:
+    """A typed payload as JSON data: dataclasses as objects (fields in their order), tuples as lists,
+    mapping keys as strings; None and plain values as they are."""
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if isinstance(value, Mapping):
+        return {str(key): json_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_data(item) for item in value]
+    return value

@@ -210,13 +210,14 @@ def recap_table(recap, title: str) -> Table:
 
 
 def _report_json(report, command: str = "deploy") -> dict:
-    from tritonops.cli.result_json import document, payload_data
+    from tritonops.cli.result_json import document
+    from tritonops.results import json_data
     from tritonops.playbook.host_task import TaskOutcome
 
     def payload(result):  # a task's outcome (its steps' commands and times; what they printed is -vv's)
         if not isinstance(result.payload, TaskOutcome):
             return None  # the facts and plan phases: in "plans" below
-        data = payload_data(result.payload)
+        data = json_data(result.payload)
         data["runs"] = [{"said": run["said"], "seconds": round(run["seconds"], 3)} for run in data["runs"]]
         return data
 

@@ -64,11 +64,10 @@ def run(args, out) -> int:
                          timeout=real_number(args.timeout, "--timeout (seconds)", "--timeout", maximum=MAX_WAIT_S),
                          preload=printing)  # loaded while the first host runs the probe
     if args.json:
-        from tritonops.cli.result_json import document, payload_data
+        from tritonops.cli.result_json import document
         from tritonops.facts.model import SCHEMA_VERSION
 
-        out.json(document("probe", probe_results(report), facts_schema=SCHEMA_VERSION,
-                          payload=lambda result: payload_data(result.payload)))
+        out.json(document("probe", probe_results(report), facts_schema=SCHEMA_VERSION))
     else:
         out.print(probe_table(report))
     return exit_code_of(host.status for host in report.hosts)

@@ -14,9 +14,11 @@ description there.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Optional
+
+from tritonops.results import json_data
 
 SCHEMA_VERSION = "tritonops.probe/1"
 
@@ -159,15 +161,7 @@ class ProbeReport:
 
 def report_to_json(report: ProbeReport) -> dict[str, Any]:
     """The report as JSON data (`probe --json`): the fields in their order, tuples as lists."""
-    return _json_data(asdict(report))
-
-
-def _json_data(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _json_data(item) for key, item in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_json_data(item) for item in value]
-    return value
+    return json_data(report)
 
 
 class ReportFileError(ValueError):
