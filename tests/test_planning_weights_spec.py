@@ -2,14 +2,13 @@
 
 import pytest
 
-from tritonops.planning.weights_spec import weights_spec
+from tritonops.planning.weights_spec import ControllerFolders, weights_spec
 from tritonops.errors import InputError
 
 
 def spec(ref, variables=None, folders=()):
     return weights_spec(ref, variables or {}, root="/opt/tritonops", deployment="prod",
-                        is_controller_folder=lambda path: path in folders,
-                        controller_sha256=lambda path: "ab" * 32)
+                        folders=ControllerFolders(digests={path: "ab" * 32 for path in folders}))
 
 
 def test_a_hub_id_is_a_hugging_face_download_with_the_hosts_hub_settings():

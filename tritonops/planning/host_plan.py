@@ -13,7 +13,7 @@ from tritonops.facts.model import HostFacts
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
 from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
-from tritonops.planning.weights_spec import ControllerFolders, WeightsSpec, planned_weights
+from tritonops.planning.weights_spec import ControllerFolders, WeightsSpec, weights_spec
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
@@ -136,7 +136,7 @@ def _with_weights(host, instances: tuple[ModelInstancePlan, ...],
     root, deployment = deployment_of(host)
     planned = []
     for instance in instances:
-        weights = planned_weights(instance.model, host.vars, root=root, deployment=deployment, folders=folders)
+        weights = weights_spec(instance.model, host.vars, root=root, deployment=deployment, folders=folders)
         planned.append(replace(instance, weights=weights, model_json={**instance.model_json, "model": weights.folder}))
     return tuple(planned)
 

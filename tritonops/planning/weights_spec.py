@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from tritonops.errors import TritonopsError
 from tritonops.weights_source import source as sources
@@ -62,12 +62,11 @@ class WeightsSpec:
 
 
 def weights_spec(model_ref: str, variables: Mapping[str, Any], *, root: str, deployment: str,
-                 is_controller_folder: Callable[[str], bool],
-                 controller_sha256: Callable[[str], str]) -> WeightsSpec:
-    """`is_controller_folder(ref)`: whether the reference is a folder on the controller;
-    `controller_sha256(folder)`: its manifest digest (a controller folder's model id needs it)."""
+                 folders: ControllerFolders) -> WeightsSpec:
+    """`folders`: what the run read of the controller's folders: whether the reference is one, and a
+    folder's manifest digest (a controller folder's model id needs it)."""
     kind = variables.get("tritonops_weights_source") or (
-        "controller_dir" if is_controller_folder(model_ref) else "huggingface")
+        "controller_dir" if folders.has(model_ref) else "huggingface")
     args: dict[str, Any] = {"source": kind, "deployment": deployment, "root": root}
     if kind in ("huggingface", "modelscope"):
         args["repo"] = variables.get("tritonops_weights_repo") or model_ref
@@ -78,13 +77,6 @@ def weights_spec(model_ref: str, variables: Mapping[str, Any], *, root: str, dep
         args["path"] = variables.get("tritonops_weights_path") or (
             local_path(model_ref) if kind == "controller_dir" else model_ref)
     source = sources.source_of(kind, repo=args.get("repo"), revision_=args.get("revision"), path=args.get("path"))
-    model_id = source.model_id(controller_sha256(args["path"]) if kind == "controller_dir" else None)
+    model_id = source.model_id(folders.sha256(args["path"]) if kind == "controller_dir" else None)
     folder = posixpath.join(root, deployment, "models", model_id)
     return WeightsSpec(args, model_id, folder, posixpath.join(folder, ".tritonops-manifest.json"))
-
-
-def planned_weights(model_ref: str, variables: Mapping[str, Any], *, root: str, deployment: str,
-                    folders: ControllerFolders) -> WeightsSpec:
-    """weights_spec with what the run read of the controller's folders."""
-    return weights_spec(model_ref, variables, root=root, deployment=deployment, is_controller_folder=folders.has,
-                        controller_sha256=folders.sha256)
