@@ -177,7 +177,7 @@ def test_a_sized_key_is_forced_only_when_vouched_for_and_the_model_never(tmp_pat
 
 
 def test_a_controller_folder_is_named_on_the_host_by_its_content_as_deploy_writes_it(tmp_path):
-    from tritonops.planning import controller_folders
+    from tritonops.planning import controller_folders, model_refs
     from tritonops.weights_source.local import local_manifest
 
     model = tmp_path / "my-model"
@@ -188,7 +188,7 @@ def test_a_controller_folder_is_named_on_the_host_by_its_content_as_deploy_write
                                         f"      tritonops_model: {model}\n      tritonops_deployment: prod\n")
     hosts = load_inventory([str(tmp_path / "hosts.yml")]).select(None)
     models, errors = load_models_for(hosts, None)
-    folders = controller_folders(hosts, None)
+    folders = controller_folders(hosts, model_refs(hosts, None))
     hp = plan_hosts(hosts, {"h1": host_facts(1)}, SizingRequest(), models, errors, folders=folders)[0]
     assert hp.ok, hp.errors
     digest = local_manifest(str(model))[0].content_sha256()
@@ -199,7 +199,7 @@ def test_a_controller_folder_is_named_on_the_host_by_its_content_as_deploy_write
 
     (model / "config.json").write_text("{}")  # other content, another folder on the host
     changed = plan_hosts(hosts, {"h1": host_facts(1)}, SizingRequest(), models, errors,
-                         folders=controller_folders(hosts, None))[0]
+                         folders=controller_folders(hosts, model_refs(hosts, None)))[0]
     assert json.loads(changed.files["vllm_model/1/model.json"])["model"] != folder
 
 

@@ -79,7 +79,7 @@ def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, s
 
 def run(args, out) -> int:
     from tritonops.cli.cmd_deploy import default_playbook, run_inputs
-    from tritonops.planning import controller_folders, load_models_for, plan_hosts
+    from tritonops.planning import controller_folders, load_models, model_refs, plan_hosts
 
     if not args.inventory:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
@@ -88,8 +88,9 @@ def run(args, out) -> int:
     hosts = run_inputs(args, default_playbook("deploy.yml")).hosts  # as deploy sees them: role defaults, -e
     if not hosts:
         raise InputError(f"no host matches {args.limit!r}", "--limit")
-    models, model_errors = load_models_for(hosts, args.model, args.model_name)
-    folders = controller_folders(hosts, args.model, args.model_name)
+    refs = model_refs(hosts, args.model, args.model_name)
+    models, model_errors = load_models(refs)
+    folders = controller_folders(hosts, refs)
     facts, why, probed = collect_facts(args, hosts)
     plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why, default_model=args.model,
                        default_name=args.model_name, metrics=not args.no_metrics, folders=folders)

@@ -38,7 +38,7 @@ from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
-from tritonops.planning import HostDeployPlan, controller_folders, load_models_for, plan_hosts
+from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
@@ -60,8 +60,9 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
 
     hosts = inputs.hosts
     deployments = {host.name: deployment_of(host) for host in hosts}
-    models, model_errors = load_models_for(hosts, options.default_model, options.model_name)
-    folders = controller_folders(hosts, options.default_model, options.model_name)
+    refs = model_refs(hosts, options.default_model, options.model_name)
+    models, model_errors = load_models(refs)
+    folders = controller_folders(hosts, refs)
     created = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
 
     with SessionPool([host.connection for host in hosts], forks=options.forks,

@@ -44,15 +44,14 @@ def load_models_for(hosts: Iterable, default_model: str | None,
     return load_models(model_refs(hosts, default_model, default_name))
 
 
-def controller_folders(hosts: Iterable, default_model: str | None,
-                       default_name: str = "vllm_model") -> ControllerFolders:
-    """Every model reference (and tritonops_weights_path) of the hosts that is a folder on this machine,
-    with its manifest digest: the files are hashed here, once per run (weights_source.local keeps the sums)."""
+def controller_folders(hosts: Iterable, refs: Iterable[str]) -> ControllerFolders:
+    """Every model reference (`refs`: the hosts' model_refs) and tritonops_weights_path of the hosts that
+    is a folder on this machine, with its manifest digest: the files are hashed here, once per run
+    (weights_source.local keeps the sums)."""
     from tritonops.weights_source.local import local_manifest
 
-    hosts = list(hosts)
-    named = model_refs(hosts, default_model, default_name)
-    named |= {str(host.vars["tritonops_weights_path"]) for host in hosts if host.vars.get("tritonops_weights_path")}
+    named = set(refs) | {str(host.vars["tritonops_weights_path"]) for host in hosts
+                         if host.vars.get("tritonops_weights_path")}
     digests, errors = {}, {}
     for path in sorted({local_path(ref) for ref in named}):
         if not os.path.isdir(path):
