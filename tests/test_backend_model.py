@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import threading
 import time
 import types
 import zipfile
@@ -140,16 +141,25 @@ def _pb_utils():
 
 
 class Sender:
-    def __init__(self, cancel_after=None, gone_after_s=None):
-        self.sent, self.done, self.cancel_after = [], False, cancel_after
+    """Triton's response sender: `send_s` is how long a send takes (Triton's is a round trip to the server);
+    the threads that sent and asked are recorded."""
+
+    def __init__(self, cancel_after=None, gone_after_s=None, send_s=0.0):
+        self.sent, self.done, self.cancel_after, self.send_s = [], False, cancel_after, send_s
         self.gone_at = None if gone_after_s is None else time.monotonic() + gone_after_s
+        self.threads, self.cancel_checks = set(), 0
 
     def send(self, response=None, flags=0):
         assert not self.done, "a response after the final one"
+        self.threads.add(threading.current_thread().name)
+        if self.send_s:
+            time.sleep(self.send_s)
         self.sent.append((response, flags))
         self.done = bool(flags & FINAL)
 
     def is_cancelled(self):
+        self.threads.add(threading.current_thread().name)
+        self.cancel_checks += 1
         if self.gone_at is not None and time.monotonic() >= self.gone_at:
             return True
         return self.cancel_after is not None and len(self.sent) >= self.cancel_after
@@ -163,7 +173,7 @@ class Sender:
 
 class Request:
     def __init__(self, text, stream=None, exclude=None, sampling=None, parameters=None, cancel_after=None,
-                 gone_after_s=None):
+                 gone_after_s=None, send_s=0.0):
         self.inputs = {"text_input": Tensor("text_input", np.array([text.encode()], dtype=object))}
         if stream is not None:
             self.inputs["stream"] = Tensor("stream", np.array([stream]))
@@ -173,7 +183,7 @@ class Request:
             self.inputs["sampling_parameters"] = Tensor(
                 "sampling_parameters", np.array([json.dumps(sampling).encode()], dtype=object))
         self._parameters = json.dumps(parameters or {})
-        self.sender = Sender(cancel_after, gone_after_s)
+        self.sender = Sender(cancel_after, gone_after_s, send_s)
 
     def get_response_sender(self):
         return self.sender
@@ -203,7 +213,8 @@ def backend(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "numpy", np)
     MetricFamily.created, Logger.lines = [], []
 
-    def make(version="0.10.2", profile="2080ti", model_json=None, metrics=True, env=None, health_check=False):
+    def make(version="0.10.2", profile="2080ti", model_json=None, metrics=True, env=None, health_check=False,
+             parameters=None):
         site = tmp_path / f"site-{version}"
         if not site.exists():
             zipfile.ZipFile(io.BytesIO(wheel_bytes(version))).extractall(site)
@@ -223,7 +234,8 @@ def backend(tmp_path, monkeypatch):
         (repo / "1" / "model.json").write_text(json.dumps(model_json or {"model": str(model_dir)}))
         config = {"name": "m", "model_transaction_policy": {"decoupled": True},
                   "parameters": {"REPORT_CUSTOM_METRICS": {"string_value": "true" if metrics else "false"},
-                                 "ENABLE_VLLM_HEALTH_CHECK": {"string_value": "True" if health_check else "false"}}}
+                                 "ENABLE_VLLM_HEALTH_CHECK": {"string_value": "True" if health_check else "false"},
+                                 **{k: {"string_value": v} for k, v in (parameters or {}).items()}}}
         model = module.TritonPythonModel()
         made.append(model)
         model.initialize({"model_config": json.dumps(config), "model_repository": str(repo),
@@ -302,7 +314,8 @@ def test_a_client_that_went_away_is_aborted_in_the_engine(backend):
     model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "50"})
     (req,) = run(model, Request("x", stream=True, sampling={"max_tokens": 200}, cancel_after=2))
     assert req.sender.error().code() == TritonError.CANCELLED
-    assert len(req.sender.texts()) == 2
+    # noticed by the client watch within a sweep (CANCEL_POLL_S, 0.5 s = 25 tokens here), not per token
+    assert 2 <= len(req.sender.texts()) <= 2 + 2 * 25
     assert model.engine.lab_stats["requests_aborted"] == 1
     assert any("aborted in the engine" in m for _, m in Logger.lines)
 
@@ -473,3 +486,40 @@ def test_the_v1_kv_logger_takes_any_call_a_newer_vllm_makes(backend):
     model.metrics.close()
     assert _metrics()["vllm:kv_cache_usage_perc"].metrics[0].value == 0.25
     model.metrics = None
+
+
+def test_a_sender_that_keeps_up_gets_every_piece_at_once(backend):
+    model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "100"})
+    (req,) = run(model, Request("keep up", stream=True, sampling={"max_tokens": 20}))
+    assert [f for _, f in req.sender.sent] == [0] * 19 + [FINAL]  # one response per token: nothing held back
+    assert len(req.sender.texts()) == 20
+
+
+def test_pieces_that_arrive_during_a_slow_send_go_together_in_the_next_one_in_order(backend):
+    model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "2000"})
+    (slow,) = run(model, Request("slow client", stream=True, sampling={"max_tokens": 200}, send_s=0.02))
+    (whole,) = run(model, Request("slow client", exclude=True, sampling={"max_tokens": 200}))
+    flags = [f for _, f in slow.sender.sent]
+    assert flags[-1] == FINAL and not any(flags[:-1])
+    assert len(flags) < 50  # 200 tokens in 0.1 s, a send takes 0.02 s: merged, not queued one by one
+    assert "".join(slow.sender.texts()) == whole.sender.texts()[0]  # nothing lost, nothing reordered
+
+
+def test_the_engines_loop_never_waits_on_triton_and_cancellation_is_not_asked_per_token(backend):
+    model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "400"})
+    requests = [Request(f"many {i}", stream=True, sampling={"max_tokens": 200}) for i in range(8)]
+    started = time.monotonic()
+    run(model, *requests)
+    took = time.monotonic() - started
+    threads = set().union(*(r.sender.threads for r in requests))
+    assert "vllm-backend-loop" not in threads and threads  # sent and asked from the backend's own threads
+    sweeps = took / 0.5 + 1
+    for r in requests:  # 200 tokens each, 0.5 s between questions: a few, not 200
+        assert len(r.sender.texts()) == 200 and r.sender.cancel_checks <= sweeps, (r.sender.cancel_checks, took)
+
+
+def test_the_number_of_sender_threads_is_a_config_parameter(backend):
+    model = backend(parameters={"SENDER_THREADS": "2"})
+    assert len(model.pump._threads) == 2
+    (req,) = run(model, Request("x", parameters={"max_tokens": 2}))
+    assert req.sender.texts()
