@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""What tritonops' backend costs on top of the engine, on CPU, through the lab's real tritonserver (issue #21).
+
+The lab's Triton image (tritonserver 2.51 and its Python backend; made by `tritonops lab up`) runs in one
+container on this machine's Docker engine, with the lab's stand-in vLLM (the wheel the lab's image build
+installs; the V1 `AsyncLLM` shape) producing tokens as fast as its loop allows (TRITONOPS_LAB_TOKENS_PER_S
+huge, no first-token delay), on a simulated H200. In that container, at each concurrency:
+- the engine alone: bench/serving_load.py drives it in one process (as bench/real_gpu_serving.py does vLLM);
+- through Triton: the same workload streamed through /generate_stream with the backend under test;
+and, while Triton serves, :8002's tritonops_backend_loop_lag_seconds (how late the engine's loop ran) is read
+every second. Prints the table (tok/s through Triton / alone, TTFT, inter-token, events per request, loop
+lag). Traffic stays on the container's loopback; the container is removed at the end.
+
+    python bench/backend_overhead.py [--levels 1,16,64,128,256,512] [--rounds 3] [--backend FILE]
+                                     [--sender-threads N] [--cpus 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import docker  # noqa: E402
+
+import real_gpu_serving  # noqa: E402
+from tritonops.image.build_script import BACKEND_DIR  # noqa: E402
+from tritonops.lab.hub import tiny_model  # noqa: E402
+from tritonops.lab.image_specs import TRITON_TAG  # noqa: E402
+from tritonops.lab.profile_file import render_profile  # noqa: E402
+from tritonops.lab.profiles import PROFILES  # noqa: E402
+from tritonops.lab.wheelhouse import wheel_bytes  # noqa: E402
+from tritonops.render.model_repository import RepositoryModel, render_model_repository  # noqa: E402
+
+NAME = "tritonops-bench-overhead"
+STAND_IN = "0.11.0"  # a V1-only version of the stand-in: AsyncLLM, as vLLM 0.25
+MODEL = "m"
+
+
+def stage(folder: Path, backend: Path, sender_threads: int | None) -> None:
+    (folder / "out").mkdir(parents=True)
+    (folder / f"vllm-{STAND_IN}-py3-none-any.whl").write_bytes(wheel_bytes(STAND_IN))
+    tiny = folder / "tiny"
+    tiny.mkdir()
+    for name, data in tiny_model().items():
+        (tiny / name).write_bytes(data)
+    (folder / "h200.profile").write_text(render_profile(PROFILES["h200x8"], "bench"))
+    model_json = {"model": "/bench/tiny", "tokenizer": "/bench/tiny", "max_num_seqs": 1024,
+                  "gpu_memory_utilization": 0.9}
+    files = render_model_repository([RepositoryModel(MODEL, 1, model_json)])
+    for path, text in files.items():
+        if path.endswith("config.pbtxt") and sender_threads:
+            text += ('parameters: {\n  key: "SENDER_THREADS"\n  value: { string_value: "%d" }\n}\n'
+                     % sender_threads)
+        (folder / "repo" / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "repo" / path).write_text(text)
+    shutil.copy(backend, folder / "model.py")
+    for name in ("serving_load.py", "real_gpu_serving.py"):
+        shutil.copy(REPO / "bench" / name, folder / name)
+
+
+def run(container, command: list, timeout_note: str = "") -> str:
+    code, output = container.exec_run(command)
+    text = output.decode(errors="replace")
+    if code != 0:
+        raise SystemExit(f"{' '.join(command)} exited {code}{timeout_note}:\n{text[-3000:]}")
+    return text
+
+
+def lag_reader(container, stop: threading.Event, samples: list) -> None:
+    probe = ("import urllib.request,re,sys;t=urllib.request.urlopen('http://127.0.0.1:8002/metrics').read().decode();"
+             "m=re.search(r'^tritonops_backend_loop_lag_seconds\\{[^}]*\\} (\\S+)$',t,re.M);print(m.group(1) if m else '')")
+    while not stop.wait(1.0):
+        code, out = container.exec_run(["python3", "-c", probe])
+        value = out.decode().strip()
+        if code == 0 and value:
+            samples.append((time.monotonic(), float(value)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--levels", default="1,16,64,128,256,512")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backend", default=str(REPO / "tritonops/image/assets/vllm_backend_model.py.txt"))
+    parser.add_argument("--sender-threads", type=int)
+    parser.add_argument("--cpus", type=float, help="CPUs the container may use (default: all)")
+    args = parser.parse_args()
+    client = docker.from_env()
+    try:
+        client.images.get(TRITON_TAG)
+    except docker.errors.ImageNotFound:
+        print(f"no {TRITON_TAG} here: run `tritonops lab up` once (it builds the lab's Triton image)", file=sys.stderr)
+        return 5
+    work = Path(tempfile.mkdtemp(prefix="tritonops-overhead-"))
+    stage(work, Path(args.backend), args.sender_threads)
+    try:
+        client.containers.get(NAME).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    env = {"TRITONOPS_LAB_GPU_PROFILE": "/bench/h200.profile", "TRITONOPS_LAB_TOKENS_PER_S": "1000000000",
+           "TRITONOPS_LAB_TTFT_S": "0", "PYTHONUNBUFFERED": "1"}
+    container = client.containers.run(TRITON_TAG, ["sleep", "infinity"], name=NAME, detach=True, environment=env,
+                                      volumes={str(work): {"bind": "/bench", "mode": "rw"}}, network_mode="none",
+                                      shm_size="1g", nano_cpus=int(args.cpus * 1e9) if args.cpus else None)
+    rounds = ["--rounds", str(args.rounds), "--levels", args.levels]
+    try:
+        run(container, ["python3", "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--break-system-packages",
+                        f"/bench/vllm-{STAND_IN}-py3-none-any.whl"])
+        run(container, ["sh", "-c", f"mkdir -p {BACKEND_DIR} && cp /bench/model.py {BACKEND_DIR}/model.py"])
+        print("engine alone ...", flush=True)
+        print(run(container, ["python3", "/bench/real_gpu_serving.py", "direct", f"/bench/repo/{MODEL}/1",
+                              "/bench/out/direct.json", *rounds]).strip().splitlines()[-1])
+        container.exec_run(["sh", "-c", "tritonserver --model-repository=/bench/repo --allow-gpu-metrics=false "
+                                        ">/bench/out/server.log 2>&1"], detach=True)
+        run(container, ["python3", "-c", "import time,urllib.request\nfor _ in range(240):\n try:\n"
+                                         "  urllib.request.urlopen('http://127.0.0.1:8000/v2/health/ready');break\n"
+                                         " except Exception: time.sleep(0.5)\nelse: raise SystemExit(1)"],
+            " (tritonserver not ready: see server.log)")
+        print("through Triton ...", flush=True)
+        stop, lags = threading.Event(), []
+        reader = threading.Thread(target=lag_reader, args=(container, stop, lags), daemon=True)
+        reader.start()
+        log = run(container, ["python3", "/bench/real_gpu_serving.py", "triton", "http://127.0.0.1:8000",
+                              "http://127.0.0.1:8002/metrics", MODEL, "/bench/tiny", "/bench/out/triton.json",
+                              "--processes", "2", *rounds])
+        stop.set()
+        reader.join()
+    finally:
+        container.remove(force=True)
+    direct = json.loads((work / "out/direct.json").read_text())
+    triton = json.loads((work / "out/triton.json").read_text())
+    rows = real_gpu_serving.verdict(direct, triton, triton["workload"])
+    print(real_gpu_serving.table(rows).replace(" goal |", " vs the H200 goal |"))
+    print("\n| streams | loop lag, worst per second: median / max ms (samples) |\n|---|---|")
+    for level in triton["levels"]:
+        begin, end = level["window"]
+        seen = sorted(v * 1000 for t, v in lags if begin <= t <= end)
+        print(f"| {level['concurrency']} | " + (f"{seen[len(seen) // 2]:.1f} / {seen[-1]:.1f} ({len(seen)})"
+                                                 if seen else "- (no sample)") + " |")
+    if not lags:
+        print("no loop lag read: " + log[-500:])
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

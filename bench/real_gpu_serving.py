@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Triton + tritonops' backend against vLLM driven directly, on the real H200 (issue #21).
+
+Both paths run the same workload (bench/serving_load.py: prompts of exactly 512 tokens sharing no prefix,
+128 output tokens with ignore_eos, temperature 0, streamed; a closed loop at 1, 16, 64, 128, 256, 512
+streams; a warm-up round, then max(16, 3 x c) timed requests per level) with the same model.json, in the
+same device call (bench/real_gpu_serving.sh):
+
+    python bench/real_gpu_serving.py direct VERSION_DIR OUT.json [--levels 1,16,...]
+    python bench/real_gpu_serving.py triton URL METRICS_URL MODEL TOKENIZER_DIR OUT.json [--levels ...]
+    python bench/real_gpu_serving.py compare DIRECT.json TRITON.json      # the table and the goal, exit 1 if missed
+
+The goal, per level (Triton path / direct): output tok/s >= 0.97; TTFT p50 <= 1.10 x direct + 5 ms;
+inter-token p50 <= 1.05 x; no failed request; every request's tokens arrived (128 each) and :8002's
+nv_inference_request_success and vllm:* counters equal what was sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from dataclasses import replace
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import serving_load  # noqa: E402
+
+GOAL_THROUGHPUT = 0.97
+GOAL_TTFT = (1.10, 5.0)   # x direct + ms
+GOAL_ITL = 1.05
+
+
+def _workload(args) -> serving_load.Workload:
+    workload = serving_load.Workload()
+    if args.levels:
+        workload = replace(workload, levels=tuple(int(c) for c in args.levels.split(",")))
+    if args.rounds:
+        workload = replace(workload, rounds=args.rounds)
+    return workload
+
+
+def _save(path: str, label: str, workload, levels) -> None:
+    document = {"path": label, "workload": serving_load.asdict(workload),
+                "levels": [serving_load.summarize(level) for level in levels]}
+    with open(path, "w") as f:
+        json.dump(document, f, indent=1)
+
+
+def verdict(direct: dict, triton: dict, workload: dict) -> list:
+    """Per level: (concurrency, figures, misses). Pure: the two documents in, the comparison out."""
+    rows = []
+    by_c = {level["concurrency"]: level for level in direct["levels"]}
+    for t in triton["levels"]:
+        d = by_c.get(t["concurrency"])
+        if d is None:
+            continue
+        misses = []
+        ratio = lambda a, b: None if not a or not b else a / b  # noqa: E731
+        throughput = ratio(t["output_tok_s"], d["output_tok_s"])
+        ttft_limit = d["ttft_p50_ms"] * GOAL_TTFT[0] + GOAL_TTFT[1] if d["ttft_p50_ms"] is not None else None
+        itl = ratio(t["itl_p50_ms"], d["itl_p50_ms"])
+        if throughput is None or throughput < GOAL_THROUGHPUT:
+            misses.append(f"tok/s {throughput and round(throughput, 3)} < {GOAL_THROUGHPUT}")
+        if ttft_limit is None or t["ttft_p50_ms"] is None or t["ttft_p50_ms"] > ttft_limit:
+            misses.append(f"TTFT p50 {t['ttft_p50_ms']} > {ttft_limit and round(ttft_limit, 1)} ms")
+        if itl is None or itl > GOAL_ITL:
+            misses.append(f"ITL p50 x{itl and round(itl, 3)} > {GOAL_ITL}")
+        for side, level in (("triton", t), ("direct", d)):
+            if level["requests_failed"]:
+                misses.append(f"{side}: {level['requests_failed']} failed ({level['errors']})")
+            if level["tokens_per_request"] != [workload["output_tokens"]]:
+                misses.append(f"{side}: tokens per request {level['tokens_per_request']}")
+        counters = t.get("counters") or {}
+        sent = t["sent"]
+        expected = {"nv_inference_request_success": sent,
+                    "vllm:generation_tokens_total": sent * workload["output_tokens"],
+                    "vllm:prompt_tokens_total": sent * workload["prompt_tokens"]}
+        for name, value in expected.items():
+            if counters.get(name) != value:
+                misses.append(f"{name} {counters.get(name)} != {value}")
+        if counters.get("nv_inference_request_failure"):
+            misses.append(f"nv_inference_request_failure {counters['nv_inference_request_failure']}")
+        if d["prompt_tokens"] != [workload["prompt_tokens"]]:
+            misses.append(f"direct: prompt tokens {d['prompt_tokens']}")
+        rows.append((t["concurrency"], {"throughput": throughput, "ttft": (t["ttft_p50_ms"], d["ttft_p50_ms"]),
+                                        "itl": (t["itl_p50_ms"], d["itl_p50_ms"]), "triton": t, "direct": d},
+                     misses))
+    return rows
+
+
+def table(rows) -> str:
+    head = ("| streams | tok/s Triton / direct | ratio | TTFT p50 ms T / D | ITL p50 ms T / D (x) | ITL p99 ms T / D "
+            "| e2e p50 ms T / D | events/req T / D | GPU % T / D | ok / failed T, D | goal |")
+    lines = [head, "|" + "---|" * 11]
+    for c, f, misses in rows:
+        t, d = f["triton"], f["direct"]
+        itl_x = f"{t['itl_p50_ms'] / d['itl_p50_ms']:.3f}" if t["itl_p50_ms"] and d["itl_p50_ms"] else "-"
+        lines.append(
+            f"| {c} | {t['output_tok_s']:,} / {d['output_tok_s']:,} | **{f['throughput']:.3f}** | "
+            f"{t['ttft_p50_ms']} / {d['ttft_p50_ms']} | {t['itl_p50_ms']} / {d['itl_p50_ms']} ({itl_x}) | "
+            f"{t['itl_p99_ms']} / {d['itl_p99_ms']} | {t['e2e_p50_ms']} / {d['e2e_p50_ms']} | "
+            f"{t['events_per_request']} / {d['events_per_request']} | {t['gpu_util_pct']} / {d['gpu_util_pct']} | "
+            f"{t['requests_ok']}/{t['requests_failed']}, {d['requests_ok']}/{d['requests_failed']} | "
+            f"{'met' if not misses else '; '.join(misses)} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="path", required=True)
+    direct = sub.add_parser("direct")
+    direct.add_argument("version_dir")
+    direct.add_argument("out")
+    triton = sub.add_parser("triton")
+    for name in ("url", "metrics_url", "model", "tokenizer_dir", "out"):
+        triton.add_argument(name)
+    triton.add_argument("--processes", type=int, default=8)
+    for p in (direct, triton):
+        p.add_argument("--levels")
+        p.add_argument("--rounds", type=int)
+    compare = sub.add_parser("compare")
+    compare.add_argument("direct")
+    compare.add_argument("triton")
+    args = parser.parse_args()
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    if args.path == "direct":
+        workload = _workload(args)
+        levels = asyncio.run(serving_load.run_direct(args.version_dir, workload, say))
+        _save(args.out, "direct", workload, levels)
+        return 0
+    if args.path == "triton":
+        workload = _workload(args)
+        levels = serving_load.run_triton(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload,
+                                         args.processes, say)
+        _save(args.out, "triton", workload, levels)
+        return 0
+    with open(args.direct) as f:
+        d = json.load(f)
+    with open(args.triton) as f:
+        t = json.load(f)
+    rows = verdict(d, t, t["workload"])
+    print(table(rows))
+    missed = [c for c, _, misses in rows if misses]
+    print(f"goal {'met at every level' if not missed else 'missed at ' + ', '.join(map(str, missed))}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

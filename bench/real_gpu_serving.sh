@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# On the lent H200 (the device tool's `run`), from the checkout's root: the same streaming load through
+# vLLM 0.25.0 driven directly and through the real tritonserver 2.51 with tritonops' backend
+# (bench/real_gpu_serving.py; the model repository bench/real_gpu_repo.py renders), one after the other in
+# the same call, then the comparison with issue #21's goal ($OUT/compare.txt).
+#
+#   here:    bash ../shared/gpu-kit/prepare && python bench/real_gpu_repo.py .gpukit-cache/tritonops-repo
+#   device:  run(carry=[".gpukit-cache/kit", ".gpukit-cache/chunks/gpukit.tar.xz.part00"],
+#                command="bash bench/real_gpu_serving.sh")                    # then part01 (stash only)
+#            run(carry=[".gpukit-cache/kit", ".gpukit-cache/chunks/gpukit.tar.xz.part02",
+#                       ".gpukit-cache/tritonops-repo/qwen7b"], command="bash bench/real_gpu_serving.sh")
+#   args:    [MODEL (qwen7b)] [LEVELS (1,16,64,128,256,512)] [PATHS (direct,triton)] [BACKEND (the tree's)]
+#            BACKEND: another model.py to serve with (e.g. an older backend carried under .gpukit-cache/),
+#            its figures go to triton-<name of its folder>.json.
+set -uo pipefail
+MODEL=${1:-qwen7b}
+LEVELS=${2:-1,16,64,128,256,512}
+PATHS=${3:-direct,triton}
+BACKEND=${4:-tritonops/image/assets/vllm_backend_model.py.txt}
+KIT=.gpukit-cache/kit
+W=${GPUKIT_WORK:-/tmp/gpukit}
+R=$W/root
+TS=$R/triton/pytriton/tritonserver
+OUT=${OUT:-$W/out}
+mkdir -p "$OUT"
+say() { echo "[serving $(date +%T) +${SECONDS}s] $*" | tee -a "$OUT/serving.txt"; }
+
+OUT=$OUT/kit bash "$KIT/device-run" || exit $?   # stash this call's part; unpack once all are there
+[ -d "$R/site/vllm" ] || exit 0                 # still waiting for parts
+rm -rf "$OUT/kit"
+REPO=.gpukit-cache/tritonops-repo/$MODEL
+VERSION=$REPO/$MODEL/1
+[ -f "$VERSION/model.json" ] || { say "no $VERSION/model.json: carry .gpukit-cache/tritonops-repo/$MODEL"; exit 2; }
+export PYTHONUNBUFFERED=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+  VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_WORKER_MULTIPROC_METHOD=spawn NCCL_NVLS_ENABLE=0 \
+  TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+PY=$(command -v python3)
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  cat "$VERSION/model.json"
+  echo "levels $LEVELS; backend $BACKEND sha256 $(sha256sum "$BACKEND" | cut -c1-16)"
+} | tee -a "$OUT/serving.txt"
+
+if [[ ,$PATHS, == *,direct,* ]]; then
+  say "direct: vLLM's AsyncLLM in one process"
+  PYTHONPATH=$R/site timeout 300 "$PY" bench/real_gpu_serving.py direct "$VERSION" "$OUT/direct.json" \
+    --levels "$LEVELS" >"$OUT/direct.log" 2>&1
+  say "direct: exit $?"
+  grep -E '^direct|GPU KV cache size|Traceback|Error' "$OUT/direct.log" | cut -c1-300 | tee -a "$OUT/serving.txt"
+fi
+
+if [[ ,$PATHS, == *,triton,* ]]; then
+  # The stub's Python: a venv of the image's python3 whose start-up hook is the kit's gpukit_boot.py
+  # (carried packages on sys.path; NumPy 1.26 in the stub only), configured as that hook documents.
+  V=$W/venv-serving
+  if [ ! -x "$V/bin/python3" ]; then
+    "$PY" -m venv --without-pip "$V" || exit 2
+    SITE=$("$V/bin/python3" -c 'import site; print(site.getsitepackages()[0])')
+    cp "$KIT/gpukit_boot.py" "$SITE/"
+    "$PY" -c 'import json, site, sys; json.dump({"dirs": [sys.argv[2] + "/site"] + site.getsitepackages(),
+      "np1": sys.argv[2] + "/np1"}, open(sys.argv[1] + "/gpukit_boot.json", "w")); open(sys.argv[1] + "/gpukit.pth", "w").write("import gpukit_boot\n")' \
+      "$SITE" "$R"
+  fi
+  LIBPYDIR=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
+  [ -e "$LIBPYDIR/libpython3.12.so.1.0" ] || LIBPYDIR=$R/pylib
+  mkdir -p "$TS/backends/vllm"
+  cp "$BACKEND" "$TS/backends/vllm/model.py"
+  NAME=triton
+  [ "$BACKEND" = tritonops/image/assets/vllm_backend_model.py.txt ] || NAME=triton-$(basename "$(dirname "$BACKEND")")
+  say "$NAME: tritonserver with $BACKEND"
+  set -m
+  PATH=$V/bin:$PATH LD_LIBRARY_PATH=$R/triton/nvidia_pytriton.libs:$LIBPYDIR \
+    "$TS/bin/tritonserver" --model-repository="$REPO" --backend-directory="$TS/backends" \
+    --cache-directory="$TS/caches" --http-port=8000 --grpc-port=8001 --metrics-port=8002 \
+    >"$OUT/$NAME-server.log" 2>&1 &
+  SPID=$!
+  set +m
+  stop() {
+    kill -TERM "$SPID" 2>/dev/null
+    for _ in $(seq 60); do kill -0 -- -"$SPID" 2>/dev/null || break; sleep 1; done
+    kill -KILL -- -"$SPID" 2>/dev/null
+    wait "$SPID" 2>/dev/null
+  }
+  trap stop EXIT
+  ready=0
+  for _ in $(seq 420); do
+    "$PY" -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:8000/v2/health/ready", timeout=2)' \
+      2>/dev/null && { ready=1; break; }
+    kill -0 "$SPID" 2>/dev/null || break
+    sleep 1
+  done
+  if [ $ready = 1 ]; then
+    say "$NAME: ready"
+    PYTHONPATH=$R/site timeout 300 "$PY" bench/real_gpu_serving.py triton http://127.0.0.1:8000 \
+      http://127.0.0.1:8002/metrics "$MODEL" "$VERSION/tokenizer" "$OUT/$NAME.json" --levels "$LEVELS" \
+      >"$OUT/$NAME.log" 2>&1
+    say "$NAME: exit $?"
+    grep -E '^triton|Traceback|Error' "$OUT/$NAME.log" | cut -c1-400 | tee -a "$OUT/serving.txt"
+    "$PY" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:8002/metrics").read().decode())' \
+      >"$OUT/$NAME-metrics.txt"
+  else
+    say "$NAME: not ready"; tail -n 40 "$OUT/$NAME-server.log"
+  fi
+  stop
+  trap - EXIT
+  grep -E 'GPU KV cache size|\[vllm\]|Traceback|Error' "$OUT/$NAME-server.log" | cut -c1-300 | head -n 20 |
+    tee -a "$OUT/serving.txt"
+  gzip -f "$OUT/$NAME-server.log"
+  if [ -f "$OUT/direct.json" ] && [ -f "$OUT/$NAME.json" ]; then
+    "$PY" bench/real_gpu_serving.py compare "$OUT/direct.json" "$OUT/$NAME.json" | tee "$OUT/compare-$NAME.txt"
+  fi
+fi
+gzip -f "$OUT/direct.log" 2>/dev/null
+say "done"

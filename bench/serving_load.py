@@ -1,0 +1,416 @@
+"""Closed-loop streaming load against one model, two ways, measured the same way (issue #21):
+
+- `direct`: the vLLM engine driven in this process (`AsyncLLM`/`AsyncLLMEngine.from_engine_args` with the
+  model.json tritonops rendered), every output timed as the engine hands it over: the reference;
+- `triton`: `/v2/models/<m>/generate_stream` of a running tritonserver (tritonops' backend), every
+  server-sent event timed as it arrives, from several client processes so the client is never the limit.
+
+The workload: prompts of exactly PROMPT_TOKENS words of the model's stand-in word-level tokenizer (one token
+each; every prompt starts differently, so no prefix-cache hits), OUTPUT_TOKENS tokens out (`ignore_eos`,
+temperature 0), streamed. Per concurrency level: a warm-up round of `c` requests, then `requests` more with
+`c` in flight at all times. Standard library only (runs in the stub's venv on the device and in the lab's
+Triton image); no figure is printed here: `summarize` turns records into one level's figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import re
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+
+PROMPT_TOKENS = 512
+OUTPUT_TOKENS = 128
+WORD = re.compile(r"^\w+$")  # one token under the Whitespace split (\w+|[^\w\s]+)
+
+
+@dataclass(frozen=True)
+class Workload:
+    levels: tuple = (1, 16, 64, 128, 256, 512)
+    prompt_tokens: int = PROMPT_TOKENS
+    output_tokens: int = OUTPUT_TOKENS
+    rounds: int = 3          # timed requests per level = max(min_requests, rounds * c)
+    min_requests: int = 16
+    seed: int = 0
+
+    def requests(self, concurrency: int) -> int:
+        return max(self.min_requests, self.rounds * concurrency)
+
+
+@dataclass
+class Record:
+    """One request as its client saw it (monotonic seconds)."""
+    start: float
+    end: float = 0.0
+    first: float | None = None      # first event that carried text
+    last: float | None = None       # last event that carried text
+    events: int = 0                 # stream events that carried text
+    tokens: int = 0
+    prompt_tokens: int | None = None  # where the path can tell (direct)
+    error: str | None = None
+
+
+@dataclass
+class Level:
+    concurrency: int
+    records: list = field(default_factory=list)
+    window: tuple = (0.0, 0.0)
+    gpu_util: float | None = None
+    counters: dict = field(default_factory=dict)   # triton: :8002 deltas over warm-up + timed requests
+    sent: int = 0                                  # requests sent, warm-up included
+
+
+# -- prompts ------------------------------------------------------------------------------------
+def vocabulary(tokenizer_dir: str) -> list:
+    """The alphabetic words of a word-level tokenizer.json (each one token under its Whitespace split)."""
+    with open(os.path.join(tokenizer_dir, "tokenizer.json")) as f:
+        vocab = json.load(f)["model"]["vocab"]
+    return sorted(w for w in vocab if WORD.match(w))
+
+
+def prompts(words: list, count: int, length: int, seed: int) -> list:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(length)) for _ in range(count)]
+
+
+# -- the figures ----------------------------------------------------------------------------------
+def percentile(values, q: float):
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    index = min(len(ordered) - 1, max(0, int(round(q / 100 * (len(ordered) - 1)))))
+    return ordered[index]
+
+
+def summarize(level: Level) -> dict:
+    """One level's figures from its timed records. Inter-token latency as aiperf and genai-perf define it:
+    per request (last - first token) / (tokens - 1)."""
+    ok = [r for r in level.records if r.error is None]
+    failed = [r for r in level.records if r.error is not None]
+    begin, end = level.window
+    tokens = sum(r.tokens for r in ok)
+    ttft = [r.first - r.start for r in ok if r.first is not None]
+    itl = [(r.last - r.first) / (r.tokens - 1) for r in ok if r.first is not None and r.tokens > 1]
+    e2e = [r.end - r.start for r in ok]
+    ms = lambda v: None if v is None else round(v * 1000, 2)  # noqa: E731
+    return {
+        "concurrency": level.concurrency, "requests_ok": len(ok), "requests_failed": len(failed),
+        "errors": sorted({r.error for r in failed})[:5],
+        "output_tokens": tokens, "seconds": round(end - begin, 3), "window": [begin, end],
+        "output_tok_s": round(tokens / (end - begin), 1) if end > begin else None,
+        "ttft_p50_ms": ms(percentile(ttft, 50)), "ttft_p99_ms": ms(percentile(ttft, 99)),
+        "itl_p50_ms": ms(percentile(itl, 50)), "itl_p99_ms": ms(percentile(itl, 99)),
+        "e2e_p50_ms": ms(percentile(e2e, 50)),
+        "events_per_request": round(sum(r.events for r in ok) / len(ok), 1) if ok else None,
+        "tokens_per_request": sorted({r.tokens for r in ok}),
+        "prompt_tokens": sorted({r.prompt_tokens for r in ok if r.prompt_tokens is not None}),
+        "gpu_util_pct": level.gpu_util, "counters": level.counters, "sent": level.sent,
+    }
+
+
+# -- GPU utilisation while a level runs ------------------------------------------------------------
+class GpuSampler:
+    """The mean of NVML's utilisation every 0.1 s between start() and stop(); None without NVML."""
+
+    def __init__(self):
+        self.nvml = self.handle = None
+        for name in ("pynvml", "vllm.third_party.pynvml"):
+            try:
+                module = __import__(name, fromlist=["nvmlInit"])
+                module.nvmlInit()
+                self.nvml, self.handle = module, module.nvmlDeviceGetHandleByIndex(0)
+                break
+            except Exception:
+                continue
+        self.samples, self._stop, self._thread = [], threading.Event(), None
+
+    def start(self):
+        self.samples, self._stop = [], threading.Event()
+        if self.nvml is not None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.1):
+            try:
+                self.samples.append(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+            except Exception:
+                return
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        return round(sum(self.samples) / len(self.samples), 1) if self.samples else None
+
+
+# -- closed loop ------------------------------------------------------------------------------------
+async def closed_loop(one, texts: list, concurrency: int) -> list:
+    """`concurrency` workers take the texts in order until none is left; each `await one(text)` -> Record."""
+    queue = list(reversed(texts))
+    records = []
+
+    async def worker():
+        while queue:
+            records.append(await one(queue.pop()))
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(texts)))))
+    return records
+
+
+# -- direct: the engine in this process --------------------------------------------------------------
+def engine_config(version_dir: str) -> dict:
+    """model.json as the backend reads it: a relative model or tokenizer folder is the version folder's."""
+    with open(os.path.join(version_dir, "model.json")) as f:
+        config = json.load(f)
+    for key in ("model", "tokenizer"):
+        value = config.get(key)
+        if isinstance(value, str) and not os.path.isabs(value) and os.path.isdir(os.path.join(version_dir, value)):
+            config[key] = os.path.join(version_dir, value)
+    return config
+
+
+async def run_direct(version_dir: str, workload: Workload, say=print) -> list:
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.sampling_params import RequestOutputKind, SamplingParams
+    try:
+        from vllm.v1.engine.async_llm import AsyncLLM as Engine
+    except ImportError:
+        from vllm.engine.async_llm_engine import AsyncLLMEngine as Engine
+
+    config = engine_config(version_dir)
+    words = vocabulary(config["tokenizer"])
+    started = time.monotonic()
+    engine = Engine.from_engine_args(AsyncEngineArgs(**config))
+    say(f"direct: {type(engine).__module__}.{type(engine).__name__} ready in {time.monotonic() - started:.1f} s")
+    sampling = SamplingParams(max_tokens=workload.output_tokens, ignore_eos=True, temperature=0.0,
+                              output_kind=RequestOutputKind.DELTA)
+    counter = iter(range(10 ** 9))
+
+    async def one(text: str) -> Record:
+        record = Record(start=time.monotonic())
+        try:
+            async for output in engine.generate(text, sampling, f"direct-{next(counter)}"):
+                now = time.monotonic()
+                if record.prompt_tokens is None and output.prompt_token_ids is not None:
+                    record.prompt_tokens = len(output.prompt_token_ids)
+                got = sum(len(c.token_ids or ()) for c in output.outputs)
+                if got:
+                    record.tokens += got
+                    record.events += 1
+                    record.first = record.first or now
+                    record.last = now
+        except Exception as err:
+            record.error = f"{type(err).__name__}: {err}"[:200]
+        record.end = time.monotonic()
+        return record
+
+    try:
+        return await run_levels(one, words, workload, say, "direct")
+    finally:
+        shutdown = getattr(engine, "shutdown", None) or getattr(engine, "shutdown_background_loop", None)
+        if shutdown is not None:
+            result = shutdown()
+            if asyncio.iscoroutine(result):
+                await result
+
+
+async def run_levels(one, words: list, workload: Workload, say, label: str, before=None, after=None) -> list:
+    levels, sampler = [], GpuSampler()
+    seed = workload.seed
+    for concurrency in workload.levels:
+        count = workload.requests(concurrency)
+        texts = prompts(words, concurrency + count, workload.prompt_tokens, seed)
+        seed += 1
+        level = Level(concurrency, sent=len(texts))
+        marks = before() if before else None
+        await closed_loop(one, texts[:concurrency], concurrency)  # warm-up round, not timed
+        sampler.start()
+        level.records = await closed_loop(one, texts[concurrency:], concurrency)
+        level.window = (min(r.start for r in level.records), max(r.end for r in level.records))
+        level.gpu_util = sampler.stop()
+        if after:
+            level.counters = after(marks)
+        levels.append(level)
+        figures = summarize(level)
+        say(f"{label} c={concurrency}: {figures['requests_ok']} ok {figures['requests_failed']} failed, "
+            f"{figures['output_tok_s']} tok/s, TTFT p50 {figures['ttft_p50_ms']} ms, ITL p50 {figures['itl_p50_ms']} ms, "
+            f"{figures['events_per_request']} events/request, GPU {figures['gpu_util_pct']} %")
+    return levels
+
+
+# -- triton: generate_stream over HTTP, from several processes ----------------------------------------
+async def stream_once(host: str, port: int, path: str, body: bytes, conn: dict) -> Record:
+    """One POST to generate_stream on a kept-alive connection (conn holds it); each SSE `data:` event timed."""
+    record = Record(start=time.monotonic())
+    try:
+        if conn.get("writer") is None:
+            conn["reader"], conn["writer"] = await asyncio.open_connection(host, port)
+        reader, writer = conn["reader"], conn["writer"]
+        writer.write(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: " + host.encode() +
+                     b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode() +
+                     b"\r\n\r\n" + body)
+        await writer.drain()
+        status = await reader.readline()
+        headers = {}
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            key, _, value = line.decode("latin-1").partition(":")
+            headers[key.strip().lower()] = value.strip().lower()
+        if b" 200 " not in status:
+            raise RuntimeError(f"HTTP {status.decode(errors='replace').strip()}")
+        buffer = b""
+        async for chunk in _body_chunks(reader, headers):
+            buffer += chunk
+            while b"\n\n" in buffer:
+                event, buffer = buffer.split(b"\n\n", 1)
+                now = time.monotonic()
+                if not event.startswith(b"data:"):
+                    continue
+                data = json.loads(event[5:])
+                if "error" in data:
+                    raise RuntimeError(str(data["error"])[:200])
+                words = len(str(data.get("text_output", "")).split())
+                if words:
+                    record.tokens += words
+                    record.events += 1
+                    record.first = record.first or now
+                    record.last = now
+        if headers.get("connection") == "close":
+            writer.close()
+            conn["writer"] = None
+    except Exception as err:
+        record.error = f"{type(err).__name__}: {err}"[:200]
+        if conn.get("writer") is not None:
+            conn["writer"].close()
+        conn["writer"] = None
+    record.end = time.monotonic()
+    return record
+
+
+async def _body_chunks(reader, headers: dict):
+    if headers.get("transfer-encoding") == "chunked":
+        while True:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                await reader.readline()
+                return
+            yield await reader.readexactly(size)
+            await reader.readexactly(2)
+    elif "content-length" in headers:
+        yield await reader.readexactly(int(headers["content-length"]))
+    else:
+        while True:
+            chunk = await reader.read(65536)
+            if not chunk:
+                return
+            yield chunk
+
+
+def _client_process(args) -> list:
+    """A client process: `streams` connections, its share of the texts, started at `go` (monotonic)."""
+    host, port, path, bodies, streams, go = args
+    time.sleep(max(0.0, go - time.monotonic()))
+
+    async def main():
+        conns = [{} for _ in range(streams)]
+        free = list(conns)
+
+        async def one(body):
+            conn = free.pop()
+            try:
+                return await stream_once(host, port, path, body, conn)
+            finally:
+                free.append(conn)
+
+        records = await closed_loop(one, bodies, streams)
+        for conn in conns:
+            if conn.get("writer") is not None:
+                conn["writer"].close()
+        return records
+
+    return [asdict(r) for r in asyncio.run(main())]
+
+
+def triton_body(text: str, workload: Workload) -> bytes:
+    return json.dumps({"text_input": text, "parameters": {
+        "stream": True, "max_tokens": workload.output_tokens, "ignore_eos": True, "temperature": 0}}).encode()
+
+
+def fan_out(pool, host: str, port: int, path: str, bodies: list, concurrency: int) -> list:
+    """`concurrency` streams over the pool's processes (each with its slice of the streams and the bodies)."""
+    procs = min(pool._processes, concurrency)  # noqa: SLF001 - the pool's size
+    shares = [concurrency // procs + (1 if i < concurrency % procs else 0) for i in range(procs)]
+    parts, start = [], 0
+    for streams in shares:  # bodies dealt in proportion to streams
+        take = round(len(bodies) * streams / concurrency)
+        parts.append(bodies[start:start + take])
+        start += take
+    parts[-1].extend(bodies[start:])
+    go = time.monotonic() + 0.2
+    results = pool.map(_client_process, [(host, port, path, part, streams, go)
+                                         for part, streams in zip(parts, shares) if part])
+    return [Record(**r) for result in results for r in result]
+
+
+def metric_values(text: str, model: str) -> dict:
+    """The :8002 counters the check needs, for one model."""
+    wanted = ("nv_inference_request_success", "nv_inference_request_failure", "vllm:generation_tokens_total",
+              "vllm:prompt_tokens_total")
+    found = {}
+    for line in text.splitlines():
+        for name in wanted:
+            if line.startswith(name + "{") and f'model="{model}"' in line:
+                found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def run_triton(url: str, metrics_url: str, model: str, tokenizer_dir: str, workload: Workload, processes: int,
+               say=print) -> list:
+    host, _, port = url.split("//", 1)[1].rstrip("/").partition(":")
+    path = f"/v2/models/{model}/generate_stream"
+    words = vocabulary(tokenizer_dir)
+
+    def read_metrics() -> dict:
+        with urllib.request.urlopen(metrics_url, timeout=10) as reply:
+            return metric_values(reply.read().decode(), model)
+
+    def deltas(before: dict) -> dict:
+        time.sleep(1.0)  # the backend's metrics thread drains its updates
+        after = read_metrics()
+        return {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        async def one_batch(texts, concurrency):
+            bodies = [triton_body(t, workload) for t in texts]
+            return await asyncio.get_running_loop().run_in_executor(
+                None, fan_out, pool, host, int(port or 80), path, bodies, concurrency)
+
+        levels, sampler, seed = [], GpuSampler(), workload.seed
+        for concurrency in workload.levels:
+            count = workload.requests(concurrency)
+            texts = prompts(words, concurrency + count, workload.prompt_tokens, seed)
+            seed += 1
+            level = Level(concurrency, sent=len(texts))
+            before = read_metrics()
+            asyncio.run(one_batch(texts[:concurrency], concurrency))
+            sampler.start()
+            level.records = asyncio.run(one_batch(texts[concurrency:], concurrency))
+            level.window = (min(r.start for r in level.records), max(r.end for r in level.records))
+            level.gpu_util = sampler.stop()
+            level.counters = deltas(before)
+            levels.append(level)
+            figures = summarize(level)
+            say(f"triton c={concurrency}: {figures['requests_ok']} ok {figures['requests_failed']} failed, "
+                f"{figures['output_tok_s']} tok/s, TTFT p50 {figures['ttft_p50_ms']} ms, ITL p50 "
+                f"{figures['itl_p50_ms']} ms, {figures['events_per_request']} events/request, "
+                f"GPU {figures['gpu_util_pct']} %, counters {figures['counters']}")
+    return levels
