@@ -12,21 +12,22 @@ from tritonops.operations.base import Args
 from tritonops.operations.steps import MakeDir, PutFile, Step, Symlink
 
 
+def octal_text(mode):
+    """'0640' (a quoted YAML value) is octal, as chmod reads it; an unquoted 0640 YAML already made octal."""
+    if isinstance(mode, str):
+        try:
+            return int(mode, 8)
+        except ValueError:
+            raise ValueError(f"mode {mode!r} is not an octal file mode") from None
+    return mode
+
+
 class PutFileArgs(Args):
     path: str
     content: str
     mode: int = 0o644
 
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _octal_text(cls, mode):
-        """'0640' (a quoted YAML value) is octal, as chmod reads it; an unquoted 0640 YAML already made octal."""
-        if isinstance(mode, str):
-            try:
-                return int(mode, 8)
-            except ValueError:
-                raise ValueError(f"mode {mode!r} is not an octal file mode") from None
-        return mode
+    _octal_text = field_validator("mode", mode="before")(octal_text)
 
 
 class PutFileOperation:
@@ -46,6 +47,8 @@ class PutFileOperation:
 class DirectoryArgs(Args):
     path: str
     mode: int = 0o755
+
+    _octal_text = field_validator("mode", mode="before")(octal_text)
 
 
 class DirectoryOperation:
