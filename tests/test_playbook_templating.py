@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tritonops.errors import InputError
@@ -59,6 +61,12 @@ def test_extra_vars_pairs_are_strings_later_wins():
 def test_extra_vars_from_a_file_and_inline_mappings_keep_types(tmp_path):
     (tmp_path / "vars.yml").write_text("port: 9000\ngpus: [0, 1]\n")
     assert parse_extra_vars([f"@{tmp_path / 'vars.yml'}", '{"tp": 2}']) == {"port": 9000, "gpus": [0, 1], "tp": 2}
+
+
+def test_an_inline_json_mapping_is_read_as_json():
+    # json.dumps escapes a character beyond the BMP as a surrogate pair, which YAML reads as two lone surrogates
+    assert parse_extra_vars([json.dumps({"prompt": "hi \U0001F600", "tp": 2})]) == {"prompt": "hi \U0001F600", "tp": 2}
+    assert parse_extra_vars(["{tp: 2, gpus: [0, 1]}"]) == {"tp": 2, "gpus": [0, 1]}  # YAML flow, as before
 
 
 @pytest.mark.parametrize("bad", ["novalue", "1a=2", "a-b=1", "{not: [closed}", "[1, 2]"])

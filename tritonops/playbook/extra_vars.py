@@ -3,6 +3,7 @@ mapping, types kept) or an inline YAML/JSON mapping `{"a": 1}`; later ones win."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,10 +36,13 @@ def _one(text: str) -> dict[str, Any]:
             check_var_name(name, f"{shown}:{data.line_of(name)}")
         return plain(data)
     if stripped.startswith("{"):
-        try:
-            data = yaml.safe_load(stripped)
-        except yaml.YAMLError as err:
-            raise InputError(f"-e {_short(stripped)}: not a YAML/JSON mapping: {err}", "-e") from None
+        try:  # JSON first, as Ansible does: YAML reads an escaped "\ud83d\ude00" as two lone surrogates
+            data = json.loads(stripped)
+        except (ValueError, RecursionError):
+            try:
+                data = yaml.safe_load(stripped)
+            except yaml.YAMLError as err:
+                raise InputError(f"-e {_short(stripped)}: not a YAML/JSON mapping: {err}", "-e") from None
         if not isinstance(data, dict):
             raise InputError(f"-e {_short(stripped)}: not a mapping", "-e")
         for name in data:
