@@ -147,19 +147,23 @@ class Sender:
     def __init__(self, cancel_after=None, gone_after_s=None, send_s=0.0):
         self.sent, self.done, self.cancel_after, self.send_s = [], False, cancel_after, send_s
         self.gone_at = None if gone_after_s is None else time.monotonic() + gone_after_s
-        self.threads, self.cancel_checks = set(), 0
+        self.threads, self.cancel_checks, self.sending, self.unsafe_checks = set(), 0, 0, 0
 
     def send(self, response=None, flags=0):
         assert not self.done, "a response after the final one"
         self.threads.add(threading.current_thread().name)
+        self.sending += 1
         if self.send_s:
             time.sleep(self.send_s)
         self.sent.append((response, flags))
         self.done = bool(flags & FINAL)
+        self.sending -= 1
 
     def is_cancelled(self):
         self.threads.add(threading.current_thread().name)
         self.cancel_checks += 1
+        if self.done or self.sending:  # tritonserver 2.51 crashes on either (its response factory is freed)
+            self.unsafe_checks += 1
         if self.gone_at is not None and time.monotonic() >= self.gone_at:
             return True
         return self.cancel_after is not None and len(self.sent) >= self.cancel_after
@@ -534,3 +538,15 @@ def test_the_number_of_sender_threads_is_a_config_parameter(backend):
     assert len(model.pump._threads) == 2
     (req,) = run(model, Request("x", parameters={"max_tokens": 2}))
     assert req.sender.texts()
+
+
+def test_whether_a_client_left_is_never_asked_during_a_send_or_after_the_final_one(backend):
+    model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "1000"})
+    model.pump.poll_s = 0.001  # the watch sweeps all the time (once its first 0.5 s wait is over)
+    time.sleep(0.6)
+    requests = [Request(f"race {i}", stream=True, sampling={"max_tokens": 60}, send_s=0.001) for i in range(16)]
+    run(model, *requests, timeout=30)
+    time.sleep(0.05)  # sweeps after the last final response
+    assert sum(r.sender.cancel_checks for r in requests) > 16  # asked a lot ...
+    assert [r.sender.unsafe_checks for r in requests] == [0] * 16  # ... never at a moment that crashes Triton
+    assert all(len("".join(r.sender.texts()).split()) == 60 for r in requests)
