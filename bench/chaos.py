@@ -2,15 +2,22 @@
 """Chaos: N rolling deploys (serial 1) on the lab's full hosts, each hit by one fault, then a plain rerun
 that must converge.
 
-The faults come from a seed (tritonops/lab/faults.py, `plan_faults`): the kinds in turn — the SSH
+The faults come from a seed (tritonops/lab/fault_plan.py, `plan_faults`): the kinds in turn — the SSH
 connection cut (every host is reached through a relay this script owns), the host's dockerd killed
 (SIGKILL), the Triton container killed, the lab collector stopped (logs are shipped to it by syslog),
 the controller sent SIGINT or SIGKILL (each deploy runs as its own `tritonops deploy` process) — each
-at a phase drawn at random: when the phase's line appears in the deploy's progress (lock, image,
-weights, release, serve) plus a random delay. Each trial deploys a new release (a changed
-tritonops_max_num_seqs). After the faulted run: on every host `current` still names a release that
-passed its gate and its folder is intact. Then what the fault broke is healed (dockerd started, the
-collector started, as a supervisor would) and the same deploy is run again, plain. Converged: the rerun
+at a phase drawn at random (lock, image, weights, release, serve), when the phase's line appears in the
+deploy's progress (plus a random delay within the serve phase, which lasts seconds), with the
+controller paused while the fault is carried out. Each trial deploys a new release (a changed
+tritonops_max_num_seqs). A trial counts only if its fault landed (tritonops/lab/fault_plan.py): carried
+out while the run's own progress showed it in the fault's phase (on the fault's host), and it hit (SSH
+connections cut, dockerd or Triton killed, the controller signalled while it ran; SIGKILL: the run
+ended by it). The others are inert, reported apart with the reason (the phase was over first, the run
+ended first, nothing to hit) and not counted as converged.
+
+After the faulted run: on every host `current` still names a release that passed its gate and its
+folder is intact. Then what the fault broke is healed (dockerd started, the collector started, as a
+supervisor would) and the same deploy is run again, plain. Converged: the rerun
 succeeds, every host is healthy (`tritonops status --json`) on the new release, `current`'s
 release.json records a passed gate, the running container is that release, no lock is left. A rerun
 refused by a lock is retried with --break-lock and counted as a manual step.
@@ -19,7 +26,7 @@ A deployment of its own (`chaos`, ports 19600-19602), removed at the end; the co
 (`python -m tritonops.lab collector up`) for collector faults, which are skipped otherwise.
 
     tritonops lab up && python bench/chaos.py [-N 12] [--seed 13] [-i inventory/lab.yml]
-Goal: convergence 100 %, no manual step.
+Goal: every landed fault converges, no manual step (exit 1 otherwise, or when no fault landed).
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -42,8 +51,10 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tritonops.lab.faults import (PHASES, Fault, Injector, Relay, current_state, deployment_inventory,  # noqa: E402
-                                  host_exec, plan_faults, relayed_known_hosts)
+from tritonops.lab.fault_plan import (Fault, Landing, Line, Shot, landing, next_fire_s, open_target,  # noqa: E402
+                                      plan_faults)
+from tritonops.lab.faults import (Injector, Relay, current_state, deployment_inventory, host_exec, paused,  # noqa: E402
+                                  relayed_known_hosts)
 from tritonops.playbook.shipped import SHIPPED_PLAYBOOKS, SHIPPED_ROLES  # noqa: E402
 
 ROOT = "/opt/tritonops"
@@ -56,50 +67,79 @@ def tritonops(*argv: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 class Trial:
-    """One faulted deploy: the subprocess, its progress read line by line, the fault fired at its phase."""
+    """One faulted deploy: the subprocess, its progress read as it comes (each line with when it was read),
+    the fault carried out in its phase.
 
-    def __init__(self, argv: list[str], fault: Fault, injector: Injector):
+    The fault is due `delay_s` after its phase's line (tritonops/lab/fault_plan.py: `next_fire_s`). When
+    it is due, the controller is paused (SIGSTOP), whatever it printed before the pause is read, and the
+    fault is carried out only if its phase is still open in that output (the controller is provably in
+    it), then the controller goes on (SIGCONT). A phase that is over first, or a run that ends first,
+    leaves the fault not fired: inert."""
+
+    def __init__(self, command: list[str], fault: Fault, injector: Injector):
         self.fault, self.injector = fault, injector
-        self.lines: list[str] = []
-        self.fired_at: float | None = None
-        self.did = "not fired"
+        self.lines: list[Line] = []
+        self.shot: Shot | None = None
+        self.ended_s: float | None = None
+        self._exited = False  # found gone when the fault was due
+        self._partial = b""
         self.started = time.monotonic()
         # SIGINT back to its default in the child: a bench started in the background (`nohup ... &`) inherits
         # SIGINT ignored, and a Python started so never turns it into KeyboardInterrupt
-        self.process = subprocess.Popen([sys.executable, "-m", "tritonops", *argv], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, cwd=REPO,
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        self._timer: threading.Timer | None = None
-        self._out: list[str] = []
+        self._out: list[bytes] = []
         threading.Thread(target=lambda: self._out.append(self.process.stdout.read()), daemon=True).start()
 
-    def _fire(self) -> None:
-        self.fired_at = time.monotonic() - self.started
-        self.did = self.injector.inject(self.fault, self.process)
+    def _now(self) -> float:
+        return time.monotonic() - self.started
+
+    def _read(self, fd: int) -> bool:
+        """One read of the progress; False at its end."""
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return False
+        *whole, self._partial = (self._partial + chunk).split(b"\n")
+        at = self._now()
+        self.lines += [Line(at, ANSI.sub("", raw.decode(errors="replace")).rstrip()) for raw in whole]
+        return True
+
+    def _fire(self, fd: int) -> None:
+        with paused(self.process) as still:
+            if not still:
+                self._exited = True
+                return
+            while select.select([fd], [], [], 0)[0] and self._read(fd):
+                pass  # what it printed before the pause
+            if open_target(self.fault, self.lines, self._now()) is None:
+                return  # its phase was over before the pause
+            started = self._now()
+            effect = self.injector.inject(self.fault, self.process)
+            self.shot = Shot(started, self._now(), effect)
 
     def wait(self, timeout_s: float = 900) -> int:
-        marker = PHASES[self.fault.phase]
-        for raw in self.process.stderr:
-            line = ANSI.sub("", raw)
-            self.lines.append(line)
-            if self._timer is None and line.lstrip(" ").startswith(marker):
-                self._timer = threading.Timer(self.fault.delay_s, self._fire)
-                self._timer.start()
-        try:
-            code = self.process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        fd = self.process.stderr.fileno()
+        reading = True
+        while reading and self._now() < timeout_s:
+            due = None if self.shot is not None or self._exited else next_fire_s(self.fault, self.lines)
+            if due is not None and due <= self._now():
+                self._fire(fd)
+                continue
+            wait_s = min(timeout_s, due if due is not None else timeout_s) - self._now()
+            if select.select([fd], [], [], max(wait_s, 0.0))[0]:
+                reading = self._read(fd)
+        if reading:  # past the timeout
             self.process.kill()
-            code = self.process.wait()
-        if self._timer is not None:
-            self._timer.join()
-        else:  # the phase never came (the run ended first): the fault hits after it, still before the rerun
-            self._fire()
-            self.did += " (after the run: its phase never came)"
+        code = self.process.wait()
+        self.ended_s = self._now()
         return code
+
+    def landing(self, code: int) -> Landing:
+        return landing(self.fault, self.lines, self.ended_s, self.shot, code)
 
     @property
     def output(self) -> str:
-        return "".join(self.lines) + "".join(self._out)
+        return "\n".join(line.text for line in self.lines) + "\n" + b"".join(self._out).decode(errors="replace")
 
 
 def lock_refused(deploy_json: str) -> bool:
@@ -157,8 +197,9 @@ def run_chaos(inventory: str, playbook: str, containers: dict[str, str], injecto
     for fault in faults:
         extra = ["-e", json.dumps({"tritonops_max_num_seqs": 100 + fault.trial})]
         started = time.monotonic()
-        trial = Trial(["deploy", *base, *extra], fault, injector)
+        trial = Trial([sys.executable, "-m", "tritonops", "deploy", *base, *extra], fault, injector)
         code = trial.wait()
+        landed = trial.landing(code)
         broken = intact(containers, deployment)
         healed = injector.heal()
         manual = []
@@ -172,12 +213,18 @@ def run_chaos(inventory: str, playbook: str, containers: dict[str, str], injecto
         if problems:  # not converged: a second plain rerun, to start the next trial from a known state
             again = tritonops("deploy", *base, *extra, "--break-lock")
             manual.append(f"second rerun with --break-lock (exit {again.returncode})")
-        record = {**asdict(fault), "label": fault.label, "did": trial.did, "fired_at_s": trial.fired_at,
+        did = trial.shot.effect.said if trial.shot else "not fired"
+        record = {**asdict(fault), "label": fault.label, "did": did,
+                  "fired_at_s": round(trial.shot.started_s, 2) if trial.shot else None,
+                  "faulted_ended_s": round(trial.ended_s, 2),
+                  "landed": landed.landed, "landing": landed.why,
                   "faulted_exit": code, "intact_after_fault": broken, "healed": healed, "rerun_exit": rerun.returncode,
                   "converged": not problems, "problems": problems, "manual": manual,
-                  "seconds": round(time.monotonic() - started, 1), "faulted_tail": trial.output[-1500:]}
+                  "seconds": round(time.monotonic() - started, 1), "faulted_tail": trial.output[-1500:],
+                  "progress": [(round(line.at_s, 3), line.text) for line in trial.lines]}  # the landing's evidence
         records.append(record)
-        say(f"trial {fault.trial + 1}/{len(faults)} {fault.label}: {trial.did}; faulted run exit {code}; "
+        say(f"trial {fault.trial + 1}/{len(faults)} {fault.label}: {'landed' if landed.landed else 'INERT'}: "
+            f"{landed.why}; faulted run exit {code}; "
             f"{'converged' if not problems else 'NOT converged: ' + '; '.join(problems)}"
             f"{'; manual: ' + ', '.join(manual) if manual else ''}"
             f"{'; current not intact after the fault: ' + '; '.join(broken) if broken else ''} ({record['seconds']} s)")
@@ -185,25 +232,30 @@ def run_chaos(inventory: str, playbook: str, containers: dict[str, str], injecto
 
 
 def summary(records: list[dict], say=print) -> None:
+    """Landed and inert trials apart: only a landed fault's rerun counts towards convergence."""
     n = len(records)
-    ok = sum(r["converged"] for r in records)
-    say(f"\nchaos: {n} trials, converged {ok}/{n} ({100 * ok / n:.0f} %)" if n else "chaos: no trials")
     if not n:
+        say("chaos: no trials")
         return
+    landed = [r for r in records if r["landed"]]
+    inert = [r for r in records if not r["landed"]]
+    ok = sum(r["converged"] for r in landed)
+    say(f"\nchaos: {n} trials: {len(landed)} landed, {len(inert)} inert (not counted)")
+    say(f"converged after a landed fault: {ok}/{len(landed)} ({100 * ok / len(landed):.0f} %)" if landed
+        else "converged after a landed fault: no fault landed, nothing shown")
     seconds = [r["seconds"] for r in records]
     say(f"time per trial (faulted run + heal + rerun + checks): mean {sum(seconds) / n:.1f} s, "
         f"min {min(seconds):.1f} s, max {max(seconds):.1f} s")
-    by_kind = collections.Counter(r["kind"] for r in records)
-    by_phase = collections.Counter(r["phase"] for r in records)
-    pairs = collections.Counter((r["kind"], r["phase"]) for r in records)
-    say("faults by kind:  " + ", ".join(f"{k} {v}" for k, v in sorted(by_kind.items())))
-    say("faults by phase: " + ", ".join(f"{k} {v}" for k, v in sorted(by_phase.items())))
-    say("kind x phase:    " + ", ".join(f"{k}@{p} {v}" for (k, p), v in sorted(pairs.items())))
-    late = [r for r in records if "never came" in r["did"]]
-    if late:
-        say(f"fired after the run (phase not reached): {len(late)}")
-    ignored = [r for r in records if r["kind"].startswith("controller") and r["faulted_exit"] == 0
-               and "already finished" not in r["did"]]
+    for title, rows in (("landed", landed), ("inert", inert)):
+        if not rows:
+            continue
+        say(f"{title} by kind:  " + ", ".join(f"{k} {v}" for k, v in sorted(collections.Counter(
+            r["kind"] for r in rows).items())))
+        say(f"{title} by phase: " + ", ".join(f"{k} {v}" for k, v in sorted(collections.Counter(
+            r["phase"] for r in rows).items())))
+    for r in inert:
+        say(f"  inert: trial {r['trial'] + 1} {r['label']}: {r['landing']}")
+    ignored = [r for r in landed if r["kind"].startswith("controller") and r["faulted_exit"] == 0]
     say(f"controller signals the run did not stop on: {len(ignored)}")
     for r in ignored:
         say(f"  trial {r['trial'] + 1} {r['label']}: exit 0 after {r['did']}")
@@ -217,7 +269,8 @@ def summary(records: list[dict], say=print) -> None:
         say(f"  trial {r['trial'] + 1} {r['label']}: {', '.join(r['manual'])}")
     for r in records:
         if not r["converged"]:
-            say(f"  NOT converged: trial {r['trial'] + 1} {r['label']}: {'; '.join(r['problems'])}")
+            say(f"  NOT converged: trial {r['trial'] + 1} {r['label']}{'' if r['landed'] else ' (inert)'}: "
+                f"{'; '.join(r['problems'])}")
 
 
 def setup(lab_inventory: dict, prefix: str, hosts: list[str] | None, tmp: Path, deployment: str, http_port: int,
@@ -299,7 +352,7 @@ def main() -> int:
     summary(records)
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=2))
-    return 0 if all(r["converged"] for r in records) else 1
+    return 0 if any(r["landed"] for r in records) and all(r["converged"] for r in records) else 1
 
 
 if __name__ == "__main__":

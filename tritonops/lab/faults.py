@@ -1,12 +1,14 @@
 """Faults for soak and chaos runs on lab hosts, and what is left on a host afterwards.
 
-A fault plan is data made from a seed (`plan_faults`: the same seed, the same trials), carried out by
-`inject` against lab host containers from this machine (`docker exec` into the host container, never
-over the SSH session under test): kill the SSH connection (every connection a `Relay` carries is cut;
-the relay keeps listening so the rerun gets through), kill the host's dockerd (SIGKILL, then started
-again the way the host's entrypoint starts it), kill the Triton container, stop the lab collector, or
-signal the controller process (SIGINT / SIGKILL). `heal` undoes what a fault left behind (dockerd
-down, collector stopped) before the rerun, as an operator's supervisor would.
+A fault plan is data made from a seed (tritonops/lab/fault_plan.py: the same seed, the same trials;
+whether a fault landed is decided there too), carried out by `inject` against lab host containers from
+this machine (`docker exec` into the host container, never over the SSH session under test): kill the
+SSH connection (every connection a `Relay` carries is cut; the relay keeps listening so the rerun gets
+through), kill the host's dockerd (SIGKILL, then started again the way the host's entrypoint starts
+it), kill the Triton container, stop the lab collector, or signal the controller process (SIGINT /
+SIGKILL); each says what it hit (`Effect`). `paused` holds the controller still (SIGSTOP) while a
+fault is carried out, so that it lands in the phase the controller was seen in. `heal` undoes what a
+fault left behind (dockerd down, collector stopped) before the rerun, as an operator's supervisor would.
 
 `host_snapshot` reads, from inside a host container, what soak counts: containers and images, release
 folders, SSH sessions, lock files, processes, disk use. `convergence` reads what chaos checks after a
@@ -17,29 +19,23 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import shlex
 import signal
 import socket
 import subprocess
 import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
+from tritonops.lab.fault_plan import KINDS, PHASES, Effect, Fault, plan_faults  # noqa: F401 (the plan, named here too)
 from tritonops.values.names import safe_name
 from tritonops.waiting import wait_until
 
-KINDS = ("ssh", "dockerd", "triton", "collector", "controller-int", "controller-kill")
-# (marker in the deploy's progress output on stderr, what it means); "+N s" variants are drawn per trial
-PHASES = {
-    "lock": "lock ",                     # the lock phase's line: the run holds the host
-    "image": "image ",                   # the image phase's line
-    "weights": "TASK model weights",     # the playbook reaches the weights
-    "release": "TASK release",           # the release folder is being written
-    "serve": "TASK Triton serves",       # the container is being replaced and gated
-}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -47,34 +43,6 @@ def _checked(name: str, what: str) -> str:
     if not _NAME.match(name or ""):
         raise ValueError(f"{what}: not a container name: {name!r}")
     return name
-
-
-@dataclass(frozen=True)
-class Fault:
-    trial: int
-    kind: str          # one of KINDS
-    phase: str         # one of PHASES
-    delay_s: float     # after the phase's line appears
-    host: str          # the inventory host it hits (ssh, dockerd, triton); the controller's for the others
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind}@{self.phase}+{self.delay_s:.1f}s on {self.host}"
-
-
-def plan_faults(seed: int, trials: int, hosts: list[str], kinds: tuple[str, ...] = KINDS,
-                phases: tuple[str, ...] = tuple(PHASES), max_delay_s: float = 6.0) -> list[Fault]:
-    """`trials` faults drawn from `seed`: the kinds in turn (each kind as often as the others, their
-    order shuffled by the seed), the phase, delay and host at random."""
-    rng = random.Random(seed)
-    order = list(kinds)
-    rng.shuffle(order)
-    faults = []
-    for trial in range(trials):
-        kind = order[trial % len(order)]
-        faults.append(Fault(trial, kind, rng.choice(phases), round(rng.uniform(0.0, max_delay_s), 1),
-                            rng.choice(sorted(hosts))))
-    return faults
 
 
 class Relay:
@@ -156,8 +124,9 @@ DOCKERD_PID = "cat /var/run/docker.pid 2>/dev/null"
 
 
 def kill_dockerd(container: str) -> str:
+    """The pid of the dockerd it killed; empty when none was killed."""
     done = host_exec(container, f"pid=$({DOCKERD_PID}) && kill -9 \"$pid\" && echo \"$pid\"")
-    return done.stdout.strip()
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def dockerd_up(container: str) -> bool:
@@ -173,9 +142,47 @@ def start_dockerd(container: str, timeout_s: float = 90.0) -> bool:
     return bool(wait_until(lambda: dockerd_up(container), timeout_s=timeout_s, interval_s=1, max_interval_s=1))
 
 
-def kill_triton(container: str, triton: str) -> str:
+def kill_triton(container: str, triton: str) -> tuple[bool, str]:
+    """Whether `docker kill` killed the running container, and what it said."""
     done = host_exec(container, "docker kill " + shlex.quote(_checked(triton, "Triton container")) + " 2>&1")
-    return done.stdout.strip()
+    return done.returncode == 0, done.stdout.strip()
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of `pid` is stopped (or gone)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as handle:
+                state = handle.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
+
+
+@contextmanager
+def paused(process: subprocess.Popen, timeout_s: float = 5.0) -> Iterator[bool]:
+    """The process held still (SIGSTOP) inside the block, every thread of it stopped; True when it is
+    (False: it had exited). SIGCONT after, also when a fault killed it."""
+    if process.poll() is not None:
+        yield False
+        return
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not _stopped(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        yield _stopped(process.pid) and process.poll() is None
+    finally:
+        try:
+            os.kill(process.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
 
 
 @dataclass
@@ -188,31 +195,35 @@ class Injector:
     triton: str = "tritonops-default"      # the deployment's container name
     log: list[str] = field(default_factory=list)
 
-    def inject(self, fault: Fault, controller: subprocess.Popen | None) -> str:
-        """Carry out `fault`; what was done, in words."""
+    def inject(self, fault: Fault, controller: subprocess.Popen | None) -> Effect:
+        """Carry out `fault`; whether it hit what it aims at, and what was done, in words."""
         host = self.containers[fault.host]
         if fault.kind == "ssh":
-            said = f"cut {self.relays[fault.host].cut()} SSH connection(s) to {fault.host}"
+            cut = self.relays[fault.host].cut()
+            effect = Effect(cut > 0, f"cut {cut} SSH connection(s) to {fault.host}")
         elif fault.kind == "dockerd":
-            said = f"killed dockerd (pid {kill_dockerd(host) or '?'}) on {fault.host}"
+            pid = kill_dockerd(host)
+            effect = Effect(bool(pid), f"killed dockerd (pid {pid}) on {fault.host}" if pid
+                            else f"no dockerd to kill on {fault.host}")
         elif fault.kind == "triton":
-            said = f"docker kill {self.triton} on {fault.host}: {kill_triton(host, self.triton) or '?'}"
+            killed, said = kill_triton(host, self.triton)
+            effect = Effect(killed, f"docker kill {self.triton} on {fault.host}: {said or '?'}")
         elif fault.kind == "collector":
             import docker
             from tritonops.lab import collector as lab_collector
             stopped = self.collector is not None and lab_collector.stop(docker.from_env(), self.collector)
-            said = "stopped the collector" if stopped else "collector not running"
+            effect = Effect(bool(stopped), "stopped the collector" if stopped else "collector not running")
         elif fault.kind in ("controller-int", "controller-kill"):
             sig = signal.SIGINT if fault.kind == "controller-int" else signal.SIGKILL
             if controller is not None and controller.poll() is None:
                 controller.send_signal(sig)
-                said = f"sent {sig.name} to the controller (pid {controller.pid})"
+                effect = Effect(True, f"sent {sig.name} to the controller (pid {controller.pid})")
             else:
-                said = "the controller had already finished"
+                effect = Effect(False, "the controller had already finished")
         else:
             raise ValueError(f"unknown fault kind {fault.kind!r}")
-        self.log.append(said)
-        return said
+        self.log.append(effect.said)
+        return effect
 
     def heal(self) -> list[str]:
         """Undo what faults leave behind: every host's dockerd answers, the collector runs."""
