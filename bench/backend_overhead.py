@@ -140,6 +140,8 @@ def main() -> int:
     triton = json.loads((work / "out/triton.json").read_text())
     rows = real_gpu_serving.verdict(direct, triton, triton["workload"])
     print(real_gpu_serving.table(rows).replace(" goal |", " vs the H200 goal |"))
+    print()
+    print(real_gpu_serving.diagnostics(triton))
     print("\n| streams | loop lag, worst per second: median / max ms (samples) |\n|---|---|")
     for level in triton["levels"]:
         begin, end = level["window"]

@@ -108,6 +108,25 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+def diagnostics(triton: dict) -> str:
+    """Where a Triton request's time went, per level, from :8002's deltas (warm-up requests included): Triton's
+    queue before the backend's execute, the backend's own first-token time (engine.generate to its first output),
+    the client's first-token p50, and the engine loop's lag (the worst of each second: median / max)."""
+    lines = ["| streams | Triton queue ms (mean) | execute ms (mean) | backend TTFT ms (mean) | client TTFT p50 ms "
+             "| loop lag ms median / max |", "|---|---|---|---|---|---|"]
+    for level in triton["levels"]:
+        c = level.get("counters") or {}
+        n = c.get("nv_inference_request_success") or 0
+        ttft_n = c.get("vllm:time_to_first_token_seconds_count") or 0
+        mean = lambda key, n, scale: f"{c[key] / n * scale:.1f}" if n and key in c else "-"  # noqa: E731
+        lag = c.get("loop_lag_ms_median_max")
+        lines.append(f"| {level['concurrency']} | {mean('nv_inference_queue_duration_us', n, 1e-3)} | "
+                     f"{mean('nv_inference_compute_infer_duration_us', n, 1e-3)} | "
+                     f"{mean('vllm:time_to_first_token_seconds_sum', ttft_n, 1e3)} | {level['ttft_p50_ms']} | "
+                     f"{'-' if not lag else f'{lag[0]} / {lag[1]}'} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="path", required=True)
@@ -143,6 +162,8 @@ def main() -> int:
         t = json.load(f)
     rows = verdict(d, t, t["workload"])
     print(table(rows))
+    print()
+    print(diagnostics(t))
     missed = [c for c, _, misses in rows if misses]
     print(f"goal {'met at every level' if not missed else 'missed at ' + ', '.join(map(str, missed))}")
     return 1 if missed else 0

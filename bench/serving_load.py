@@ -364,13 +364,26 @@ def fan_out(pool, host: str, port: int, path: str, bodies: list, concurrency: in
 def metric_values(text: str, model: str) -> dict:
     """The :8002 counters the check needs, for one model."""
     wanted = ("nv_inference_request_success", "nv_inference_request_failure", "vllm:generation_tokens_total",
-              "vllm:prompt_tokens_total")
+              "vllm:prompt_tokens_total", "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
+              "vllm:time_to_first_token_seconds_sum", "vllm:time_to_first_token_seconds_count",
+              "tritonops_backend_loop_lag_seconds")
     found = {}
     for line in text.splitlines():
         for name in wanted:
             if line.startswith(name + "{") and f'model="{model}"' in line:
                 found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
     return found
+
+
+def _watch_lag(read_metrics, lags: list, done: threading.Event) -> None:
+    """The backend's loop lag gauge (the worst of each second), read every second while a level runs."""
+    while not done.wait(1.0):
+        try:
+            value = read_metrics().get("tritonops_backend_loop_lag_seconds")
+        except OSError:
+            continue
+        if value is not None:
+            lags.append(value)
 
 
 def run_triton(url: str, metrics_url: str, model: str, tokenizer_dir: str, workload: Workload, processes: int,
@@ -403,10 +416,19 @@ def run_triton(url: str, metrics_url: str, model: str, tokenizer_dir: str, workl
             before = read_metrics()
             asyncio.run(one_batch(texts[:concurrency], concurrency))
             sampler.start()
+            lags, done = [], threading.Event()
+            watcher = threading.Thread(target=_watch_lag, args=(read_metrics, lags, done), daemon=True)
+            watcher.start()
             level.records = asyncio.run(one_batch(texts[concurrency:], concurrency))
+            done.set()
+            watcher.join()
             level.window = (min(r.start for r in level.records), max(r.end for r in level.records))
             level.gpu_util = sampler.stop()
             level.counters = deltas(before)
+            level.counters.pop("tritonops_backend_loop_lag_seconds", None)  # a gauge: sampled below instead
+            if lags:
+                level.counters["loop_lag_ms_median_max"] = [round(sorted(lags)[len(lags) // 2] * 1000, 1),
+                                                            round(max(lags) * 1000, 1)]
             levels.append(level)
             figures = summarize(level)
             say(f"triton c={concurrency}: {figures['requests_ok']} ok {figures['requests_failed']} failed, "

@@ -550,3 +550,38 @@ def test_whether_a_client_left_is_never_asked_during_a_send_or_after_the_final_o
     assert sum(r.sender.cancel_checks for r in requests) > 16  # asked a lot ...
     assert [r.sender.unsafe_checks for r in requests] == [0] * 16  # ... never at a moment that crashes Triton
     assert all(len("".join(r.sender.texts()).split()) == 60 for r in requests)
+
+
+def test_first_and_last_responses_go_before_the_middle_of_other_streams(backend):
+    model = backend()
+    pump = type(model).initialize.__globals__["ResponsePump"](1, Logger)  # one sender: a strict order
+    order, gate = [], threading.Event()
+
+    class Recorded(Sender):
+        def __init__(self, name):
+            super().__init__()
+            self.name = name
+
+        def send(self, response=None, flags=0):
+            if self.name == "busy":
+                self.entered = True
+                gate.wait(5)
+            order.append((self.name, response.texts()[0], flags))
+            super().send(response, flags)
+
+    a, b, busy, c = (Recorded(n) for n in ("a", "b", "busy", "c"))
+    boxes = {s.name: pump.open(s, on_gone=lambda: None) for s in (a, b, busy, c)}
+    for name in ("a", "b"):  # two streams under way
+        pump.post(boxes[name], [f"{name}1"])
+        _until(lambda: len(order) == ("a", "b").index(name) + 1)
+    pump.post(boxes["busy"], ["x"])  # holds the one sender
+    _until(lambda: getattr(busy, "entered", False))
+    pump.post(boxes["a"], ["a2"])
+    pump.post(boxes["b"], ["b2"])
+    pump.post(boxes["c"], ["c1"])  # a new stream's first token
+    pump.post(boxes["a"], ["a3"], final=True)  # a's end: urgent now, merged with a2
+    gate.set()
+    _until(lambda: len(order) == 6)
+    pump.close()
+    # c's first token lined up before a's and b's middle; a's end, posted last, then jumped to the front
+    assert order[2:] == [("busy", "x", 0), ("a", "a2a3", FINAL), ("c", "c1", 0), ("b", "b2", 0)]
