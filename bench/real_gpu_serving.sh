@@ -10,13 +10,16 @@
 #            run(carry=[".gpukit-cache/kit", ".gpukit-cache/chunks/gpukit.tar.xz.part02",
 #                       ".gpukit-cache/tritonops-repo/qwen7b"], command="bash bench/real_gpu_serving.sh")
 #   args:    [MODEL (qwen7b)] [LEVELS (1,16,64,128,256,512)] [PATHS (direct,triton)] [BACKEND (the tree's)]
+#            [PARAMS]
 #            BACKEND: another model.py to serve with (e.g. an older backend carried under .gpukit-cache/),
-#            its figures go to triton-<name of its folder>.json.
+#            its figures go to triton-<name of its folder>.json. PARAMS: KEY=VALUE[,KEY=VALUE] added to the
+#            model's config.pbtxt parameters (e.g. SENDER_THREADS=1); the figures go to triton-KEY-VALUE.json.
 set -uo pipefail
 MODEL=${1:-qwen7b}
 LEVELS=${2:-1,16,64,128,256,512}
 PATHS=${3:-direct,triton}
 BACKEND=${4:-tritonops/image/assets/vllm_backend_model.py.txt}
+PARAMS=${5:-}
 KIT=.gpukit-cache/kit
 W=${GPUKIT_WORK:-/tmp/gpukit}
 R=$W/root
@@ -67,6 +70,15 @@ if [[ ,$PATHS, == *,triton,* ]]; then
   cp "$BACKEND" "$TS/backends/vllm/model.py"
   NAME=triton
   [ "$BACKEND" = tritonops/image/assets/vllm_backend_model.py.txt ] || NAME=triton-$(basename "$(dirname "$BACKEND")")
+  if [ -n "$PARAMS" ]; then  # a copy of the repository whose config.pbtxt has these parameters too
+    rm -rf "$W/repo-params" && cp -r "$REPO" "$W/repo-params" && REPO=$W/repo-params
+    "$PY" -c 'import sys
+for pair in sys.argv[2].split(","):
+    key, value = pair.split("=", 1)
+    open(sys.argv[1], "a").write("parameters: {\n  key: \"%s\"\n  value: { string_value: \"%s\" }\n}\n" % (key, value))' \
+      "$REPO/$MODEL/config.pbtxt" "$PARAMS"
+    NAME=$NAME-$(echo "$PARAMS" | tr ',=' '--')
+  fi
   say "$NAME: tritonserver with $BACKEND"
   set -m
   PATH=$V/bin:$PATH LD_LIBRARY_PATH=$R/triton/nvidia_pytriton.libs:$LIBPYDIR \
