@@ -3,8 +3,9 @@ headers (as generated JSON headers and as raw bytes) and the sizing of whatever 
 
 Every input either loads or raises our typed error (InputError; ConfigError is one), never
 another exception, a hang or unbounded memory; and what loads is made of sizes (positive whole
-numbers), so no plan "fits" on nonsense. Each test counts the examples it tried; the last test
-prints the totals (and checks each fuzzer ran the number it was given).
+numbers), so no plan "fits" on nonsense. A valid model directory (config.json and safetensors
+shards the test lays out itself) sizes to a plan whose weights are the bytes of the tensors it
+wrote. Each fuzzer checks that it tried its examples and that enough of them loaded (fuzzcount.py).
 """
 
 from __future__ import annotations
@@ -15,26 +16,26 @@ import os
 import shutil
 import struct
 import tempfile
-from collections import Counter
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from fuzzcount import tried
-from hypothesis import HealthCheck, given, settings
+from fuzzcount import accepted, fuzzed, tried
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tritonops.errors import InputError
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
+from tritonops.sizing.memory_model import WEIGHTS_OVERHEAD_FRACTION
 from tritonops.sizing.model_source import load_model_spec, safetensors_file_totals, safetensors_totals
 from tritonops.sizing.model_spec import ModelSpec, model_spec_from_config
 
 TRIED = tried                 # shared: the run's summary prints it (conftest.py)
-LOADED: Counter = Counter()   # of those, how many loaded (sizing: how many fit)
+LOADED = accepted             # of those, how many loaded (sizing: how many were sized)
 EXAMPLES = {"model config dicts": 1000, "model sizing of accepted configs": 300, "model config.json bytes": 300,
-            "model safetensors headers": 600, "model safetensors bytes": 600}
+            "model safetensors headers": 600, "model safetensors bytes": 600, "model directories sized": 300}
 WORK = Path(tempfile.gettempdir()) / f"tritonops-fuzz-{os.getpid()}"  # made by the fixture: none left when deselected
 
 
@@ -43,6 +44,10 @@ def _fuzz_files_folder():
     WORK.mkdir(mode=0o700)
     yield
     shutil.rmtree(WORK, ignore_errors=True)
+
+
+def run_fuzzer(name: str, fuzzer, accepted_share: float) -> None:
+    fuzzed(name, fuzzer, examples=EXAMPLES[name], accepted_share=accepted_share)
 
 
 def fuzz(name: str):
@@ -133,12 +138,16 @@ def assert_made_of_sizes(spec: ModelSpec) -> None:
 
 @fuzz("model config dicts")
 @given(CONFIGS)
-def test_any_config_dict_loads_as_sizes_or_is_a_typed_error(config):
+def _fuzz_config_dicts(config):
     TRIED["model config dicts"] += 1
     spec = spec_or_typed_error(config)
     if spec is not None:
         LOADED["model config dicts"] += 1
         assert_made_of_sizes(spec)
+
+
+def test_any_config_dict_loads_as_sizes_or_is_a_typed_error():
+    run_fuzzer("model config dicts", _fuzz_config_dicts, accepted_share=0.03)
 
 
 H200 = gpu_spec_from_catalog("h200:8")
@@ -149,13 +158,13 @@ H200 = gpu_spec_from_catalog("h200:8")
                        max_size=8).flatmap(lambda numbers: st.fixed_dictionaries({}, optional=OTHER_KEYS).map(
                            lambda other: {**BASE, **numbers, **other}))
        .filter(lambda c: spec_or_typed_error(c) is not None))
-def test_what_loads_is_sized_without_an_untyped_error_or_a_nonsense_fit(config):
+def _fuzz_sizing(config):
     TRIED["model sizing of accepted configs"] += 1
     try:
         plan = size_engine(spec_or_typed_error(config), H200, SizingRequest(vllm_version="0.10.2"))
     except InputError:
         return
-    LOADED["model sizing of accepted configs"] += plan.fits
+    LOADED["model sizing of accepted configs"] += 1
     numbers = [plan.max_model_len, plan.kv_cache_tokens, plan.weights_bytes_per_gpu, plan.kv_bytes_per_token]
     assert all(isinstance(n, int) and n >= 0 for n in numbers)
     assert 0 < plan.gpu_memory_utilization <= 1 and math.isfinite(plan.gpu_memory_utilization)
@@ -164,8 +173,13 @@ def test_what_loads_is_sized_without_an_untyped_error_or_a_nonsense_fit(config):
         assert plan.memory.weights + plan.memory.kv_cache <= plan.memory.budget
 
 
+def test_what_loads_is_sized_without_an_untyped_error_or_a_nonsense_fit():
+    run_fuzzer("model sizing of accepted configs", _fuzz_sizing, accepted_share=0.5)
+
+
 JSON_TEXT = st.one_of(
     CONFIGS.map(lambda c: json.dumps(c).encode()),
+    st.dictionaries(st.sampled_from(NUMBER_KEYS), SANE, max_size=4).map(lambda o: json.dumps({**BASE, **o}).encode()),
     st.tuples(CONFIGS, st.integers(min_value=0, max_value=200)).map(lambda t: json.dumps(t[0]).encode()[:t[1]]),
     st.binary(max_size=300),
     st.integers(min_value=1, max_value=5000).map(lambda n: b"[" * n + b"]" * n),
@@ -174,7 +188,7 @@ JSON_TEXT = st.one_of(
 
 @fuzz("model config.json bytes")
 @given(JSON_TEXT)
-def test_any_config_json_file_loads_or_is_a_typed_error(data):
+def _fuzz_config_json_bytes(data):
     TRIED["model config.json bytes"] += 1
     directory = WORK / f"model-{TRIED['model config.json bytes']}"
     directory.mkdir()
@@ -184,6 +198,10 @@ def test_any_config_json_file_loads_or_is_a_typed_error(data):
         LOADED["model config.json bytes"] += 1
     except InputError as err:
         assert str(directory / "config.json") in str(err) and "\n" not in str(err)
+
+
+def test_any_config_json_file_loads_or_is_a_typed_error():
+    run_fuzzer("model config.json bytes", _fuzz_config_json_bytes, accepted_share=0.05)
 
 
 # --- safetensors ------------------------------------------------------------------------------
@@ -247,31 +265,122 @@ def header_or_typed_error(data: bytes, fuzzer: str) -> None:
 @fuzz("model safetensors headers")
 @given(st.one_of(HEADERS, GOOD_HEADERS), st.one_of(st.none(), st.integers(min_value=0, max_value=600)),
        st.sampled_from([0, 0, 0, -1, 1, 10**6]))
-def test_any_safetensors_header_loads_or_is_a_typed_error(header, data_bytes, length_delta):
+def _fuzz_safetensors_headers(header, data_bytes, length_delta):
     TRIED["model safetensors headers"] += 1
     header_or_typed_error(header_file(header, data_bytes, length_delta), "model safetensors headers")
+
+
+def test_any_safetensors_header_loads_or_is_a_typed_error():
+    run_fuzzer("model safetensors headers", _fuzz_safetensors_headers, accepted_share=0.1)
+
+
+def edited_bytes(data: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
+    """`data` with each (position, bytes deleted there, bytes inserted there) applied in turn."""
+    for position, deleted, inserted in edits:
+        position %= len(data) + 1
+        data = data[:position] + inserted + data[position + deleted:]
+    return data
+
+
+GOOD_FILES = GOOD_HEADERS.map(lambda header: header_file(header, None, 0))
 
 
 @fuzz("model safetensors bytes")
 @given(st.one_of(st.binary(max_size=300),
                  st.binary(max_size=300).map(lambda b: struct.pack("<Q", len(b)) + b),
                  st.tuples(st.integers(min_value=0, max_value=2**64 - 1), st.binary(max_size=64)).map(
-                     lambda t: struct.pack("<Q", t[0]) + t[1])))
-def test_any_bytes_as_safetensors_load_or_are_a_typed_error(data):
+                     lambda t: struct.pack("<Q", t[0]) + t[1]),
+                 GOOD_FILES,
+                 st.builds(edited_bytes, GOOD_FILES,
+                           st.lists(st.tuples(st.integers(0, 10**4), st.integers(0, 2), st.binary(max_size=2)),
+                                    min_size=1, max_size=2))))
+def _fuzz_safetensors_bytes(data):
     TRIED["model safetensors bytes"] += 1
     header_or_typed_error(data, "model safetensors bytes")
+
+
+def test_any_bytes_as_safetensors_load_or_are_a_typed_error():
+    run_fuzzer("model safetensors bytes", _fuzz_safetensors_bytes, accepted_share=0.15)
+
+
+# --- a valid model directory, sized -------------------------------------------------------------
+
+# Bytes per element, from the safetensors format (not from tritonops), and per torch dtype.
+ELEMENT_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                 "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+TORCH_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+TENSORS = st.lists(st.tuples(st.lists(st.integers(min_value=0, max_value=40), max_size=3),
+                             st.sampled_from(sorted(ELEMENT_BYTES))), max_size=5)
+
+
+@st.composite
+def shard(draw) -> tuple[bytes, int, int]:
+    """(a .safetensors file, its tensors' bytes, their elements): tensors laid out one after another,
+    the header listing them in any order, maybe with __metadata__."""
+    tensors, header, begin, elements = draw(TENSORS), {}, 0, 0
+    for index, (shape, dtype) in enumerate(tensors):
+        count = math.prod(shape)
+        header[f"model.layers.{index}.weight"] = {"dtype": dtype, "shape": shape,
+                                                  "data_offsets": [begin, begin + count * ELEMENT_BYTES[dtype]]}
+        begin, elements = begin + count * ELEMENT_BYTES[dtype], elements + count
+    names = draw(st.permutations(list(header)))
+    header = {name: header[name] for name in names}
+    if draw(st.booleans()):
+        header = {"__metadata__": {"format": "pt"}, **header}
+    raw = json.dumps(header).encode()
+    return struct.pack("<Q", len(raw)) + raw + bytes(begin), begin, elements
+
+
+MODEL_CONFIG = st.fixed_dictionaries({
+    "model_type": st.just("llama"), "hidden_size": st.sampled_from([64, 128, 256]),
+    "num_hidden_layers": st.integers(min_value=1, max_value=4), "num_attention_heads": st.just(8),
+    "num_key_value_heads": st.sampled_from([4, 8]), "intermediate_size": st.sampled_from([128, 512]),
+    "vocab_size": st.sampled_from([128, 1024, 32000]),
+    "max_position_embeddings": st.sampled_from([256, 2048, 8192]),
+    "torch_dtype": st.sampled_from(sorted(TORCH_BYTES))},
+    optional={"quantization_config": st.just({"quant_method": "awq", "bits": 4, "group_size": 128})},
+).map(lambda config: {**config, "head_dim": config["hidden_size"] // 8})
+# vLLM versions whose weights term is the checkpoint's bytes (0.25's is measured per tensor, except quantized)
+VERSIONS = ("0.6.3.post1", "0.10.2", "0.20.2")
+
+
+@fuzz("model directories sized")
+@given(MODEL_CONFIG, st.lists(shard(), min_size=1, max_size=3), st.one_of(st.none(), st.integers(1, 2**40)),
+       st.sampled_from(VERSIONS), st.sampled_from([None, 1, 2, 4]))
+def _fuzz_model_directories(config, shards, index_total, version, tp):
+    tensor_bytes, elements = sum(s[1] for s in shards), sum(s[2] for s in shards)
+    assume(tensor_bytes > 0)  # 0 weight bytes means "not known" to the sizer: it estimates from the config
+    TRIED["model directories sized"] += 1
+    directory = WORK / f"dir-{TRIED['model directories sized']}"
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(config))
+    for number, (data, _, _) in enumerate(shards, start=1):
+        (directory / f"model-{number:05}-of-{len(shards):05}.safetensors").write_bytes(data)
+    if index_total is not None:  # an index beside the shards: the shards' own headers win
+        (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": index_total}}))
+    quantized = "quantization_config" in config
+
+    spec = load_model_spec(str(directory))
+    assert (spec.weight_bytes, spec.param_count) == (tensor_bytes, 0 if quantized else elements)
+    plan = size_engine(spec, H200, SizingRequest(vllm_version=version, tensor_parallel_size=tp))
+    LOADED["model directories sized"] += 1
+
+    # the checkpoint as loaded: its bytes, unless vLLM casts it to a dtype of another width
+    if quantized or TORCH_BYTES[config["torch_dtype"]] == TORCH_BYTES[plan.dtype]:
+        checkpoint = tensor_bytes
+    else:
+        checkpoint = elements * TORCH_BYTES[plan.dtype]
+    # each GPU holds its 1/TP share and the allowances the sizer documents: 0.5 % more, the rotary cache
+    rope_cache = config["max_position_embeddings"] * config["head_dim"] * 4
+    assert plan.tensor_parallel_size <= config["num_key_value_heads"]  # no replicated K/V heads to add
+    assert plan.memory.weights == plan.weights_bytes_per_gpu == \
+        int(checkpoint / plan.tensor_parallel_size * (1 + WEIGHTS_OVERHEAD_FRACTION)) + rope_cache
+
+
+def test_a_valid_model_directory_sizes_to_weights_of_its_tensors_bytes():
+    run_fuzzer("model directories sized", _fuzz_model_directories, accepted_share=1.0)
 
 
 def test_the_good_headers_are_counted_exactly():
     header = laid_out([([4, 4], "BF16"), ([3], "F32"), ([], "I8")])
     assert safetensors_totals(header, "x", data_bytes=45) == (45, 20)
-
-
-def test_zz_every_fuzzer_tried_its_examples(capsys):
-    if not all(TRIED[name] for name in EXAMPLES):
-        pytest.skip("run the whole file to count the examples")
-    with capsys.disabled():
-        print("\nfuzz examples tried (loaded or fitting): " + ", ".join(
-            f"{name} {TRIED[name]} ({LOADED[name]})" for name in EXAMPLES) + f"; total {sum(TRIED[name] for name in EXAMPLES)}")
-    for name, wanted in EXAMPLES.items():
-        assert TRIED[name] >= wanted * 0.9, (name, TRIED[name])
