@@ -1,0 +1,125 @@
+"""What the H200 runs of issue #21 say (tests/fixtures/real/h200-serving, made by bench/real_gpu_serving.sh),
+read again here: the figures the README states are computed from the captured documents, the comparison
+against the goal agrees with the goal recomputed here, and the load generator's arithmetic is pinned on
+hand-made records."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "tests/fixtures/real/h200-serving"
+
+
+def _bench(name: str):
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+
+
+serving = _bench("real_gpu_serving")
+load = _bench("serving_load")
+
+
+def _doc(path: str) -> dict:
+    return json.loads((RUNS / path).read_text())
+
+
+def _by_c(document: dict) -> dict:
+    return {level["concurrency"]: level for level in document["levels"]}
+
+
+DIRECT_3, DIRECT_9 = "call3-direct-and-crash/direct.json", "call9-direct-and-4threads-1ms/direct.json"
+OLD = "call6-4threads-5ms-and-old/triton-old-backend.json"
+FOUR_5MS = "call6-4threads-5ms-and-old/triton.json"
+FOUR_1MS = "call9-direct-and-4threads-1ms/triton.json"
+ONE_1MS = "call10-1thread-1ms/triton-SENDER_THREADS-1.json"
+PAIRS = [(DIRECT_3, OLD), (DIRECT_3, FOUR_5MS), (DIRECT_9, FOUR_1MS), (DIRECT_9, ONE_1MS)]
+
+
+def _ratio(triton: str, direct: str, c: int) -> float:
+    return _by_c(_doc(triton))[c]["output_tok_s"] / _by_c(_doc(direct))[c]["output_tok_s"]
+
+
+def test_the_backend_before_the_issue_reached_half_the_engines_throughput_at_256_streams():
+    assert 0.47 < _ratio(OLD, DIRECT_3, 256) < 0.49  # the issue's 0.48x, measured again
+    assert _ratio(OLD, DIRECT_3, 512) < 0.55
+    assert _by_c(_doc(OLD))[256]["gpu_util_pct"] < 60 < _by_c(_doc(DIRECT_3))[256]["gpu_util_pct"]
+
+
+def test_the_backend_as_it_ships_keeps_up_with_the_engine_from_64_to_512_streams():
+    for c in (64, 128, 256, 512):
+        assert _ratio(ONE_1MS, DIRECT_9, c) >= 0.97, c
+    for c in (256, 512):  # four sender threads at 1 ms switches starved the engine's loop
+        assert _ratio(FOUR_1MS, DIRECT_9, c) < 0.85 and _ratio(ONE_1MS, DIRECT_9, c) > _ratio(FOUR_1MS, DIRECT_9, c)
+
+
+@pytest.mark.parametrize("direct, triton", PAIRS)
+def test_every_run_answered_every_request_with_every_token_and_the_counters_agree(direct, triton):
+    d, t = _doc(direct), _doc(triton)
+    workload = t["workload"]
+    for level in d["levels"] + t["levels"]:
+        assert level["requests_failed"] == 0 and level["tokens_per_request"] == [workload["output_tokens"]]
+    for level in t["levels"]:
+        counters, sent = level["counters"], level["sent"]
+        assert counters["nv_inference_request_success"] == sent
+        assert counters["vllm:generation_tokens_total"] == sent * workload["output_tokens"]
+        assert counters["vllm:prompt_tokens_total"] == sent * workload["prompt_tokens"]
+    assert all(level["prompt_tokens"] == [workload["prompt_tokens"]] for level in d["levels"])
+
+
+@pytest.mark.parametrize("direct, triton", PAIRS)
+def test_the_comparison_flags_exactly_the_levels_that_miss_the_goal(direct, triton):
+    d, t = _by_c(_doc(direct)), _by_c(_doc(triton))
+    rows = serving.verdict(_doc(direct), _doc(triton), _doc(triton)["workload"])
+    assert [c for c, _, _ in rows] == sorted(t)
+    for c, _, misses in rows:
+        throughput = t[c]["output_tok_s"] / d[c]["output_tok_s"] < 0.97
+        ttft = t[c]["ttft_p50_ms"] > 1.10 * d[c]["ttft_p50_ms"] + 5
+        itl = t[c]["itl_p50_ms"] / d[c]["itl_p50_ms"] > 1.05
+        assert (throughput, ttft, itl) == (any(m.startswith("tok/s") for m in misses),
+                                           any(m.startswith("TTFT") for m in misses),
+                                           any(m.startswith("ITL") for m in misses)), (c, misses)
+
+
+def test_first_tokens_still_miss_the_goal_from_16_streams_on_the_backend_as_it_ships():
+    rows = serving.verdict(_doc(DIRECT_9), _doc(ONE_1MS), _doc(ONE_1MS)["workload"])
+    late = [c for c, f, _ in rows if f["ttft"][0] > 1.10 * f["ttft"][1] + 5]
+    assert late == [16, 64, 128, 256, 512]  # what the README and the issue note say is still open
+
+
+def test_summarize_uses_aiperfs_inter_token_latency_and_the_timed_window():
+    records = [load.Record(start=10.0, first=10.5, last=11.5, end=11.6, events=3, tokens=5),
+               load.Record(start=10.2, first=10.4, last=10.8, end=12.0, events=5, tokens=5),
+               load.Record(start=10.1, end=10.3, error="HTTP 500")]
+    level = load.Level(2, records=records, window=(10.0, 12.0), sent=4)
+    figures = load.summarize(level)
+    assert figures["requests_ok"] == 2 and figures["requests_failed"] == 1 and figures["errors"] == ["HTTP 500"]
+    assert figures["output_tok_s"] == 5.0  # 10 tokens in 2 s
+    assert sorted([figures["itl_p50_ms"], figures["itl_p99_ms"]]) == [100.0, 250.0]  # (1.0 / 4), (0.4 / 4)
+    assert figures["ttft_p50_ms"] in (200.0, 500.0) and figures["events_per_request"] == 4.0
+
+
+def test_the_prompts_are_the_requested_number_of_words_and_never_share_a_first_word_by_design():
+    words = [f"w{i}" for i in range(5000)]
+    prompts = load.prompts(words, 64, 512, seed=3)
+    assert all(len(p.split()) == 512 for p in prompts)
+    assert len(set(prompts)) == 64 and prompts == load.prompts(words, 64, 512, seed=3)
+
+
+def test_metric_values_reads_one_models_counters_from_a_real_metrics_page():
+    text = (RUNS / "call10-1thread-1ms/triton-SENDER_THREADS-1-metrics.txt").read_text()
+    values = load.metric_values(text, "qwen7b")
+    assert values["nv_inference_request_success"] == 3921  # 17 + 64 + 256 + 512 + 1024 + 2048 sent
+    assert values["vllm:generation_tokens_total"] == 3921 * 128
+    assert load.metric_values(text, "another") == {}
