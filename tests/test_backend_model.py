@@ -585,3 +585,24 @@ def test_first_and_last_responses_go_before_the_middle_of_other_streams(backend)
     pump.close()
     # c's first token lined up before a's and b's middle; a's end, posted last, then jumped to the front
     assert order[2:] == [("busy", "x", 0), ("a", "a2a3", FINAL), ("c", "c1", 0), ("b", "b2", 0)]
+
+
+def test_metric_updates_that_queue_up_go_out_together_and_add_up(backend, monkeypatch):
+    calls = []
+
+    def slow_increment(self, v):  # each update is a round trip to tritonserver
+        calls.append(v)
+        time.sleep(0.02)
+        self.value += v
+
+    monkeypatch.setattr(Metric, "increment", slow_increment)
+    model = backend()
+    requests = [Request(f"count {i}", parameters={"max_tokens": 4}) for i in range(20)]
+    run(model, *requests)
+    m = _metrics()
+    model.metrics.close()  # applies what is still queued
+    model.metrics = None
+    assert m["vllm:generation_tokens_total"].metrics[0].value == 20 * 4
+    assert m["vllm:prompt_tokens_total"].metrics[0].value == 20 * 2
+    assert sum(metric.value for metric in m["vllm:request_success_total"].metrics) == 20
+    assert len(calls) < 3 * 20  # 20 requests x 3 counters, merged while the thread was behind
