@@ -12,8 +12,9 @@ import pytest
 
 from tritonops.facts.model import report_from_json
 from tritonops.lab.profiles import PROFILES
-from tritonops.planning.placement import (GpuTopology, ModelDemand, PlacementError, Replica, best_group, link_rank,
-                                          place)
+from tritonops.planning.placement import (GpuTopology, ModelDemand, PlacementError, Replica, ReplicaPorts,
+                                          best_group, link_rank, place, with_ports)
+from tritonops.values.containers import container_name
 
 REAL = Path(__file__).parent / "fixtures/real/h200x2"
 
@@ -130,3 +131,28 @@ def test_links_rank_nvlink_by_its_bonds_then_pcie_from_near_to_far():
     assert sorted(kinds, key=link_rank) == ["NV18", "NV4", "PIX", "PXB", "PHB", "NODE", "SYS", "?"]
     assert best_group(_two_sockets(), [0, 2, 3, 5], 2) == (2, 3)
     assert best_group(_two_sockets(), [0, 4], 2) == (0, 4) and best_group(_two_sockets(), [0], 2) is None
+
+
+def test_each_replica_gets_its_ports_from_the_base_and_a_stride_and_a_container_of_its_own():
+    placed = with_ports(place(_lab("h200x8"), [ModelDemand("chat", 2)]), ReplicaPorts(8000, 8001, 8002), 10)
+    assert [(r.name, r.ports.all()) for r in placed.replicas] == [
+        ("chat-0", (8000, 8001, 8002)), ("chat-1", (8010, 8011, 8012)), ("chat-2", (8020, 8021, 8022)),
+        ("chat-3", (8030, 8031, 8032))]
+    assert [container_name("prod", r.name) for r in placed.replicas][:2] == ["tritonops-prod-chat-0",
+                                                                            "tritonops-prod-chat-1"]
+    assert container_name("prod") == "tritonops-prod"  # one container per deployment, as before replicas
+
+
+@pytest.mark.parametrize("base, stride, taken, message", [
+    (ReplicaPorts(8000, 8001, 8002), 2, (), "replicas chat-0 and chat-1 would both use port 8002: make "
+                                            "tritonops_port_stride at least 3 (it is 2)"),
+    (ReplicaPorts(65500, 65501, 65502), 20, (), "replica chat-2: port 65540 (base (65500, 65501, 65502) + 20 x 2) "
+                                                "is outside 1-65535"),
+    (ReplicaPorts(8000, 8001, 8002), 10, (8011,), "replica chat-1: port 8011 is in use on the host"),
+    (ReplicaPorts(8000, 8001, 8002), 0, (), "tritonops_port_stride 0 is not a whole number >= 1"),
+])
+def test_ports_that_clash_are_one_line_before_anything_starts(base, stride, taken, message):
+    placement = place(_lab("h200x8"), [ModelDemand("chat", 2)])
+    with pytest.raises(PlacementError) as caught:
+        with_ports(placement, base, stride, taken)
+    assert str(caught.value) == message

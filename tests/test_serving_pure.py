@@ -117,3 +117,12 @@ def test_triton_warnings_are_not_failures():
            "E1201 08:00:01.000 1 model.py:1] TypeError: __init__() got an unexpected keyword argument 'x'\n")
     assert classify(log).kind == "unknown engine argument"
     assert classify(log.rsplit("E1201", 1)[0]) is None
+
+
+def test_a_replica_has_a_container_of_its_own_labelled_with_it_on_exactly_its_gpus():
+    from dataclasses import replace
+    argv = run_argv(replace(SPEC, replica="chat-1", gpus=(2, 3), ports=Ports(8010, 8011, 8012)))
+    assert argv[:5] == ("docker", "run", "--detach", "--name", "tritonops-prod-chat-1")
+    assert argv[argv.index("--restart") - 2:argv.index("--restart")] == ("--label", "tritonops.replica=chat-1")
+    assert argv[argv.index("--gpus") + 1] == '"device=2,3"'
+    assert "0.0.0.0:8010:8000" in argv and "0.0.0.0:8012:8002" in argv

@@ -18,6 +18,7 @@ from itertools import combinations
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import NvidiaFacts
+from tritonops.values.containers import replica_name
 
 # nvidia-smi topo -m, fastest first; NV<n> ranks by its bonded link count (more is faster).
 PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -74,11 +75,26 @@ class ModelDemand:
 
 
 @dataclass(frozen=True)
+class ReplicaPorts:
+    http: int
+    grpc: int
+    metrics: int
+
+    def all(self) -> tuple[int, int, int]:
+        return (self.http, self.grpc, self.metrics)
+
+
+@dataclass(frozen=True)
 class Replica:
     model: str
     index: int                      # per model, from 0
     gpus: tuple[int, ...]
     link: str = ""                  # the slowest link inside its TP group ('' at TP 1)
+    ports: ReplicaPorts | None = None  # given by with_ports
+
+    @property
+    def name(self) -> str:
+        return replica_name(self.model, self.index)
 
 
 @dataclass(frozen=True)
@@ -195,3 +211,27 @@ def _span(gpus: Iterable[int]) -> str:
 
 def _left_out_text(left_out) -> str:
     return "; left out: " + ", ".join(f"GPU {g} ({why})" for g, why in left_out) if left_out else ""
+
+
+def with_ports(placement: Placement, base: ReplicaPorts, stride: int, taken: Iterable[int] = ()) -> Placement:
+    """Each replica's ports: the base ones plus `stride` times its place in the placement's order. One line
+    naming the replicas when two would share a port, a port would pass 65535, or one is `taken` on the host
+    already (by something that is not this deployment)."""
+    if stride < 1:
+        raise PlacementError(f"tritonops_port_stride {stride} is not a whole number >= 1")
+    taken, owner, placed = set(taken), {}, []
+    for ordinal, replica in enumerate(placement.replicas):
+        ports = ReplicaPorts(*(port + stride * ordinal for port in base.all()))
+        for port in ports.all():
+            if not 1 <= port <= 65535:
+                raise PlacementError(f"replica {replica.name}: port {port} (base {base.all()} + {stride} x "
+                                     f"{ordinal}) is outside 1-65535")
+            if port in owner:
+                raise PlacementError(f"replicas {owner[port]} and {replica.name} would both use port {port}: "
+                                     f"make tritonops_port_stride at least 3 (it is {stride})")
+            if port in taken:
+                raise PlacementError(f"replica {replica.name}: port {port} is in use on the host")
+            owner[port] = replica.name
+        placed.append(Replica(replica.model, replica.index, replica.gpus, replica.link, ports))
+    return Placement(tuple(placed), placement.left_out, placement.idle, placement.reasons)
+

@@ -13,7 +13,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from tritonops.logs.shipping import LOCAL_FALLBACK, LogShipping, log_argv
-from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE, container_name
+from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE, LABEL_REPLICA, container_name
 
 LABEL_LOGGING = "tritonops.logging"  # digest of the log settings asked for (kept on a fallback container too)
 RESTRICTED_APIS = "model-repository,model-config,shared-memory,statistics,trace,logging"
@@ -48,10 +48,11 @@ class ServeSpec:
     logger_path: str | None = None     # on the host: container_logger.py (None: tritonserver's own lines)
     host_name: str = ""                # the inventory name, for the log lines' host.name
     models: tuple[str, ...] = ()       # Triton model names, for the log lines' labels.model
+    replica: str | None = None         # one container per replica (issue #22); None: one per deployment
 
     @property
     def container(self) -> str:
-        return container_name(self.deployment)
+        return container_name(self.deployment, self.replica)
 
     @property
     def model_repository(self) -> str:
@@ -75,6 +76,7 @@ def run_argv(spec: ServeSpec, log: LogShipping | None = None) -> tuple[str, ...]
     argv = ["docker", "run", "--detach", "--name", spec.container,
             "--label", f"{LABEL_DEPLOYMENT}={spec.deployment}", "--label", f"{LABEL_RELEASE}={spec.release}",
             "--label", f"{LABEL_LOGGING}={logging_digest(spec.log)}",
+            *(("--label", f"{LABEL_REPLICA}={spec.replica}") if spec.replica else ()),
             "--restart", spec.restart,
             "--gpus", f"\"device={','.join(str(gpu) for gpu in spec.gpus)}\""]
     for limit in spec.ulimits:
