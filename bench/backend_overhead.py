@@ -12,7 +12,11 @@ every second. Prints the table (tok/s through Triton / alone, TTFT, inter-token,
 lag). Traffic stays on the container's loopback; the container is removed at the end.
 
     python bench/backend_overhead.py [--levels 1,16,64,128,256,512] [--rounds 3] [--backend FILE]
-                                     [--sender-threads N] [--cpus 2]
+                                     [--sender-threads N] [--cpus 2] [--tokens-per-s R --ttft-s S]
+
+--tokens-per-s / --ttft-s pace the stand-in per request like a GPU would (e.g. 40 tokens/s, 0.05 s to the
+first token) instead of full speed: the engine's first-token time then stays put whatever the load, so what
+Triton adds to it is the backend's and the server's own, apart from how a real engine batches prefills.
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ def main() -> int:
     parser.add_argument("--backend", default=str(REPO / "tritonops/image/assets/vllm_backend_model.py.txt"))
     parser.add_argument("--sender-threads", type=int)
     parser.add_argument("--cpus", type=float, help="CPUs the container may use (default: all)")
+    parser.add_argument("--tokens-per-s", type=float, default=1e9, help="per request (default: as fast as it can)")
+    parser.add_argument("--ttft-s", type=float, default=0.0, help="the stand-in's delay before a first token")
     args = parser.parse_args()
     client = docker.from_env()
     try:
@@ -106,8 +112,8 @@ def main() -> int:
         client.containers.get(NAME).remove(force=True)
     except docker.errors.NotFound:
         pass
-    env = {"TRITONOPS_LAB_GPU_PROFILE": "/bench/h200.profile", "TRITONOPS_LAB_TOKENS_PER_S": "1000000000",
-           "TRITONOPS_LAB_TTFT_S": "0", "PYTHONUNBUFFERED": "1"}
+    env = {"TRITONOPS_LAB_GPU_PROFILE": "/bench/h200.profile", "TRITONOPS_LAB_TOKENS_PER_S": str(args.tokens_per_s),
+           "TRITONOPS_LAB_TTFT_S": str(args.ttft_s), "PYTHONUNBUFFERED": "1"}
     container = client.containers.run(TRITON_TAG, ["sleep", "infinity"], name=NAME, detach=True, environment=env,
                                       volumes={str(work): {"bind": "/bench", "mode": "rw"}}, network_mode="none",
                                       shm_size="1g", nano_cpus=int(args.cpus * 1e9) if args.cpus else None)
