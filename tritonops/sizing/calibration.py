@@ -70,11 +70,12 @@ class Summary:
 
 
 def replay(record: StartupRecord, model: ModelSpec, gpus: GpuSpec, vllm_version: str = "0.25.0") -> Replay:
-    request = SizingRequest(model_ref=record.model, vllm_version=vllm_version, tensor_parallel_size=1,
+    request = SizingRequest(model_ref=record.model, vllm_version=vllm_version,
+                            tensor_parallel_size=record.tensor_parallel_size,
                             gpu_memory_utilization=record.gpu_memory_utilization,
                             max_model_len=record.max_model_len, max_num_seqs=record.max_num_seqs,
                             max_num_batched_tokens=record.max_num_batched_tokens,
-                            enforce_eager=record.enforce_eager, dtype="bfloat16")
+                            enforce_eager=record.enforce_eager, dtype=record.dtype)
     return Replay(record, size_engine(model, gpus, request))
 
 

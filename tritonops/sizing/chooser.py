@@ -15,7 +15,8 @@ from tritonops.sizing.alternatives import alternatives_for
 from tritonops.sizing.engine_args import model_json_for
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.memory_model import (CUDA_CONTEXT_BYTES, EngineSettings, MemoryEstimate,
-                                           cudagraph_estimate, estimate_memory, graphs_subtracted)
+                                           cudagraph_estimate, estimate_memory, graphs_subtracted,
+                                           startup_bytes)
 from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.request_numbers import checked_request
 from tritonops.sizing.swap import cpu_kv_cache
@@ -105,7 +106,7 @@ def _eager_options(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, reques
     if graphs_subtracted(model, profile):
         return (False, True), ""
     # graphs are captured after the KV cache, outside the budget: they need the rest
-    headroom = int(gpus.cuda_total_bytes * (1 - util)) - CUDA_CONTEXT_BYTES
+    headroom = int(gpus.cuda_total_bytes * (1 - util)) - startup_bytes(tp, gpus.compute_capability)
     graphs = cudagraph_estimate(model, tp)
     if headroom < graphs:
         return (True,), (f"CUDA graphs (~{gib(graphs)}) would not fit in the {gib(max(headroom, 0))} left "
@@ -306,6 +307,12 @@ def _settled(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: Siz
     """The settings, memory and max_model_len the plan states, and why vLLM would refuse them. A given
     max_model_len is checked as is (not rounded): does vLLM accept exactly it?"""
     problems = []
+    tp, held = chosen.tensor_parallel_size, startup_bytes(chosen.tensor_parallel_size, gpus.compute_capability)
+    if tp > 1 and gpus.cuda_total_bytes * (1 - util) < held:
+        problems.append(f"at TP {tp} each GPU holds ~{gib(held)} (CUDA context, NCCL, all-reduce "
+                        f"buffers) before vLLM's snapshot, more than the {gib(gpus.cuda_total_bytes * (1 - util))} "
+                        f"left outside gpu_memory_utilization {util}: vLLM would refuse (free memory on start-up "
+                        f"below the budget)")
     if request.max_model_len is None:
         settings, memory, length = chosen.settings, chosen.memory, chosen.max_model_len
         if length == 0 and (memory.kv_cache <= 0 or memory.num_blocks == 0):
@@ -396,7 +403,7 @@ def _notes(model: ModelSpec, profile: VllmProfile, memory: MemoryEstimate,
     if model.rough:
         notes.append("estimate is rough for this architecture (see notes); it errs low")
     if profile.measured_memory and not memory.calibrated:
-        notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on an H200 at TP 1 for "
+        notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on H200s at TP 1 and 2 for "
                      "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models; for this model, TP or GPU the "
                      f"figure keeps an allowance ({gib(memory.safety_margin)}) and errs low")
     return tuple(notes)

@@ -34,6 +34,21 @@ NON_TORCH_TP1 = int(0.35 * GIB)
 NON_TORCH_TP_MULTI = int(0.75 * GIB)
 # The CUDA context vLLM's process creates before its baseline (H200 fixture: ~552 MB).
 CUDA_CONTEXT_BYTES = int(0.55 * GIB)
+# At TP > 1 each GPU also holds the NCCL communicators and the custom all-reduce's buffers before
+# vLLM's snapshot: 1.46 GiB per GPU at TP 2 (total - free at the snapshot, 1,569,587,200 B on both
+# ranks of 5 runs, tests/fixtures/real/calib-h200x2-tp2) against 0.51 GiB at TP 1. Outside the KV
+# budget, but it must fit in the (1 - gpu_memory_utilization) share. Measured on NVLinked H200s
+# only (NCCL's channels and the CUDA context differ on other cards and links): elsewhere the CUDA
+# context alone, as before. TP 4 and 8 on H200s: taken as TP 2 (not measured).
+STARTUP_TP_MULTI_BYTES = int(1.5 * GIB)
+STARTUP_MEASURED_CC = (9, 0)
+
+
+def startup_bytes(tensor_parallel_size: int, compute_capability: tuple[int, int]) -> int:
+    """Per GPU, what the process holds before vLLM's snapshot (outside the budget)."""
+    if tensor_parallel_size == 1 or compute_capability != STARTUP_MEASURED_CC:
+        return CUDA_CONTEXT_BYTES
+    return STARTUP_TP_MULTI_BYTES
 # CUDA graphs: 0.62-0.74 GiB observed for 8B-class (32-layer) models (reference 1.7); up to
 # 1.01 GiB captured by vLLM 0.25 on the H200 (Qwen3-8B, 36 layers, 51 sizes): 24 MiB a layer.
 CUDAGRAPH_BASE = int(0.25 * GIB)
