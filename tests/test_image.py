@@ -242,11 +242,24 @@ def test_settings_from_inventory_variables():
                                     ("--retries", "0", "--pre"), "read /inv/c.txt")
 
 
+def test_the_default_base_needs_the_cuda_13_driver_floor_the_h200_meets():
+    needs = ImageNeeds(ngc.lookup(image_config(host()).release), 9 * G)
+    assert (needs.release.cuda, needs.release.min_driver) == ("13.0.2.006", (580, 0))  # torch 2.11.0+cu130's
+    assert check(facts("580.159.04"), ENGINE, needs).refusals == ()  # the lent H200's driver
+    (reason,) = check(facts("575.51.03"), ENGINE, needs).refusals
+    assert "driver 575.51.03 is too old for Triton 25.11 (CUDA 13.0.2.006)" in reason and ">= 580" in reason
+
+
 def test_settings_defaults_and_errors():
     official = image_config(host(tritonops_image_mode="official", tritonops_triton_image=BASE))
     assert official.image == "nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3" and official.vllm_version == "0.5.5"
     default = image_config(host())
-    assert (default.mode, default.image, default.vllm_version) == ("committed", ngc.lookup("25.10").base_image, "0.10.2")
+    assert (default.mode, default.image, default.vllm_version) == (
+        "committed", "nvcr.io/nvidia/tritonserver:25.11-py3", "0.25.0")
+    assert image_config(host(tritonops_vllm_version="0.24.0")).vllm_version == "0.24.0"
+    official_default = image_config(host(tritonops_image_mode="official"))
+    assert (official_default.image, official_default.vllm_version) == (
+        "nvcr.io/nvidia/tritonserver:25.11-vllm-python-py3", "0.11.0")  # NVIDIA's pin: it ships no 0.25
     with pytest.raises(InputError, match=r"inv.yml:3 \(tritonops_image_mode\): tritonops_image_mode must be one of"):
         image_config(host(tritonops_image_mode="pull"))
     with pytest.raises(InputError, match="set tritonops_vllm_version"):

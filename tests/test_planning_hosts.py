@@ -90,7 +90,7 @@ def test_a_key_the_pinned_vllm_removed_is_refused_naming_key_and_version(tmp_pat
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
                         "      tritonops_engine_args: {disable_log_requests: true}\n")
     assert not hp.ok and hp.files == {}
-    assert "vLLM 0.22.1 does not accept engine argument 'disable_log_requests' (removed in 0.10.1; use " \
+    assert "vLLM 0.25.0 does not accept engine argument 'disable_log_requests' (removed in 0.10.1; use " \
            "enable_log_requests)" in hp.errors[0]
 
 
@@ -105,7 +105,7 @@ def test_user_engine_args_reach_model_json_when_the_version_knows_them(tmp_path)
 def test_a_typo_in_an_engine_argument_gets_a_did_you_mean(tmp_path):
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
                         "      tritonops_engine_args: {enable_prefix_cachin: true}\n")
-    assert "vLLM 0.22.1 has no engine argument 'enable_prefix_cachin'; did you mean enable_prefix_caching?" \
+    assert "vLLM 0.25.0 has no engine argument 'enable_prefix_cachin'; did you mean enable_prefix_caching?" \
         in hp.errors[0]
 
 

@@ -123,7 +123,7 @@ def test_every_field_has_a_reason_and_assumed_defaults_are_named():
 
 # -- versions -----------------------------------------------------------------------------
 def test_default_version_and_parse():
-    assert DEFAULT_VLLM_VERSION == "0.22.1"
+    assert DEFAULT_VLLM_VERSION == "0.25.0"
     assert parse_version("0.6.3.post1") == (0, 6, 3)
     assert parse_version("0.9.0rc1+1958ee56.nv25.6.cu129") == (0, 9, 0)
     with pytest.raises(InputError, match="--vllm-version"):

@@ -79,6 +79,17 @@ RELEASES: dict[str, NgcRelease] = {r.release: r for r in (
     NgcRelease("26.07", "0.24.0", "13.3.0.035", "610.43.02", int(10.28 * 1e9), _CC_75),
 )}
 
+# The production base the default `vllm_env` is built on: `tritonserver:25.11-py3`, with the default vLLM
+# (tritonops.sizing.default_version, 0.25.0) pip-installed into it. No `-vllm-python-py3` tag ships 0.25
+# (26.07's ships 0.24.0), so the choice is the plain image whose CUDA is the one vLLM 0.25 is built for:
+# vLLM's CUDA follows PyTorch's, its default wheel moved to CUDA 13.0 with torch 2.11 in 0.20.0 ("CUDA
+# bumped to 13.0.2 to match PyTorch 2.11.0", vLLM v0.20.0 release notes), and 0.25.0 ran on the lent H200
+# as torch 2.11.0+cu130. 25.10 and 25.11 are the NGC releases on CUDA 13.0.2.006; 25.11 is the newer
+# Triton. Later releases move to CUDA 13.1-13.3, which NVIDIA tested on R590/R595/R610 drivers, while a
+# 13.0 base keeps what NVIDIA tested (580.95.05) on the floor the preflight applies: CUDA 13.x, driver
+# >= 580 (the lent H200's 580.159.04 passes).
+DEFAULT_BASE_RELEASE = "25.11"
+
 _TAG = re.compile(r":(\d\d\.\d\d)(-[\w.-]+)?$")
 
 

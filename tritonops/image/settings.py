@@ -16,9 +16,10 @@ from tritonops import __version__
 from tritonops.errors import InputError
 from tritonops.image import ngc
 from tritonops.image.spec import MODES, ImageConfig, PipOptions
+from tritonops.sizing.default_version import DEFAULT_VLLM_VERSION
 
 DEFAULT_MODE = "committed"
-DEFAULT_RELEASE = "25.10"
+DEFAULT_RELEASE = ngc.DEFAULT_BASE_RELEASE
 
 
 def _where(host, name: str) -> str:
@@ -47,12 +48,14 @@ def image_config(host, read_file: Callable[[str], str] | None = None) -> ImageCo
                          _where(host, "tritonops_image_mode"))
     image = v.get("tritonops_triton_image")
     release = ngc.lookup(DEFAULT_RELEASE)
+    # committed on the default base: the default vLLM, not the one NVIDIA pinned in that release's image
+    default_vllm = DEFAULT_VLLM_VERSION if image is None and mode == "committed" else None
     if image is None:
         image = release.official_image if mode == "official" else release.base_image
     image = str(image)
     if mode == "official" and image.endswith(":" + f"{ngc.release_of(image)}-py3"):
         image = image[: -len("-py3")] + "-vllm-python-py3"  # the plain base named: pull its vLLM sibling
-    vllm = v.get("tritonops_vllm_version")
+    vllm = v.get("tritonops_vllm_version", default_vllm)
     if vllm is None:
         known = ngc.lookup(ngc.release_of(image))
         if mode == "committed" and known is None:
