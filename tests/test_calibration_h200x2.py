@@ -100,6 +100,8 @@ def test_tp4_and_tp8_keep_an_allowance_that_tp2_no_longer_needs():
     budget = plans[4].memory.budget
     assert plans[4].memory.safety_margin >= int(terms.UNMEASURED_TP_BUDGET_SHARE * budget)
     assert any(n.startswith("uncalibrated") for n in plans[4].notes)
+    tp_why = {tp: next(r.why for r in plan.reasons if r.field == "tensor_parallel_size") for tp, plan in plans.items()}
+    assert "TP 4 is not measured" in tp_why[4] and "not measured" not in tp_why[2]
 
 
 def test_the_startup_memory_before_the_snapshot_bounds_each_tp2_rank():

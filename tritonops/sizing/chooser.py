@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tritonops.sizing.calibrated_terms import MEASURED_TP, UNMEASURED_TP_BUDGET_SHARE
 from tritonops.sizing.dtype_rules import kv_cache_dtype_problem, quantization_problem, resolve_dtype
 from tritonops.sizing.engine_plan import EnginePlan, MemoryBreakdown, Reason, SizingRequest
 from tritonops.sizing.alternatives import alternatives_for
@@ -155,7 +156,8 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
                        model.use_mla)
     batch_reasons, batch_assumed = _batch_reasons(profile, gpus, request, settings, length)
     auto_length = vllm_auto_fit_length(model, profile, memory)
-    reasons = [_tp_reason(model, gpus, request, chosen.tensor_parallel_size, length, target),
+    reasons = [_tp_reason(model, gpus, request, chosen.tensor_parallel_size, length, target,
+                          _unmeasured_tp(profile, chosen.tensor_parallel_size)),
                _length_reason(model, profile, request, memory, length, target, accepted=not problems),
                dtype_reason,
                Reason("kv_cache_dtype", request.kv_cache_dtype or "auto", "as requested" if request.kv_cache_dtype
@@ -337,8 +339,16 @@ def _settled(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: Siz
     return settings, memory, length, problems
 
 
+def _unmeasured_tp(profile: VllmProfile, tp: int) -> str:
+    """What the plan keeps for a TP whose per-rank terms were not measured for this version."""
+    if not profile.measured_memory or tp in MEASURED_TP:
+        return ""
+    return (f"; TP {tp} is not measured for vLLM {profile.version} (TP 1 and 2 are): the KV figure keeps "
+            f"{UNMEASURED_TP_BUDGET_SHARE:.1%} of the budget as an allowance for it")
+
+
 def _tp_reason(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, tp: int, length: int,
-               target: int) -> Reason:
+               target: int, unmeasured: str = "") -> Reason:
     valid = ", ".join(map(str, valid_tp_sizes(model, gpus.count)))
     if request.tensor_parallel_size is not None:
         why = "as requested"
@@ -348,7 +358,7 @@ def _tp_reason(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, tp: int,
         why = f"the fewest GPUs that hold the {target}-token target; valid on {gpus.count} GPU(s): {valid}"
     else:
         why = f"the longest context on {gpus.count} GPU(s) (valid: {valid or 'none'})"
-    return Reason("tensor_parallel_size", str(tp), why)
+    return Reason("tensor_parallel_size", str(tp), why + unmeasured)
 
 
 def _length_reason(model: ModelSpec, profile: VllmProfile, request: SizingRequest, memory: MemoryEstimate,
