@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import pytest
+from packaging.version import Version
 
 from tritonops.errors import InputError
 from tritonops.sizing.chooser import size_engine
@@ -124,8 +125,8 @@ def test_every_field_has_a_reason_and_assumed_defaults_are_named():
 # -- versions -----------------------------------------------------------------------------
 def test_default_version_and_parse():
     assert DEFAULT_VLLM_VERSION == "0.25.0"
-    assert parse_version("0.6.3.post1") == (0, 6, 3)
-    assert parse_version("0.9.0rc1+1958ee56.nv25.6.cu129") == (0, 9, 0)
+    assert parse_version("0.6.3.post1") == Version("0.6.3.post1")
+    assert parse_version("0.9.0rc1+1958ee56.nv25.6.cu129").release == (0, 9, 0)
     with pytest.raises(InputError, match="--vllm-version"):
         parse_version("latest")
     with pytest.raises(InputError, match="oldest"):

@@ -1,6 +1,7 @@
 """Which model.json keys each vLLM version takes, and CPU memory for the KV cache per version."""
 
 import pytest
+from packaging.version import Version
 
 from tritonops.errors import InputError
 from tritonops.sizing.chooser import size_engine
@@ -14,11 +15,11 @@ GIB = 2**30
 
 
 @pytest.mark.parametrize("key, version, ok", [
-    ("disable_log_requests", (0, 10, 0), True), ("disable_log_requests", (0, 10, 1), False),
-    ("enable_log_requests", (0, 10, 0), False), ("enable_log_requests", (0, 22, 1), True),
-    ("swap_space", (0, 16, 0), True), ("swap_space", (0, 17, 0), False),
-    ("kv_offloading_size", (0, 11, 0), False), ("kv_offloading_size", (0, 12, 0), True),
-    ("distributed_executor_backend", (0, 5, 0), False), ("no_such_argument", (0, 22, 1), False),
+    ("disable_log_requests", Version("0.10.0"), True), ("disable_log_requests", Version("0.10.1"), False),
+    ("enable_log_requests", Version("0.10.0"), False), ("enable_log_requests", Version("0.22.1"), True),
+    ("swap_space", Version("0.16.0"), True), ("swap_space", Version("0.17.0"), False),
+    ("kv_offloading_size", Version("0.11.0"), False), ("kv_offloading_size", Version("0.12.0"), True),
+    ("distributed_executor_backend", Version("0.5.0"), False), ("no_such_argument", Version("0.22.1"), False),
 ])
 def test_keys_by_version(key, version, ok):
     assert accepts(key, version) is ok
@@ -26,7 +27,7 @@ def test_keys_by_version(key, version, ok):
 
 def test_a_removed_key_is_an_error_naming_the_key_and_the_version():
     with pytest.raises(InputError) as err:
-        check_engine_args(["model", "disable_log_requests"], "0.22.1", (0, 22, 1), "hosts.yml:3")
+        check_engine_args(["model", "disable_log_requests"], "0.22.1", Version("0.22.1"), "hosts.yml:3")
     assert str(err.value) == ("hosts.yml:3: vLLM 0.22.1 does not accept engine argument 'disable_log_requests' "
                               "(removed in 0.10.1; use enable_log_requests)")
 
@@ -34,13 +35,13 @@ def test_a_removed_key_is_an_error_naming_the_key_and_the_version():
 def test_a_key_too_new_for_the_version_says_where_it_starts():
     with pytest.raises(InputError, match=r"vLLM 0.10.2 does not accept engine argument 'kv_offloading_size' "
                                          r"\(first in 0.12.0\)"):
-        check_engine_args(["kv_offloading_size"], "0.10.2", (0, 10, 2))
+        check_engine_args(["kv_offloading_size"], "0.10.2", Version("0.10.2"))
 
 
 def test_an_unknown_key_gets_a_did_you_mean():
     with pytest.raises(InputError, match="no engine argument 'gpu_memory_utilisation'; did you mean "
                                          "gpu_memory_utilization"):
-        check_engine_args(["gpu_memory_utilisation"], "0.22.1", (0, 22, 1))
+        check_engine_args(["gpu_memory_utilisation"], "0.22.1", Version("0.22.1"))
 
 
 def size(version, swap, gpu="h200", ram=512 * GIB, **request):

@@ -4,6 +4,7 @@ from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import SizingRequest
@@ -31,7 +32,7 @@ SETTINGS = settings(max_examples=60, deadline=None)
 def batched_tokens_for(version: str) -> int | None:
     """A fixed chunked-prefill budget from vLLM 0.8 on (compared as versions: "0.10.2" >= "0.8" is
     False as strings)."""
-    return 4096 if parse_version(version) >= (0, 8, 0) else None
+    return 4096 if parse_version(version) >= Version("0.8.0") else None
 
 
 def test_the_batch_budget_follows_the_version_not_its_spelling():

@@ -6,7 +6,8 @@ know raises `TypeError: ... unexpected keyword argument '<key>'`, the model is U
 the server exits (reference/triton-vllm.md 1.4, 5.x). So every key, the ones tritonops writes
 and the ones users add (`tritonops_engine_args`), is checked against the pinned version here.
 
-Each key maps to (first version that accepts it, first version that no longer does / None).
+Each key maps to (first version that accepts it, first version that no longer does / None), as
+PEP 440 versions: a pre-release of a bound (0.12.0rc1) falls below it (versions.py says why).
 Sources, per key below:
 - swap_space: `--swap-space` present up to 0.16.0, gone in 0.18.0 (no `swap_space` in
   vllm/engine/arg_utils.py or vllm/config/cache.py; reference/vllm-memory.md 1.1). 0.17 was not
@@ -32,11 +33,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from packaging.version import Version
+
 from tritonops.errors import InputError
 from tritonops.text import close_matches
 
-Version = tuple[int, int, int]
-_ALWAYS: tuple[Version, Version | None] = ((0, 0, 0), None)
+_ALWAYS: tuple[Version, Version | None] = (Version("0.0.0"), None)
 
 ENGINE_ARG_SPANS: dict[str, tuple[Version, Version | None]] = {
     **{key: _ALWAYS for key in (
@@ -58,12 +60,12 @@ ENGINE_ARG_SPANS: dict[str, tuple[Version, Version | None]] = {
         "reasoning_parser", "async_scheduling", "disable_cascade_attn", "hf_token",
         "otlp_traces_endpoint", "collect_detailed_traces", "worker_cls", "worker_extension_cls",
         "kv_events_config", "additional_config", "use_tqdm_on_load", "pt_load_map_location")},
-    "distributed_executor_backend": ((0, 5, 1), None),
-    "swap_space": ((0, 0, 0), (0, 17, 0)),
-    "disable_log_requests": ((0, 0, 0), (0, 10, 1)),
-    "enable_log_requests": ((0, 10, 1), None),
-    "kv_offloading_size": ((0, 12, 0), None),
-    "kv_offloading_backend": ((0, 12, 0), None),
+    "distributed_executor_backend": (Version("0.5.1"), None),
+    "swap_space": (Version("0.0.0"), Version("0.17.0")),
+    "disable_log_requests": (Version("0.0.0"), Version("0.10.1")),
+    "enable_log_requests": (Version("0.10.1"), None),
+    "kv_offloading_size": (Version("0.12.0"), None),
+    "kv_offloading_backend": (Version("0.12.0"), None),
 }
 
 
@@ -88,9 +90,9 @@ def refusal(key: str, version_text: str, version: Version) -> str:
         if gone is not None and version >= gone:
             after = "; use enable_log_requests" if key == "disable_log_requests" else ""
             return (f"vLLM {version_text} does not accept engine argument '{key}' (removed in "
-                    f"{'.'.join(map(str, gone))}{after})")
+                    f"{gone}{after})")
         return (f"vLLM {version_text} does not accept engine argument '{key}' (first in "
-                f"{'.'.join(map(str, first))})")
+                f"{first})")
     known = [k for k in ENGINE_ARG_SPANS if accepts(k, version)]
     close = close_matches(key, known, n=2)
     hint = f"; did you mean {' or '.join(close)}?" if close else \
