@@ -216,3 +216,16 @@ def test_sampling_params_refuse_unknown_keys_like_msgspec(vllm):
     with pytest.raises(ValueError, match="temperature must be non-negative"):
         v.SamplingParams(temperature=-0.5)
     assert "output_kind" in v.SamplingParams.__struct_fields__
+
+
+@pytest.mark.parametrize("version, v0, v1", [
+    ("0.7.3", True, False), ("0.8.0rc1", True, False), ("0.8.0", True, True), ("0.10.2", True, True),
+    ("0.11.0rc1", True, True), ("0.11.0.dev0", True, True), ("0.11.0", False, True), ("0.11.0.post1", False, True),
+])
+def test_the_stand_in_dates_its_engines_in_pep440_order(vllm, version, v0, v1):
+    """A pre-release of the version that brought V1 (0.8.0) or dropped V0 (0.11.0) is still the one before."""
+    vllm(version=version)
+    from vllm.lab import config
+    assert (config.has_v0(), config.has_v1()) == (v0, v1)
+    assert config.version_key("0.9.0rc1") < config.version_key("0.9.0") == config.version_key("0.9.0.post1") \
+        < config.version_key("0.9.1.dev0") < config.version_key("0.9.1") < config.version_key("0.10.0")
