@@ -108,12 +108,15 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
-def diagnostics(triton: dict) -> str:
+def diagnostics(triton: dict, direct: dict | None = None) -> str:
     """Where a Triton request's time went, per level, from :8002's deltas (warm-up requests included): Triton's
     queue before the backend's execute, the backend's own first-token time (engine.generate to its first output),
-    the client's first-token p50, and the engine loop's lag (the worst of each second: median / max)."""
+    the client's first-token p50, and the engine loop's lag (the worst of each second: median / max), beside the
+    same loop's lag driven directly where the direct run measured it."""
     lines = ["| streams | Triton queue ms (mean) | execute ms (mean) | backend TTFT ms (mean) | client TTFT p50 ms "
-             "| loop lag ms median / max |", "|---|---|---|---|---|---|"]
+             "| loop lag ms median / max | direct loop lag ms |", "|---|---|---|---|---|---|---|"]
+    direct_lag = {level["concurrency"]: (level.get("counters") or {}).get("loop_lag_ms_median_max")
+                  for level in (direct or {}).get("levels", [])}
     for level in triton["levels"]:
         c = level.get("counters") or {}
         n = c.get("nv_inference_request_success") or 0
@@ -123,7 +126,8 @@ def diagnostics(triton: dict) -> str:
         lines.append(f"| {level['concurrency']} | {mean('nv_inference_queue_duration_us', n, 1e-3)} | "
                      f"{mean('nv_inference_compute_infer_duration_us', n, 1e-3)} | "
                      f"{mean('vllm:time_to_first_token_seconds_sum', ttft_n, 1e3)} | {level['ttft_p50_ms']} | "
-                     f"{'-' if not lag else f'{lag[0]} / {lag[1]}'} |")
+                     f"{'-' if not lag else f'{lag[0]} / {lag[1]}'} | "
+                     f"{' / '.join(map(str, direct_lag.get(level['concurrency']) or ['-']))} |")
     return "\n".join(lines)
 
 
@@ -163,7 +167,7 @@ def main() -> int:
     rows = verdict(d, t, t["workload"])
     print(table(rows))
     print()
-    print(diagnostics(t))
+    print(diagnostics(t, d))
     missed = [c for c, _, misses in rows if misses]
     print(f"goal {'met at every level' if not missed else 'missed at ' + ', '.join(map(str, missed))}")
     return 1 if missed else 0

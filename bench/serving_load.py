@@ -221,6 +221,19 @@ async def run_direct(version_dir: str, workload: Workload, say=print) -> list:
                 await result
 
 
+async def loop_lag(lags: list, tick_s: float = 0.05) -> None:
+    """The worst lateness of a `tick_s` timer on this event loop, each second, into `lags`."""
+    worst, window_end = 0.0, time.monotonic() + 1.0
+    while True:
+        asked = time.monotonic()
+        await asyncio.sleep(tick_s)
+        now = time.monotonic()
+        worst = max(worst, now - asked - tick_s)
+        if now >= window_end:
+            lags.append(worst)
+            worst, window_end = 0.0, now + 1.0
+
+
 async def run_levels(one, words: list, workload: Workload, say, label: str, before=None, after=None) -> list:
     levels, sampler = [], GpuSampler()
     seed = workload.seed
@@ -232,11 +245,17 @@ async def run_levels(one, words: list, workload: Workload, say, label: str, befo
         marks = before() if before else None
         await closed_loop(one, texts[:concurrency], concurrency)  # warm-up round, not timed
         sampler.start()
+        lags = []
+        watch = asyncio.ensure_future(loop_lag(lags))
         level.records = await closed_loop(one, texts[concurrency:], concurrency)
+        watch.cancel()
         level.window = (min(r.start for r in level.records), max(r.end for r in level.records))
         level.gpu_util = sampler.stop()
         if after:
             level.counters = after(marks)
+        if lags:  # this process's loop, measured as the backend measures its own (tritonops_backend_loop_lag_seconds)
+            level.counters["loop_lag_ms_median_max"] = [round(sorted(lags)[len(lags) // 2] * 1000, 1),
+                                                        round(max(lags) * 1000, 1)]
         levels.append(level)
         figures = summarize(level)
         say(f"{label} c={concurrency}: {figures['requests_ok']} ok {figures['requests_failed']} failed, "
