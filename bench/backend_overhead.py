@@ -26,8 +26,6 @@ import json
 import shutil
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,16 +78,6 @@ def run(container, command: list, timeout_note: str = "") -> str:
     return text
 
 
-def lag_reader(container, stop: threading.Event, samples: list) -> None:
-    probe = ("import urllib.request,re,sys;t=urllib.request.urlopen('http://127.0.0.1:8002/metrics').read().decode();"
-             "m=re.search(r'^tritonops_backend_loop_lag_seconds\\{[^}]*\\} (\\S+)$',t,re.M);print(m.group(1) if m else '')")
-    while not stop.wait(1.0):
-        code, out = container.exec_run(["python3", "-c", probe])
-        value = out.decode().strip()
-        if code == 0 and value:
-            samples.append((time.monotonic(), float(value)))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", default="1,16,64,128,256,512")
@@ -132,14 +120,9 @@ def main() -> int:
                                          " except Exception: time.sleep(0.5)\nelse: raise SystemExit(1)"],
             " (tritonserver not ready: see server.log)")
         print("through Triton ...", flush=True)
-        stop, lags = threading.Event(), []
-        reader = threading.Thread(target=lag_reader, args=(container, stop, lags), daemon=True)
-        reader.start()
-        log = run(container, ["python3", "/bench/real_gpu_serving.py", "triton", "http://127.0.0.1:8000",
-                              "http://127.0.0.1:8002/metrics", MODEL, "/bench/tiny", "/bench/out/triton.json",
-                              "--processes", "2", *rounds])
-        stop.set()
-        reader.join()
+        run(container, ["python3", "/bench/real_gpu_serving.py", "triton", "http://127.0.0.1:8000",
+                        "http://127.0.0.1:8002/metrics", MODEL, "/bench/tiny", "/bench/out/triton.json",
+                        "--processes", "2", *rounds])
     finally:
         container.remove(force=True)
     direct = json.loads((work / "out/direct.json").read_text())
@@ -147,15 +130,7 @@ def main() -> int:
     rows = real_gpu_serving.verdict(direct, triton, triton["workload"])
     print(real_gpu_serving.table(rows).replace(" goal |", " vs the H200 goal |"))
     print()
-    print(real_gpu_serving.diagnostics(triton))
-    print("\n| streams | loop lag, worst per second: median / max ms (samples) |\n|---|---|")
-    for level in triton["levels"]:
-        begin, end = level["window"]
-        seen = sorted(v * 1000 for t, v in lags if begin <= t <= end)
-        print(f"| {level['concurrency']} | " + (f"{seen[len(seen) // 2]:.1f} / {seen[-1]:.1f} ({len(seen)})"
-                                                 if seen else "- (no sample)") + " |")
-    if not lags:
-        print("no loop lag read: " + log[-500:])
+    print(real_gpu_serving.diagnostics(triton, direct))  # its loop-lag columns: the backend's and the engine alone's
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

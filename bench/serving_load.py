@@ -212,7 +212,8 @@ async def run_direct(version_dir: str, workload: Workload, say=print) -> list:
         return record
 
     try:
-        return await run_levels(one, words, workload, say, "direct")
+        return await run_levels(lambda texts, c: closed_loop(one, texts, c), words, workload, say, "direct",
+                                OwnLoopLag())
     finally:
         shutdown = getattr(engine, "shutdown", None) or getattr(engine, "shutdown_background_loop", None)
         if shutdown is not None:
@@ -234,7 +235,32 @@ async def loop_lag(lags: list, tick_s: float = 0.05) -> None:
             worst, window_end = 0.0, now + 1.0
 
 
-async def run_levels(one, words: list, workload: Workload, say, label: str, before=None, after=None) -> list:
+def lag_figures(lags: list) -> dict:
+    """The worst-of-each-second lags of a level as its median and maximum, in ms (nothing when none was read)."""
+    if not lags:
+        return {}
+    return {"loop_lag_ms_median_max": [round(sorted(lags)[len(lags) // 2] * 1000, 1), round(max(lags) * 1000, 1)]}
+
+
+class OwnLoopLag:
+    """What the direct path measures around a level: this process's loop lag, as the backend measures the
+    engine's loop under Triton (tritonops_backend_loop_lag_seconds)."""
+
+    def before(self) -> None:
+        pass
+
+    def timed(self) -> None:
+        self.lags = []
+        self.task = asyncio.ensure_future(loop_lag(self.lags))
+
+    def after(self) -> dict:
+        self.task.cancel()
+        return lag_figures(self.lags)
+
+
+async def run_levels(batch, words: list, workload: Workload, say, label: str, watch) -> list:
+    """Each level: a warm-up round, then the timed requests, `c` in flight (`await batch(texts, c)` -> records);
+    `watch` is told before the warm-up and the timed part, and gives the level's counters after."""
     levels, sampler = [], GpuSampler()
     seed = workload.seed
     for concurrency in workload.levels:
@@ -242,25 +268,20 @@ async def run_levels(one, words: list, workload: Workload, say, label: str, befo
         texts = prompts(words, concurrency + count, workload.prompt_tokens, seed)
         seed += 1
         level = Level(concurrency, sent=len(texts))
-        marks = before() if before else None
-        await closed_loop(one, texts[:concurrency], concurrency)  # warm-up round, not timed
+        watch.before()
+        await batch(texts[:concurrency], concurrency)  # warm-up round, not timed
         sampler.start()
-        lags = []
-        watch = asyncio.ensure_future(loop_lag(lags))
-        level.records = await closed_loop(one, texts[concurrency:], concurrency)
-        watch.cancel()
+        watch.timed()
+        level.records = await batch(texts[concurrency:], concurrency)
         level.window = (min(r.start for r in level.records), max(r.end for r in level.records))
         level.gpu_util = sampler.stop()
-        if after:
-            level.counters = after(marks)
-        if lags:  # this process's loop, measured as the backend measures its own (tritonops_backend_loop_lag_seconds)
-            level.counters["loop_lag_ms_median_max"] = [round(sorted(lags)[len(lags) // 2] * 1000, 1),
-                                                        round(max(lags) * 1000, 1)]
+        level.counters = watch.after()
         levels.append(level)
         figures = summarize(level)
         say(f"{label} c={concurrency}: {figures['requests_ok']} ok {figures['requests_failed']} failed, "
             f"{figures['output_tok_s']} tok/s, TTFT p50 {figures['ttft_p50_ms']} ms, ITL p50 {figures['itl_p50_ms']} ms, "
-            f"{figures['events_per_request']} events/request, GPU {figures['gpu_util_pct']} %")
+            f"{figures['events_per_request']} events/request, GPU {figures['gpu_util_pct']} %, "
+            f"counters {figures['counters']}")
     return levels
 
 
@@ -394,15 +415,43 @@ def metric_values(text: str, model: str) -> dict:
     return found
 
 
-def _watch_lag(read_metrics, lags: list, done: threading.Event) -> None:
-    """The backend's loop lag gauge (the worst of each second), read every second while a level runs."""
-    while not done.wait(1.0):
-        try:
-            value = read_metrics().get("tritonops_backend_loop_lag_seconds")
-        except OSError:
-            continue
-        if value is not None:
-            lags.append(value)
+class ServerCounters:
+    """What the Triton path measures around a level: :8002's counters from before the warm-up to after the
+    timed requests (warm-up included, as `sent` counts it), and the backend's loop-lag gauge read every second
+    while the timed requests run."""
+
+    def __init__(self, metrics_url: str, model: str):
+        self.metrics_url, self.model = metrics_url, model
+
+    def read(self) -> dict:
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as reply:
+            return metric_values(reply.read().decode(), self.model)
+
+    def before(self) -> None:
+        self.start = self.read()
+
+    def timed(self) -> None:
+        self.lags, self.done = [], threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.done.wait(1.0):
+            try:
+                value = self.read().get("tritonops_backend_loop_lag_seconds")
+            except OSError:
+                continue
+            if value is not None:
+                self.lags.append(value)
+
+    def after(self) -> dict:
+        self.done.set()
+        self.thread.join()
+        time.sleep(1.0)  # the backend's metrics thread drains its updates
+        end = self.read()
+        counters = {k: end.get(k, 0.0) - self.start.get(k, 0.0) for k in end}
+        counters.pop("tritonops_backend_loop_lag_seconds", None)  # a gauge: sampled instead
+        return {**counters, **lag_figures(self.lags)}
 
 
 def run_triton(url: str, metrics_url: str, model: str, tokenizer_dir: str, workload: Workload, processes: int,
@@ -410,48 +459,10 @@ def run_triton(url: str, metrics_url: str, model: str, tokenizer_dir: str, workl
     host, _, port = url.split("//", 1)[1].rstrip("/").partition(":")
     path = f"/v2/models/{model}/generate_stream"
     words = vocabulary(tokenizer_dir)
-
-    def read_metrics() -> dict:
-        with urllib.request.urlopen(metrics_url, timeout=10) as reply:
-            return metric_values(reply.read().decode(), model)
-
-    def deltas(before: dict) -> dict:
-        time.sleep(1.0)  # the backend's metrics thread drains its updates
-        after = read_metrics()
-        return {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
-
     with multiprocessing.get_context("fork").Pool(processes) as pool:
-        async def one_batch(texts, concurrency):
+        async def batch(texts, concurrency):
             bodies = [triton_body(t, workload) for t in texts]
             return await asyncio.get_running_loop().run_in_executor(
                 None, fan_out, pool, host, int(port or 80), path, bodies, concurrency)
 
-        levels, sampler, seed = [], GpuSampler(), workload.seed
-        for concurrency in workload.levels:
-            count = workload.requests(concurrency)
-            texts = prompts(words, concurrency + count, workload.prompt_tokens, seed)
-            seed += 1
-            level = Level(concurrency, sent=len(texts))
-            before = read_metrics()
-            asyncio.run(one_batch(texts[:concurrency], concurrency))
-            sampler.start()
-            lags, done = [], threading.Event()
-            watcher = threading.Thread(target=_watch_lag, args=(read_metrics, lags, done), daemon=True)
-            watcher.start()
-            level.records = asyncio.run(one_batch(texts[concurrency:], concurrency))
-            done.set()
-            watcher.join()
-            level.window = (min(r.start for r in level.records), max(r.end for r in level.records))
-            level.gpu_util = sampler.stop()
-            level.counters = deltas(before)
-            level.counters.pop("tritonops_backend_loop_lag_seconds", None)  # a gauge: sampled below instead
-            if lags:
-                level.counters["loop_lag_ms_median_max"] = [round(sorted(lags)[len(lags) // 2] * 1000, 1),
-                                                            round(max(lags) * 1000, 1)]
-            levels.append(level)
-            figures = summarize(level)
-            say(f"triton c={concurrency}: {figures['requests_ok']} ok {figures['requests_failed']} failed, "
-                f"{figures['output_tok_s']} tok/s, TTFT p50 {figures['ttft_p50_ms']} ms, ITL p50 "
-                f"{figures['itl_p50_ms']} ms, {figures['events_per_request']} events/request, "
-                f"GPU {figures['gpu_util_pct']} %, counters {figures['counters']}")
-    return levels
+        return asyncio.run(run_levels(batch, words, workload, say, "triton", ServerCounters(metrics_url, model)))
