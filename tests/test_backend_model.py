@@ -540,6 +540,27 @@ def test_the_number_of_sender_threads_is_a_config_parameter(backend):
     assert req.sender.texts()
 
 
+def test_trace_file_records_each_requests_moments_in_order_once_its_final_response_is_sent(backend, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    model = backend(parameters={"TRACE_FILE": str(trace)})
+    before = time.monotonic()
+    requests = [Request(f"t {i}", stream=True, sampling={"max_tokens": 5}) for i in range(3)]
+    run(model, *requests)
+    (failed,) = run(model, Request("bad", sampling={"no_such_key": 1}))  # refused before it reached the engine
+    model.finalize()
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert len(lines) == 3 and failed.sender.sent  # one line per request served, none for the refused one
+    for executed, handler, first_out, last_out, first_sent, final_sent in lines:
+        assert before <= executed <= handler <= first_out <= last_out <= final_sent <= time.monotonic()
+        assert first_out <= first_sent <= final_sent
+
+
+def test_no_trace_is_kept_without_trace_file(backend):
+    model = backend()
+    (req,) = run(model, Request("x", parameters={"max_tokens": 2}))
+    assert model.trace is None and req.sender.texts() and model.pump.trace is None
+
+
 def test_whether_a_client_left_is_never_asked_during_a_send_or_after_the_final_one(backend):
     model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "1000"})
     model.pump.poll_s = 0.001  # the watch sweeps all the time (once its first 0.5 s wait is over)
