@@ -12,11 +12,14 @@ every second. Prints the table (tok/s through Triton / alone, TTFT, inter-token,
 lag). Traffic stays on the container's loopback; the container is removed at the end.
 
     python bench/backend_overhead.py [--levels 1,16,64,128,256,512] [--rounds 3] [--backend FILE]
-                                     [--sender-threads N] [--cpus 2] [--tokens-per-s R --ttft-s S]
+                                     [--sender-threads N] [--cpus 2] [--tokens-per-s R --ttft-s S] [--replay]
 
 --tokens-per-s / --ttft-s pace the stand-in per request like a GPU would (e.g. 40 tokens/s, 0.05 s to the
 first token) instead of full speed: the engine's first-token time then stays put whatever the load, so what
 Triton adds to it is the backend's and the server's own, apart from how a real engine batches prefills.
+--replay: the backend keeps its per-request trace (TRACE_FILE), and after Triton the engine alone is sent
+requests at the moments Triton's engine got them (`real_gpu_serving.py replay`, as on the H200); prints the
+breakdown of a first token.
 """
 
 from __future__ import annotations
@@ -44,11 +47,20 @@ from tritonops.lab.wheelhouse import wheel_bytes  # noqa: E402
 from tritonops.render.model_repository import RepositoryModel, render_model_repository  # noqa: E402
 
 NAME = "tritonops-bench-overhead"
+STOP_SERVER = """import os, signal, time
+def servers():
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/comm").read().strip() == "tritonserver"]
+for pid in servers():
+    os.kill(pid, signal.SIGTERM)
+deadline = time.monotonic() + 60
+while servers() and time.monotonic() < deadline:
+    time.sleep(0.2)
+"""  # the image has no pkill
 STAND_IN = "0.11.0"  # a V1-only version of the stand-in: AsyncLLM, as vLLM 0.25
 MODEL = "m"
 
 
-def stage(folder: Path, backend: Path, sender_threads: int | None) -> None:
+def stage(folder: Path, backend: Path, sender_threads: int | None, trace: bool = False) -> None:
     (folder / "out").mkdir(parents=True)
     (folder / f"vllm-{STAND_IN}-py3-none-any.whl").write_bytes(wheel_bytes(STAND_IN))
     tiny = folder / "tiny"
@@ -63,6 +75,8 @@ def stage(folder: Path, backend: Path, sender_threads: int | None) -> None:
         if path.endswith("config.pbtxt") and sender_threads:
             text += ('parameters: {\n  key: "SENDER_THREADS"\n  value: { string_value: "%d" }\n}\n'
                      % sender_threads)
+        if path.endswith("config.pbtxt") and trace:
+            text += 'parameters: {\n  key: "TRACE_FILE"\n  value: { string_value: "/bench/out/trace.jsonl" }\n}\n'
         (folder / "repo" / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / "repo" / path).write_text(text)
     shutil.copy(backend, folder / "model.py")
@@ -87,6 +101,7 @@ def main() -> int:
     parser.add_argument("--cpus", type=float, help="CPUs the container may use (default: all)")
     parser.add_argument("--tokens-per-s", type=float, default=1e9, help="per request (default: as fast as it can)")
     parser.add_argument("--ttft-s", type=float, default=0.0, help="the stand-in's delay before a first token")
+    parser.add_argument("--replay", action="store_true", help="trace, then the engine alone at Triton's arrivals")
     args = parser.parse_args()
     client = docker.from_env()
     try:
@@ -95,7 +110,7 @@ def main() -> int:
         print(f"no {TRITON_TAG} here: run `tritonops lab up` once (it builds the lab's Triton image)", file=sys.stderr)
         return 5
     work = Path(tempfile.mkdtemp(prefix="tritonops-overhead-"))
-    stage(work, Path(args.backend), args.sender_threads)
+    stage(work, Path(args.backend), args.sender_threads, args.replay)
     try:
         client.containers.get(NAME).remove(force=True)
     except docker.errors.NotFound:
@@ -123,6 +138,11 @@ def main() -> int:
         run(container, ["python3", "/bench/real_gpu_serving.py", "triton", "http://127.0.0.1:8000",
                         "http://127.0.0.1:8002/metrics", MODEL, "/bench/tiny", "/bench/out/triton.json",
                         "--processes", "2", *rounds])
+        if args.replay:  # the trace is complete once the backend's finalize ran
+            run(container, ["python3", "-c", STOP_SERVER])
+            print("engine alone, at Triton's arrivals ...", flush=True)
+            breakdown = run(container, ["python3", "/bench/real_gpu_serving.py", "replay", f"/bench/repo/{MODEL}/1",
+                                        "/bench/out/trace.jsonl", "/bench/out/triton.json", "/bench/out/replay.json"])
     finally:
         container.remove(force=True)
     direct = json.loads((work / "out/direct.json").read_text())
@@ -131,6 +151,9 @@ def main() -> int:
     print(real_gpu_serving.table(rows).replace(" goal |", " vs the H200 goal |"))
     print()
     print(real_gpu_serving.diagnostics(triton, direct))  # its loop-lag columns: the backend's and the engine alone's
+    if args.replay:
+        print()
+        print("\n".join(line for line in breakdown.splitlines() if line.startswith(("|", "(ms"))))
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -9,6 +9,13 @@ same device call (bench/real_gpu_serving.sh):
     python bench/real_gpu_serving.py direct VERSION_DIR OUT.json [--levels 1,16,...]
     python bench/real_gpu_serving.py triton URL METRICS_URL MODEL TOKENIZER_DIR OUT.json [--levels ...]
     python bench/real_gpu_serving.py compare DIRECT.json TRITON.json      # the table and the goal, exit 1 if missed
+    python bench/real_gpu_serving.py replay VERSION_DIR TRACE.jsonl TRITON.json OUT.json [--direct DIRECT.json]
+    python bench/real_gpu_serving.py breakdown TRACE.jsonl TRITON.json REPLAY.json [DIRECT.json]
+
+`replay` answers where a Triton request's first token waited: the Triton run's backend trace (TRACE_FILE) says
+when each request reached the engine; the engine alone, in this process, is sent requests at those same moments
+(open loop), and `breakdown` sets its first-token times beside the Triton run's, piece by piece. With --direct,
+the closed loop runs after it on the same engine.
 
 The goal, per level (Triton path / direct): output tok/s >= 0.97; TTFT p50 <= 1.10 x direct + 5 ms;
 inter-token p50 <= 1.05 x; no failed request; every request's tokens arrived (128 each) and :8002's
@@ -131,6 +138,41 @@ def diagnostics(triton: dict, direct: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def _p50_ms(values) -> float | None:
+    value = serving_load.percentile(values, 50)
+    return None if value is None else round(value * 1000, 1)
+
+
+def breakdown(by_level: list, triton: dict, replay: dict, direct: dict | None = None) -> str:
+    """Per level, a Triton request's first token piece by piece (p50 over the timed requests, from the backend's
+    trace): execute to its handler on the engine's loop, the handler to the engine's first output, that output
+    to its response sent; the client's TTFT; the engine alone sent requests at the moments the Triton run's
+    engine got them (replay), and in its own closed loop. Also how long the timed part's first `c` requests took
+    to reach the engine (sent at once by the clients). Pure."""
+    t_by_c = {level["concurrency"]: level for level in triton["levels"]}
+    r_by_c = {level["concurrency"]: level for level in replay["levels"]}
+    d_by_c = {level["concurrency"]: level for level in (direct or {}).get("levels", [])}
+    lines = ["| streams | execute -> handler | handler -> engine's first output | first output -> sent "
+             "| client TTFT (Triton) | engine alone, Triton's arrivals | engine alone, closed loop "
+             "| first round reached the engine over |", "|---|---|---|---|---|---|---|---|"]
+    for c, marks in by_level:
+        timed = marks[c:]
+        first = [m for m in timed if m[2] is not None]
+        sent = [m for m in first if m[4] is not None]
+        spread = (timed[c - 1][1] - timed[0][1]) if len(timed) >= c else None
+        cell = lambda level: "-" if level is None else str(level["ttft_p50_ms"])  # noqa: E731
+        lines.append(
+            f"| {c} | {_p50_ms([m[1] - m[0] for m in timed])} | {_p50_ms([m[2] - m[1] for m in first])} | "
+            f"{_p50_ms([m[4] - m[2] for m in sent])} | {cell(t_by_c.get(c))} | {cell(r_by_c.get(c))} | "
+            f"{cell(d_by_c.get(c))} | {'-' if spread is None else round(spread * 1000, 1)} |")
+    return "\n".join(lines) + "\n(ms, p50 of the timed requests)"
+
+
+def read_trace(path: str) -> list:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="path", required=True)
@@ -147,6 +189,14 @@ def main() -> int:
     compare = sub.add_parser("compare")
     compare.add_argument("direct")
     compare.add_argument("triton")
+    replay = sub.add_parser("replay")
+    for name in ("version_dir", "trace", "triton", "out"):
+        replay.add_argument(name)
+    replay.add_argument("--direct", help="also the closed loop, after the replay, saved here")
+    explain = sub.add_parser("breakdown")
+    for name in ("trace", "triton", "replay"):
+        explain.add_argument(name)
+    explain.add_argument("direct", nargs="?")
     args = parser.parse_args()
     say = lambda line: print(line, flush=True)  # noqa: E731
     if args.path == "direct":
@@ -159,6 +209,34 @@ def main() -> int:
         levels = serving_load.run_triton(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload,
                                          args.processes, say)
         _save(args.out, "triton", workload, levels)
+        return 0
+    if args.path in ("replay", "breakdown"):
+        with open(args.triton) as f:
+            t = json.load(f)
+        by_level = serving_load.trace_by_level(read_trace(args.trace), t["levels"])
+        if args.path == "replay":
+            workload = serving_load.Workload(**{**t["workload"], "levels": tuple(t["workload"]["levels"])})
+
+            async def both():
+                async with serving_load.DirectEngine(args.version_dir, workload, say) as engine:
+                    replayed = await serving_load.replay_levels(engine, serving_load.replay_schedules(by_level),
+                                                                workload, say)
+                    _save(args.out, "replay", workload, replayed)
+                    if args.direct:
+                        closed = await serving_load.run_levels(
+                            lambda texts, c: serving_load.closed_loop(engine.one, texts, c), engine.words,
+                            workload, say, "direct", serving_load.OwnLoopLag())
+                        _save(args.direct, "direct", workload, closed)
+
+            asyncio.run(both())
+            args.replay = args.out
+        with open(args.replay) as f:
+            r = json.load(f)
+        d = None
+        if getattr(args, "direct", None):
+            with open(args.direct) as f:
+                d = json.load(f)
+        print(breakdown(by_level, t, r, d))
         return 0
     with open(args.direct) as f:
         d = json.load(f)

@@ -11,6 +11,10 @@
 #                       ".gpukit-cache/tritonops-repo/qwen7b"], command="bash bench/real_gpu_serving.sh")
 #   args:    [MODEL (qwen7b)] [LEVELS (1,16,64,128,256,512)] [PATHS (direct,triton)] [BACKEND (the tree's)]
 #            [PARAMS]
+#            PATHS may also name `replay` (after `triton`): the engine alone is sent requests at the moments the
+#            Triton run's engine got them (from the backend's trace: the Triton run keeps one when replay is
+#            asked for), then runs its own closed loop (direct.json), on one engine; breakdown.txt sets them
+#            side by side. A later warm call can replay the last Triton run (kept in .gpukit-cache/last).
 #            BACKEND: another model.py to serve with (e.g. an older backend carried under .gpukit-cache/),
 #            its figures go to triton-<name of its folder>.json. PARAMS: KEY=VALUE[,KEY=VALUE] added to the
 #            model's config.pbtxt parameters (e.g. SENDER_THREADS=1); the figures go to triton-KEY-VALUE.json.
@@ -79,6 +83,12 @@ for pair in sys.argv[2].split(","):
       "$REPO/$MODEL/config.pbtxt" "$PARAMS"
     NAME=$NAME-$(echo "$PARAMS" | tr ',=' '--')
   fi
+  if [[ ,$PATHS, == *,replay,* ]]; then  # the backend's per-request trace, for the replay
+    [ -d "$W/repo-params" ] && [ "$REPO" = "$W/repo-params" ] || { rm -rf "$W/repo-params" && cp -r "$REPO" "$W/repo-params" && REPO=$W/repo-params; }
+    rm -f "$OUT/$NAME-trace.jsonl"
+    printf 'parameters: {\n  key: "TRACE_FILE"\n  value: { string_value: "%s" }\n}\n' "$(realpath -m "$OUT/$NAME-trace.jsonl")" \
+      >>"$REPO/$MODEL/config.pbtxt"
+  fi
   say "$NAME: tritonserver with $BACKEND"
   set -m
   PATH=$V/bin:$PATH LD_LIBRARY_PATH=$R/triton/nvidia_pytriton.libs:$LIBPYDIR \
@@ -121,6 +131,23 @@ for pair in sys.argv[2].split(","):
   if [ -f "$OUT/direct.json" ] && [ -f "$OUT/$NAME.json" ]; then
     "$PY" bench/real_gpu_serving.py compare "$OUT/direct.json" "$OUT/$NAME.json" | tee "$OUT/compare-$NAME.txt"
   fi
+  if [ -s "$OUT/$NAME-trace.jsonl" ]; then
+    mkdir -p .gpukit-cache/last && cp "$OUT/$NAME.json" .gpukit-cache/last/triton.json &&
+      cp "$OUT/$NAME-trace.jsonl" .gpukit-cache/last/triton-trace.jsonl
+  fi
+fi
+
+if [[ ,$PATHS, == *,replay,* ]]; then
+  FROM=.gpukit-cache/last
+  [ -s "$FROM/triton-trace.jsonl" ] || { say "replay: no Triton run with a trace to replay"; exit 2; }
+  say "replay: vLLM's AsyncLLM sent requests when the Triton run's engine got them, then its closed loop"
+  PYTHONPATH=$R/site timeout $((585 - SECONDS)) "$PY" bench/real_gpu_serving.py replay "$VERSION" \
+    "$FROM/triton-trace.jsonl" "$FROM/triton.json" "$OUT/replay.json" --direct "$OUT/direct.json" \
+    >"$OUT/replay.log" 2>&1
+  say "replay: exit $?"
+  grep -E '^(replay|direct)|^\||Traceback|Error' "$OUT/replay.log" | cut -c1-300 | tee -a "$OUT/serving.txt"
+  grep -E '^\||^\(ms' "$OUT/replay.log" >"$OUT/breakdown.txt"
+  gzip -f "$OUT/replay.log"
 fi
 gzip -f "$OUT/direct.log" 2>/dev/null
 say "done"

@@ -64,6 +64,7 @@ class Level:
     gpu_util: float | None = None
     counters: dict = field(default_factory=dict)   # triton: :8002 deltas over warm-up + timed requests
     sent: int = 0                                  # requests sent, warm-up included
+    began: float = 0.0                             # monotonic, as the warm-up was sent
 
 
 # -- prompts ------------------------------------------------------------------------------------
@@ -110,7 +111,10 @@ def summarize(level: Level) -> dict:
         "events_per_request": round(sum(r.events for r in ok) / len(ok), 1) if ok else None,
         "tokens_per_request": sorted({r.tokens for r in ok}),
         "prompt_tokens": sorted({r.prompt_tokens for r in ok if r.prompt_tokens is not None}),
-        "gpu_util_pct": level.gpu_util, "counters": level.counters, "sent": level.sent,
+        "gpu_util_pct": level.gpu_util, "counters": level.counters, "sent": level.sent, "began": level.began,
+        # each timed request: [start, first, last, end, tokens] (monotonic s; first/last None without text)
+        "records": [[round(r.start, 6), r.first and round(r.first, 6), r.last and round(r.last, 6),
+                     round(r.end, 6), r.tokens] for r in level.records],
     }
 
 
@@ -176,27 +180,43 @@ def engine_config(version_dir: str) -> dict:
     return config
 
 
-async def run_direct(version_dir: str, workload: Workload, say=print) -> list:
-    from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.sampling_params import RequestOutputKind, SamplingParams
-    try:
-        from vllm.v1.engine.async_llm import AsyncLLM as Engine
-    except ImportError:
-        from vllm.engine.async_llm_engine import AsyncLLMEngine as Engine
+class DirectEngine:
+    """vLLM's async engine in this process, built from the model.json tritonops rendered; `one(text)` streams
+    one request through it and times every output as the engine hands it over."""
 
-    config = engine_config(version_dir)
-    words = vocabulary(config["tokenizer"])
-    started = time.monotonic()
-    engine = Engine.from_engine_args(AsyncEngineArgs(**config))
-    say(f"direct: {type(engine).__module__}.{type(engine).__name__} ready in {time.monotonic() - started:.1f} s")
-    sampling = SamplingParams(max_tokens=workload.output_tokens, ignore_eos=True, temperature=0.0,
-                              output_kind=RequestOutputKind.DELTA)
-    counter = iter(range(10 ** 9))
+    def __init__(self, version_dir: str, workload: Workload, say=print):
+        self.version_dir, self.workload, self.say = version_dir, workload, say
 
-    async def one(text: str) -> Record:
+    async def __aenter__(self) -> "DirectEngine":
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.sampling_params import RequestOutputKind, SamplingParams
+        try:
+            from vllm.v1.engine.async_llm import AsyncLLM as Engine
+        except ImportError:
+            from vllm.engine.async_llm_engine import AsyncLLMEngine as Engine
+
+        config = engine_config(self.version_dir)
+        self.words = vocabulary(config["tokenizer"])
+        started = time.monotonic()
+        self.engine = Engine.from_engine_args(AsyncEngineArgs(**config))
+        self.say(f"direct: {type(self.engine).__module__}.{type(self.engine).__name__} ready in "
+                 f"{time.monotonic() - started:.1f} s")
+        self.sampling = SamplingParams(max_tokens=self.workload.output_tokens, ignore_eos=True, temperature=0.0,
+                                       output_kind=RequestOutputKind.DELTA)
+        self.counter = iter(range(10 ** 9))
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        shutdown = getattr(self.engine, "shutdown", None) or getattr(self.engine, "shutdown_background_loop", None)
+        if shutdown is not None:
+            result = shutdown()
+            if asyncio.iscoroutine(result):
+                await result
+
+    async def one(self, text: str) -> Record:
         record = Record(start=time.monotonic())
         try:
-            async for output in engine.generate(text, sampling, f"direct-{next(counter)}"):
+            async for output in self.engine.generate(text, self.sampling, f"direct-{next(self.counter)}"):
                 now = time.monotonic()
                 if record.prompt_tokens is None and output.prompt_token_ids is not None:
                     record.prompt_tokens = len(output.prompt_token_ids)
@@ -211,15 +231,62 @@ async def run_direct(version_dir: str, workload: Workload, say=print) -> list:
         record.end = time.monotonic()
         return record
 
-    try:
-        return await run_levels(lambda texts, c: closed_loop(one, texts, c), words, workload, say, "direct",
-                                OwnLoopLag())
-    finally:
-        shutdown = getattr(engine, "shutdown", None) or getattr(engine, "shutdown_background_loop", None)
-        if shutdown is not None:
-            result = shutdown()
-            if asyncio.iscoroutine(result):
-                await result
+
+async def run_direct(version_dir: str, workload: Workload, say=print) -> list:
+    async with DirectEngine(version_dir, workload, say) as engine:
+        return await run_levels(lambda texts, c: closed_loop(engine.one, texts, c), engine.words, workload, say,
+                                "direct", OwnLoopLag())
+
+
+# -- replay: the engine alone, fed the arrivals another run's engine saw ------------------------------
+async def open_loop(one, texts: list, offsets: list) -> list:
+    """Each text sent `offsets[i]` seconds after the first, whatever is in flight; records in the texts' order."""
+    begin = time.monotonic()
+
+    async def at(text, offset):
+        await asyncio.sleep(max(0.0, begin + offset - time.monotonic()))
+        return await one(text)
+
+    return list(await asyncio.gather(*(at(t, o) for t, o in zip(texts, offsets))))
+
+
+async def replay_levels(engine: DirectEngine, schedules: list, workload: Workload, say=print) -> list:
+    """Per level (concurrency, offsets): every request of that level of another run (warm-up included: the first
+    `concurrency` offsets) sent at the same offsets; the rest are the level's timed records."""
+    levels, seed = [], workload.seed + 1000  # prompts of their own: no prefix cache from an earlier run
+    for concurrency, offsets in schedules:
+        texts = prompts(engine.words, len(offsets), workload.prompt_tokens, seed)
+        seed += 1
+        level = Level(concurrency, sent=len(texts), began=time.monotonic())
+        watch = OwnLoopLag()
+        watch.timed()
+        records = await open_loop(engine.one, texts, offsets)
+        level.counters = watch.after()
+        level.records = records[concurrency:]
+        level.window = (min(r.start for r in level.records), max(r.end for r in level.records))
+        levels.append(level)
+        figures = summarize(level)
+        say(f"replay c={concurrency}: {figures['requests_ok']} ok {figures['requests_failed']} failed, "
+            f"{figures['output_tok_s']} tok/s, TTFT p50 {figures['ttft_p50_ms']} ms, "
+            f"ITL p50 {figures['itl_p50_ms']} ms, loop lag {figures['counters']}")
+    return levels
+
+
+def trace_by_level(marks: list, levels: list) -> list:
+    """A backend trace's requests (RequestTrace lines) per level of the run that made it ({"concurrency",
+    "began"} each, in order): those whose handler started from the level's warm-up until the next level's,
+    ordered by that start. Pure."""
+    bounds = [level["began"] for level in levels[1:]] + [float("inf")]
+    out = []
+    for level, until in zip(levels, bounds):
+        out.append((level["concurrency"], sorted((m for m in marks if m[1] is not None and
+                                                  level["began"] <= m[1] < until), key=lambda m: m[1])))
+    return out
+
+
+def replay_schedules(by_level: list) -> list:
+    """(concurrency, offsets from the level's first handler start) per level. Pure."""
+    return [(c, [round(m[1] - marks[0][1], 6) for m in marks]) for c, marks in by_level if marks]
 
 
 async def loop_lag(lags: list, tick_s: float = 0.05) -> None:
@@ -267,7 +334,7 @@ async def run_levels(batch, words: list, workload: Workload, say, label: str, wa
         count = workload.requests(concurrency)
         texts = prompts(words, concurrency + count, workload.prompt_tokens, seed)
         seed += 1
-        level = Level(concurrency, sent=len(texts))
+        level = Level(concurrency, sent=len(texts), began=time.monotonic())
         watch.before()
         await batch(texts[:concurrency], concurrency)  # warm-up round, not timed
         sampler.start()

@@ -123,3 +123,22 @@ def test_metric_values_reads_one_models_counters_from_a_real_metrics_page():
     assert values["nv_inference_request_success"] == 3921  # 17 + 64 + 256 + 512 + 1024 + 2048 sent
     assert values["vllm:generation_tokens_total"] == 3921 * 128
     assert load.metric_values(text, "another") == {}
+
+
+def test_a_backend_trace_splits_by_level_and_replays_at_the_same_offsets():
+    # [execute, handler, first output, last output, first sent, final sent]; two levels (c=1 from t=100, c=2 from 200)
+    marks = [[200.4, 200.5, 200.7, 201.0, 200.71, 201.01], [100.0, 100.1, 100.3, 100.9, 100.31, 100.91],
+             [200.0, 200.1, 200.2, 200.6, 200.21, 200.61], [101.0, 101.2, 101.5, 101.9, 101.52, 101.91],
+             [201.0, 201.1, 201.3, 201.8, 201.31, 201.81], [201.0, 201.3, 201.4, 201.9, 201.42, 201.91],
+             [99.0, None, None, None, None, 99.2]]  # refused before a handler: in no level
+    levels = [{"concurrency": 1, "began": 100.0}, {"concurrency": 2, "began": 200.0}]
+    by_level = load.trace_by_level(marks, levels)
+    assert [(c, [m[1] for m in ms]) for c, ms in by_level] == [(1, [100.1, 101.2]), (2, [200.1, 200.5, 201.1, 201.3])]
+    assert load.replay_schedules(by_level) == [(1, [0.0, 1.1]), (2, [0.0, 0.4, 1.0, 1.2])]
+    triton = {"levels": [{"concurrency": 1, "ttft_p50_ms": 310.0}, {"concurrency": 2, "ttft_p50_ms": 250.0}]}
+    replay = {"levels": [{"concurrency": 1, "ttft_p50_ms": 290.0}, {"concurrency": 2, "ttft_p50_ms": 150.0}]}
+    rows = serving.breakdown(by_level, triton, replay).splitlines()[2:4]
+    # level 2's timed requests are the last two: execute->handler 100/300 ms, handler->first 200/100 ms,
+    # first->sent 10/20 ms (the lower middle of two); its first timed round (2 requests) reached the engine over 200 ms
+    assert rows == ["| 1 | 200.0 | 300.0 | 20.0 | 310.0 | 290.0 | - | 0.0 |",
+                    "| 2 | 100.0 | 100.0 | 10.0 | 250.0 | 150.0 | - | 200.0 |"]
