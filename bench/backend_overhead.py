@@ -13,6 +13,7 @@ lag). Traffic stays on the container's loopback; the container is removed at the
 
     python bench/backend_overhead.py [--levels 1,16,64,128,256,512] [--rounds 3] [--backend FILE]
                                      [--sender-threads N] [--cpus 2] [--tokens-per-s R --ttft-s S] [--replay]
+                                     [--batching N] [--keep]
 
 --tokens-per-s / --ttft-s pace the stand-in per request like a GPU would (e.g. 40 tokens/s, 0.05 s to the
 first token) instead of full speed: the engine's first-token time then stays put whatever the load, so what
@@ -60,7 +61,7 @@ STAND_IN = "0.11.0"  # a V1-only version of the stand-in: AsyncLLM, as vLLM 0.25
 MODEL = "m"
 
 
-def stage(folder: Path, backend: Path, sender_threads: int | None, trace: bool = False) -> None:
+def stage(folder: Path, backend: Path, sender_threads: int | None, trace: bool = False, batching: int = 0) -> None:
     (folder / "out").mkdir(parents=True)
     (folder / f"vllm-{STAND_IN}-py3-none-any.whl").write_bytes(wheel_bytes(STAND_IN))
     tiny = folder / "tiny"
@@ -75,6 +76,8 @@ def stage(folder: Path, backend: Path, sender_threads: int | None, trace: bool =
         if path.endswith("config.pbtxt") and sender_threads:
             text += ('parameters: {\n  key: "SENDER_THREADS"\n  value: { string_value: "%d" }\n}\n'
                      % sender_threads)
+        if path.endswith("config.pbtxt") and batching:
+            text += "max_batch_size: %d\ndynamic_batching { max_queue_delay_microseconds: 0 }\n" % batching
         if path.endswith("config.pbtxt") and trace:
             text += 'parameters: {\n  key: "TRACE_FILE"\n  value: { string_value: "/bench/out/trace.jsonl" }\n}\n'
         (folder / "repo" / path).parent.mkdir(parents=True, exist_ok=True)
@@ -102,6 +105,9 @@ def main() -> int:
     parser.add_argument("--tokens-per-s", type=float, default=1e9, help="per request (default: as fast as it can)")
     parser.add_argument("--ttft-s", type=float, default=0.0, help="the stand-in's delay before a first token")
     parser.add_argument("--replay", action="store_true", help="trace, then the engine alone at Triton's arrivals")
+    parser.add_argument("--batching", type=int, default=0, metavar="N",
+                        help="max_batch_size N with dynamic_batching: Triton hands queued requests to one execute")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (server.log, the JSON, the trace)")
     args = parser.parse_args()
     client = docker.from_env()
     try:
@@ -110,7 +116,7 @@ def main() -> int:
         print(f"no {TRITON_TAG} here: run `tritonops lab up` once (it builds the lab's Triton image)", file=sys.stderr)
         return 5
     work = Path(tempfile.mkdtemp(prefix="tritonops-overhead-"))
-    stage(work, Path(args.backend), args.sender_threads, args.replay)
+    stage(work, Path(args.backend), args.sender_threads, args.replay, args.batching)
     try:
         client.containers.get(NAME).remove(force=True)
     except docker.errors.NotFound:
@@ -154,7 +160,10 @@ def main() -> int:
     if args.replay:
         print()
         print("\n".join(line for line in breakdown.splitlines() if line.startswith(("|", "(ms"))))
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"kept: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -15,6 +15,8 @@
 #            Triton run's engine got them (from the backend's trace: the Triton run keeps one when replay is
 #            asked for), then runs its own closed loop (direct.json), on one engine; breakdown.txt sets them
 #            side by side. A later warm call can replay the last Triton run (kept in .gpukit-cache/last).
+#   env:     BATCHING=N: the Triton run's config.pbtxt gets max_batch_size N and dynamic_batching (figures in
+#            triton-batching-N.json); TRACE=1: the backend keeps its trace without a replay.
 #            BACKEND: another model.py to serve with (e.g. an older backend carried under .gpukit-cache/),
 #            its figures go to triton-<name of its folder>.json. PARAMS: KEY=VALUE[,KEY=VALUE] added to the
 #            model's config.pbtxt parameters (e.g. SENDER_THREADS=1); the figures go to triton-KEY-VALUE.json.
@@ -83,8 +85,13 @@ for pair in sys.argv[2].split(","):
       "$REPO/$MODEL/config.pbtxt" "$PARAMS"
     NAME=$NAME-$(echo "$PARAMS" | tr ',=' '--')
   fi
-  if [[ ,$PATHS, == *,replay,* ]]; then  # the backend's per-request trace, for the replay
-    [ -d "$W/repo-params" ] && [ "$REPO" = "$W/repo-params" ] || { rm -rf "$W/repo-params" && cp -r "$REPO" "$W/repo-params" && REPO=$W/repo-params; }
+  if [ -n "${BATCHING:-}" ]; then  # Triton's dynamic batcher hands queued requests to one execute
+    [ "$REPO" = "$W/repo-params" ] || { rm -rf "$W/repo-params" && cp -r "$REPO" "$W/repo-params" && REPO=$W/repo-params; }
+    printf 'max_batch_size: %d\ndynamic_batching { max_queue_delay_microseconds: 0 }\n' "$BATCHING" >>"$REPO/$MODEL/config.pbtxt"
+    NAME=$NAME-batching-$BATCHING
+  fi
+  if [[ ,$PATHS, == *,replay,* ]] || [ -n "${TRACE:-}" ]; then  # the backend's per-request trace
+    [ "$REPO" = "$W/repo-params" ] || { rm -rf "$W/repo-params" && cp -r "$REPO" "$W/repo-params" && REPO=$W/repo-params; }
     rm -f "$OUT/$NAME-trace.jsonl"
     printf 'parameters: {\n  key: "TRACE_FILE"\n  value: { string_value: "%s" }\n}\n' "$(realpath -m "$OUT/$NAME-trace.jsonl")" \
       >>"$REPO/$MODEL/config.pbtxt"
@@ -151,3 +158,6 @@ if [[ ,$PATHS, == *,replay,* ]]; then
 fi
 gzip -f "$OUT/direct.log" 2>/dev/null
 say "done"
+# the device tool brings back 8 files at most: the logs travel as one
+LOGS=$(cd "$OUT" && ls -- *.log *.log.gz 2>/dev/null)
+[ -n "$LOGS" ] && (cd "$OUT" && tar -czf logs.tgz $LOGS && rm -f $LOGS)

@@ -422,11 +422,11 @@ def test_auto_complete_declares_the_inputs_outputs_and_decoupled_policy(backend)
     model = backend()
 
     class Config:
-        def __init__(self):
-            self.inputs, self.outputs, self.policy, self.batch = [], [], None, None
+        def __init__(self, batch=None):
+            self.inputs, self.outputs, self.policy, self.batch = [], [], None, batch
 
         def as_dict(self):
-            return {"input": [{"name": "text_input"}]}
+            return {"input": [{"name": "text_input"}], **({"max_batch_size": self.batch} if self.batch else {})}
 
         def add_input(self, spec):
             self.inputs.append(spec)
@@ -444,6 +444,8 @@ def test_auto_complete_declares_the_inputs_outputs_and_decoupled_policy(backend)
     assert [i["name"] for i in config.inputs] == ["stream", "sampling_parameters", "exclude_input_in_output"]
     assert config.outputs == [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}]
     assert config.policy == {"decoupled": True} and config.batch == 0
+    batched = type(model).auto_complete_config(Config(batch=256))  # dynamic batching asked for: kept
+    assert batched.batch == 256 and batched.policy == {"decoupled": True}
 
 
 def test_health_check_refuses_requests_once_the_engine_died_and_unloads_the_model(backend):
@@ -549,8 +551,11 @@ def test_trace_file_records_each_requests_moments_in_order_once_its_final_respon
     (failed,) = run(model, Request("bad", sampling={"no_such_key": 1}))  # refused before it reached the engine
     model.finalize()
     lines = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert len(lines) == 3 and failed.sender.sent  # one line per request served, none for the refused one
-    for executed, handler, first_out, last_out, first_sent, final_sent in lines:
+    refused = [line for line in lines if line[1] is None]
+    assert len(lines) == 4 and failed.sender.sent and len(refused) == 1  # the refused one never reached the engine
+    executed, _, first_out, last_out, first_sent, final_sent = refused[0]
+    assert first_out is None and last_out is None and executed <= first_sent == final_sent
+    for executed, handler, first_out, last_out, first_sent, final_sent in (m for m in lines if m[1] is not None):
         assert before <= executed <= handler <= first_out <= last_out <= final_sent <= time.monotonic()
         assert first_out <= first_sent <= final_sent
 
