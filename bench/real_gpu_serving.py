@@ -11,6 +11,7 @@ same device call (bench/real_gpu_serving.sh):
     python bench/real_gpu_serving.py compare DIRECT.json TRITON.json      # the table and the goal, exit 1 if missed
     python bench/real_gpu_serving.py replay VERSION_DIR TRACE.jsonl TRITON.json OUT.json [--direct DIRECT.json]
     python bench/real_gpu_serving.py breakdown TRACE.jsonl TRITON.json REPLAY.json [DIRECT.json]
+    python bench/real_gpu_serving.py joined TRACE.jsonl TRITON.json   # each request's first token, piece by piece
 
 `replay` answers where a Triton request's first token waited: the Triton run's backend trace (TRACE_FILE) says
 when each request reached the engine; the engine alone, in this process, is sent requests at those same moments
@@ -168,6 +169,19 @@ def breakdown(by_level: list, triton: dict, replay: dict, direct: dict | None = 
     return "\n".join(lines) + "\n(ms, p50 of the timed requests)"
 
 
+def joined(marks: list, triton: dict) -> str:
+    """Per level, each timed request's first token split from client to engine and back (p50 of each piece over
+    the requests found in the backend's trace by their prompt; the pieces' p50s need not add up to the TTFT's).
+    Pure."""
+    lines = ["| streams | requests joined | client -> execute | execute -> handler | handler -> engine's first "
+             "output | output -> sent | sent -> client | client TTFT p50 |", "|---|---|---|---|---|---|---|---|"]
+    for level in triton["levels"]:
+        pieces = serving_load.joined_pieces(marks, level.get("records") or [])
+        lines.append(f"| {level['concurrency']} | {len(pieces['in'])} | " +
+                     " | ".join(str(_p50_ms(values)) for values in pieces.values()) + f" | {level['ttft_p50_ms']} |")
+    return "\n".join(lines) + "\n(ms, p50 per piece)"
+
+
 def read_trace(path: str) -> list:
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -197,6 +211,9 @@ def main() -> int:
     for name in ("trace", "triton", "replay"):
         explain.add_argument(name)
     explain.add_argument("direct", nargs="?")
+    join = sub.add_parser("joined")
+    join.add_argument("trace")
+    join.add_argument("triton")
     args = parser.parse_args()
     say = lambda line: print(line, flush=True)  # noqa: E731
     if args.path == "direct":
@@ -209,6 +226,10 @@ def main() -> int:
         levels = serving_load.run_triton(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload,
                                          args.processes, say)
         _save(args.out, "triton", workload, levels)
+        return 0
+    if args.path == "joined":
+        with open(args.triton) as f:
+            print(joined(read_trace(args.trace), json.load(f)))
         return 0
     if args.path in ("replay", "breakdown"):
         with open(args.triton) as f:
@@ -237,6 +258,8 @@ def main() -> int:
             with open(args.direct) as f:
                 d = json.load(f)
         print(breakdown(by_level, t, r, d))
+        print()
+        print(joined(read_trace(args.trace), t))
         return 0
     with open(args.direct) as f:
         d = json.load(f)

@@ -139,6 +139,7 @@ for pair in sys.argv[2].split(","):
     "$PY" bench/real_gpu_serving.py compare "$OUT/direct.json" "$OUT/$NAME.json" | tee "$OUT/compare-$NAME.txt"
   fi
   if [ -s "$OUT/$NAME-trace.jsonl" ]; then
+    "$PY" bench/real_gpu_serving.py joined "$OUT/$NAME-trace.jsonl" "$OUT/$NAME.json" | tee "$OUT/joined-$NAME.txt"
     mkdir -p .gpukit-cache/last && cp "$OUT/$NAME.json" .gpukit-cache/last/triton.json &&
       cp "$OUT/$NAME-trace.jsonl" .gpukit-cache/last/triton-trace.jsonl
   fi

@@ -15,6 +15,7 @@ Triton image); no figure is printed here: `summarize` turns records into one lev
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import multiprocessing
 import os
@@ -54,6 +55,7 @@ class Record:
     tokens: int = 0
     prompt_tokens: int | None = None  # where the path can tell (direct)
     error: str | None = None
+    key: str | None = None          # prompt_key(text): finds the request in a backend trace
 
 
 @dataclass
@@ -81,6 +83,11 @@ def prompts(words: list, count: int, length: int, seed: int) -> list:
 
 
 # -- the figures ----------------------------------------------------------------------------------
+def prompt_key(text: str) -> str:
+    """What the backend's trace (TRACE_FILE) records of a prompt: the first 12 hex digits of its SHA-256."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
 def percentile(values, q: float):
     ordered = sorted(values)
     if not ordered:
@@ -112,9 +119,10 @@ def summarize(level: Level) -> dict:
         "tokens_per_request": sorted({r.tokens for r in ok}),
         "prompt_tokens": sorted({r.prompt_tokens for r in ok if r.prompt_tokens is not None}),
         "gpu_util_pct": level.gpu_util, "counters": level.counters, "sent": level.sent, "began": level.began,
-        # each timed request: [start, first, last, end, tokens] (monotonic s; first/last None without text)
+        # each timed request: [start, first, last, end, tokens, prompt key] (monotonic s; first/last None
+        # without text)
         "records": [[round(r.start, 6), r.first and round(r.first, 6), r.last and round(r.last, 6),
-                     round(r.end, 6), r.tokens] for r in level.records],
+                     round(r.end, 6), r.tokens, r.key] for r in level.records],
     }
 
 
@@ -284,6 +292,22 @@ def trace_by_level(marks: list, levels: list) -> list:
     return out
 
 
+def joined_pieces(marks: list, records: list) -> dict:
+    """Each timed client record (with its prompt key) joined to its request in the backend's trace: how its
+    first token's time split, in seconds per request: client sent -> execute (HTTP, Triton's queue), execute ->
+    handler on the engine's loop, handler -> the engine's first output, that output -> its response sent, sent ->
+    the client's first event (Triton's HTTP out). Pure."""
+    by_key = {m[6]: m for m in marks if len(m) > 6 and m[6] is not None}
+    pieces = {name: [] for name in ("in", "to_loop", "engine", "out", "http_out")}
+    for start, first, _last, _end, _tokens, key in (r for r in records if len(r) > 5):
+        m = by_key.get(key)
+        if m is None or first is None or None in m[:3] or m[4] is None:
+            continue
+        for name, value in zip(pieces, (m[0] - start, m[1] - m[0], m[2] - m[1], m[4] - m[2], first - m[4])):
+            pieces[name].append(value)
+    return pieces
+
+
 def replay_schedules(by_level: list) -> list:
     """(concurrency, offsets from the level's first handler start) per level. Pure."""
     return [(c, [round(m[1] - marks[0][1], 6) for m in marks]) for c, marks in by_level if marks]
@@ -434,9 +458,11 @@ def _client_process(args) -> list:
         async def one(body):
             conn = free.pop()
             try:
-                return await stream_once(host, port, path, body, conn)
+                record = await stream_once(host, port, path, body, conn)
             finally:
                 free.append(conn)
+            record.key = prompt_key(json.loads(body)["text_input"])  # after the request: not timed
+            return record
 
         records = await closed_loop(one, bodies, streams)
         for conn in conns:

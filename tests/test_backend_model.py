@@ -5,6 +5,7 @@ and simulated cards. The real proof against tritonserver is tests/lab/test_backe
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import sys
@@ -553,9 +554,11 @@ def test_trace_file_records_each_requests_moments_in_order_once_its_final_respon
     lines = [json.loads(line) for line in trace.read_text().splitlines()]
     refused = [line for line in lines if line[1] is None]
     assert len(lines) == 4 and failed.sender.sent and len(refused) == 1  # the refused one never reached the engine
-    executed, _, first_out, last_out, first_sent, final_sent = refused[0]
-    assert first_out is None and last_out is None and executed <= first_sent == final_sent
-    for executed, handler, first_out, last_out, first_sent, final_sent in (m for m in lines if m[1] is not None):
+    executed, _, first_out, last_out, first_sent, final_sent, prompt = refused[0]
+    assert first_out is None and last_out is None and prompt is None and executed <= first_sent == final_sent
+    served = [m for m in lines if m[1] is not None]
+    assert sorted(m[6] for m in served) == sorted(hashlib.sha256(f"t {i}".encode()).hexdigest()[:12] for i in range(3))
+    for executed, handler, first_out, last_out, first_sent, final_sent, _ in served:
         assert before <= executed <= handler <= first_out <= last_out <= final_sent <= time.monotonic()
         assert first_out <= first_sent <= final_sent
 

@@ -142,3 +142,17 @@ def test_a_backend_trace_splits_by_level_and_replays_at_the_same_offsets():
     # first->sent 10/20 ms (the lower middle of two); its first timed round (2 requests) reached the engine over 200 ms
     assert rows == ["| 1 | 200.0 | 300.0 | 20.0 | 310.0 | 290.0 | - | 0.0 |",
                     "| 2 | 100.0 | 100.0 | 10.0 | 250.0 | 150.0 | - | 200.0 |"]
+
+
+def test_client_records_join_the_backends_trace_by_prompt_key_and_split_the_first_token():
+    key = load.prompt_key("alpha beta")
+    assert len(key) == 12 and key != load.prompt_key("alpha gamma") and int(key, 16) >= 0
+    marks = [[10.010, 10.013, 10.100, 10.900, 10.102, 10.901, key],
+             [20.0, 20.1, 20.2, 20.9, 20.21, 20.91, "someoneelse0"]]
+    records = [[10.000, 10.105, 10.9, 10.905, 128, key],  # sent 10 ms before execute, first event 3 ms after sent
+               [30.0, 30.1, 30.9, 30.95, 128, load.prompt_key("not traced")]]
+    pieces = load.joined_pieces(marks, records)
+    assert {k: [round(v * 1000, 3) for v in vs] for k, vs in pieces.items()} == {
+        "in": [10.0], "to_loop": [3.0], "engine": [87.0], "out": [2.0], "http_out": [3.0]}
+    table = serving.joined(marks, {"levels": [{"concurrency": 1, "ttft_p50_ms": 105.0, "records": records}]})
+    assert table.splitlines()[2] == "| 1 | 1 | 10.0 | 3.0 | 87.0 | 2.0 | 3.0 | 105.0 |"
