@@ -156,3 +156,42 @@ def test_client_records_join_the_backends_trace_by_prompt_key_and_split_the_firs
         "in": [10.0], "to_loop": [3.0], "engine": [87.0], "out": [2.0], "http_out": [3.0]}
     table = serving.joined(marks, {"levels": [{"concurrency": 1, "ttft_p50_ms": 105.0, "records": records}]})
     assert table.splitlines()[2] == "| 1 | 1 | 10.0 | 3.0 | 87.0 | 2.0 | 3.0 | 105.0 |"
+
+
+def _gz(path: str):
+    import gzip
+    text = gzip.decompress((RUNS / path).read_bytes()).decode()
+    return json.loads(text) if path.endswith(".json.gz") else [json.loads(line) for line in text.splitlines()]
+
+
+CALL12, CALL13 = "call12-direct-intake-and-batching", "call13-joined"
+
+
+def test_on_the_h200_a_first_token_waits_in_the_engine_not_in_triton_or_the_backend():
+    triton, marks = _gz(f"{CALL13}/triton.json.gz"), _gz(f"{CALL13}/triton-trace.jsonl.gz")
+    for level in triton["levels"]:
+        pieces = load.joined_pieces(marks, level["records"])
+        assert len(pieces["in"]) == level["requests_ok"] == len(level["records"])  # every timed request found
+        p50 = {name: load.percentile(values, 50) * 1000 for name, values in pieces.items()}
+        assert p50["in"] < 3 and p50["http_out"] < 0.5 and p50["out"] < 3  # Triton's HTTP, the backend's send
+        if level["concurrency"] >= 16:  # the engine's own first-token time is most of the client's
+            assert p50["engine"] > 0.85 * level["ttft_p50_ms"], (level["concurrency"], p50)
+
+
+def test_dynamic_batching_emptied_tritons_queue_without_moving_first_tokens():
+    plain, batched = _by_c(_gz(f"{CALL12}/triton.json.gz")), _by_c(_gz(f"{CALL12}/triton-batching-512.json.gz"))
+    for c in (256, 512):
+        queue = {name: level[c]["counters"]["nv_inference_queue_duration_us"] / level[c]["sent"] / 1000
+                 for name, level in (("plain", plain), ("batched", batched))}
+        assert queue["plain"] > 10 and queue["batched"] < 3, queue  # ms per request
+        assert batched[c]["ttft_p50_ms"] > 0.95 * plain[c]["ttft_p50_ms"]
+
+
+def test_the_direct_path_starts_a_requests_clock_only_when_the_engines_loop_gets_to_it():
+    # a round of 512 generate() calls issued at once: each starts after the ones before it were read and
+    # tokenized on the same loop, so the direct reference's first round "starts" over more than half a second
+    level = _by_c(_gz(f"{CALL12}/direct.json.gz"))[512]
+    starts = sorted(r[0] for r in level["records"])[:512]
+    assert starts[-1] - starts[0] > 0.5
+    triton = _by_c(_gz(f"{CALL12}/triton.json.gz"))[512]  # the HTTP clients sent theirs within a few ms
+    assert sorted(r[0] for r in triton["records"])[511] - min(r[0] for r in triton["records"]) < 0.02
