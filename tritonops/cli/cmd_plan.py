@@ -124,7 +124,8 @@ def _host_json(hp: HostDeployPlan) -> dict:
             "plan": first.plan.to_dict() if first and first.plan else None, "files": own,
             "models": [{"name": m.name, "version": m.version, "model": m.model, "ok": m.ok, "error": m.error,
                         "plan": m.plan.to_dict() if m.plan else None} for m in hp.models],
-            "repository": dict(hp.files), "notes": list(hp.notes)}
+            "repository": dict(hp.files), "notes": list(hp.notes),
+            "gpus": list(hp.gpus.gpus) if hp.gpus else None}
 
 
 def _print_host(out, hp: HostDeployPlan) -> None:
@@ -138,6 +139,8 @@ def _print_host(out, hp: HostDeployPlan) -> None:
         if m.error:
             out.print(line(styled("error:", "red"), " ", f"{m.name} version {m.version}: " if several else "",
                            m.error))
+    if hp.gpus:
+        out.print(line(styled("serves on:", "bold"), " ", hp.gpus.describe()))
     for note in hp.notes:
         out.print(line(styled("note:", "yellow"), " ", note))
     for path, text in hp.files.items():

@@ -121,7 +121,7 @@ def _plan_summary(plan: HostDeployPlan) -> str:
         engine = model.plan
         parts.append(f"{model.name} v{model.version}: {model.model} TP {engine.tensor_parallel_size}, "
                      f"max_model_len {engine.max_model_len}, KV {engine.kv_cache_tokens:,} tokens")
-    return "; ".join(parts)
+    return "; ".join(parts) + (f"; on {plan.gpus.describe()}" if plan.gpus else "")
 
 
 def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, report) -> dict[str, dict]:
@@ -169,7 +169,7 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
     engines = [model.plan for model in plan.models]
     weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
-    gpus = list(range(max(engine.tensor_parallel_size for engine in engines)))
+    gpus = list(plan.gpus.gpus) if plan.gpus else list(range(max(engine.tensor_parallel_size for engine in engines)))
     serve = {  # what starting this release needs; kept in release.json too, so a rollback needs only the host
         "models": sorted({m["name"] for m in models}),
         "gpus": gpus,

@@ -50,6 +50,8 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_gpu_memory_utilization": "fraction of GPU memory vLLM may use (0..1)",
     "tritonops_max_model_len": "maximum context length; 'auto' lets tritonops size it",
     "tritonops_tensor_parallel_size": "GPUs one model instance spans",
+    "tritonops_gpus": "the GPUs the deployment may use: a list of indices or \"0,2-3\" (default: all); the "
+                      "container gets the best-linked group of them",
     "tritonops_max_num_seqs": "maximum concurrent sequences per engine",
     "tritonops_models": "several models on a host: a list of {name, model, version(s), engine overrides, engine_args}",
     "tritonops_engine_args": "extra vLLM engine arguments merged into model.json, checked against the vLLM version",

@@ -12,6 +12,7 @@ from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
+from tritonops.planning.gpu_choice import GPUS_VAR, GpuChoice, allowed_gpus, choose_gpus, restrict_facts
 from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
 from tritonops.planning.weights_spec import ControllerFolders, WeightsSpec, weights_spec
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
@@ -52,6 +53,7 @@ class HostDeployPlan:
     files: dict = field(default_factory=dict)
     error: str | None = None         # host-level: no facts, no GPU, bad variables, shared GPUs, RAM
     notes: tuple[str, ...] = ()
+    gpus: GpuChoice | None = None    # the GPUs the host's Triton container serves on (when planned)
 
     @property
     def ok(self) -> bool:
@@ -100,6 +102,8 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
     if facts is None:
         return HostDeployPlan(name, unplanned, error=why_no_facts or "no facts (host not probed)")
     try:
+        allowed = allowed_gpus(host.vars.get(GPUS_VAR), host_where(host, GPUS_VAR))
+        facts = restrict_facts(facts, allowed)
         gpus = gpu_spec_from_facts(facts, f"probe facts of {name}")
         if gpus is None:
             return HostDeployPlan(name, unplanned, error=facts.nvidia.error or "no NVIDIA GPU found")
@@ -121,12 +125,17 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
     if problem or ram_problem:
         return HostDeployPlan(name, instances, error="; ".join(p for p in (problem, ram_problem) if p), notes=notes)
     try:
+        choice = choose_gpus(facts, max(i.plan.tensor_parallel_size for i in instances), allowed)
+    except TritonopsError as err:
+        return HostDeployPlan(name, instances, error=str(err), notes=notes)
+    notes += choice.reasons
+    try:
         instances = _with_weights(host, instances, folders)
     except TritonopsError as err:
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
-    return HostDeployPlan(name, instances, files=files, notes=notes)
+    return HostDeployPlan(name, instances, files=files, notes=notes, gpus=choice)
 
 
 def _with_weights(host, instances: tuple[ModelInstancePlan, ...],
