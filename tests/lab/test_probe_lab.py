@@ -164,3 +164,13 @@ def test_ssh_connections_have_nagle_off(lab):
         assert transport.run("echo ok").stdout == "ok\n"
     finally:
         transport.close()
+
+
+def test_the_gpus_a_container_gets_come_from_the_probed_topology(lab):
+    from tritonops.planning.gpu_choice import choose_gpus, restrict_facts
+
+    (host,) = probe_hosts([lab.connection(LIGHT_H200X2)]).hosts
+    pair = choose_gpus(host.facts, 2, None)
+    assert (pair.gpus, pair.link, pair.reasons) == ((0, 1), "NV18", ())  # the lab NVML's link, read over SSH
+    only = restrict_facts(host.facts, (1,))
+    assert [g.index for g in only.nvidia.gpus] == [1] and choose_gpus(only, 1, (1,)).gpus == (1,)
