@@ -32,8 +32,8 @@ def inspect(name):
             "logging": (info.get("Config", {}).get("Labels") or {}).get("tritonops.logging"),
             "image": info.get("Image"), "started_at": state.get("StartedAt")}
 
-def http(method, path, body=None, timeout=10):
-    return triton_call(spec["http_port"], path, method, body, timeout)
+def http(port, method, path, body=None, timeout=10):
+    return triton_call(port, path, method, body, timeout)
 
 TRITON_LEVELS = {"info": "I", "warn": "W", "error": "E", "debug": "V"}
 
@@ -76,9 +76,10 @@ def logging_driver_failed(err):
     """docker run's error when the logging driver could not start (a collector down, unreachable)."""
     return "logging driver" in err or ("logger" in err.lower() and "failed" in err.lower())
 
-def gate(name, deadline_s, expected):
+def gate(name, deadline_s, expected, port):
     """(passed, why, seconds to ready, answers, when every model was seen ready) for the container
-    `name` running release `expected`; the last is a Unix time, for measuring how soon the gate notices."""
+    `name` running release `expected`, answering on the host's `port`; the last is a Unix time, for measuring
+    how soon the gate notices."""
     begin = time.time()
     stage, ready_s, interval = "live", None, 0.25
     while time.time() - begin < deadline_s:
@@ -91,17 +92,17 @@ def gate(name, deadline_s, expected):
             return False, "the container stopped (status %s, exit code %s, restarts %d)" % (
                 state["status"], state["exit_code"], state["restarts"]), None, None, None
         if stage == "live":
-            if http("GET", "/v2/health/live")[0] == 200:
+            if http(port, "GET", "/v2/health/live")[0] == 200:
                 stage = "ready"
         if stage == "ready":
-            if http("GET", "/v2/health/ready")[0] == 200:
+            if http(port, "GET", "/v2/health/ready")[0] == 200:
                 stage, ready_s = "models", time.time() - begin
         if stage == "models":
-            pending = [m for m in spec["models"] if http("GET", "/v2/models/%s/ready" % m)[0] != 200]
+            pending = [m for m in spec["models"] if http(port, "GET", "/v2/models/%s/ready" % m)[0] != 200]
             if not pending:
                 seen_ready, answers = time.time(), {}
                 for model in spec["models"]:
-                    code, body = http("POST", "/v2/models/%s/generate" % model,
+                    code, body = http(port, "POST", "/v2/models/%s/generate" % model,
                                       {"text_input": spec["prompt"],
                                        "parameters": {"stream": False, "max_tokens": spec["max_tokens"]}},
                                       timeout=max(10, deadline_s - (time.time() - begin)))
@@ -127,16 +128,18 @@ def ensure_admin_key(path):
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_hex(24) + "\n")
 
-def prune(keep, current, previous):
-    """Keep the newest `keep` releases (and always current and previous); their parked containers too."""
+def prune(keep, current, previous, containers):
+    """Keep the newest `keep` releases (and always current and previous); their parked containers (of each of
+    `containers`, the replicas') too."""
     folder = os.path.join(spec["root"], "releases")
     names = sorted(n for n in os.listdir(folder) if not n.startswith("."))
     doomed = [n for n in names[:-keep] if n not in (current, previous)] if keep > 0 else []
     for name in doomed:
         import shutil
         shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-        for suffix in ("", "-failed"):
-            remove("%s--%s%s" % (spec["container"], name, suffix))
+        for container in containers:
+            for suffix in ("", "-failed"):
+                remove("%s--%s%s" % (container, name, suffix))
     return doomed
 
 def switch_current(release):
@@ -237,47 +240,72 @@ def descendants(root_pid):
     return found
 
 
-def main():
-    global spec, started
-    spec = json.load(sys.stdin)
-    started = time.time()
-    serving_fd = one_at_a_time()  # noqa: F841 -- the flock lasts as long as this program
-    name, release = spec["container"], spec["release"]
+def replicas_of(spec):
+    """The containers to serve, in order: `replicas` (one per GPU group), or the one container the spec
+    names."""
+    if spec.get("replicas"):
+        return spec["replicas"]
+    return [{"name": None, "container": spec["container"], "run_argv": spec["run_argv"],
+             "fallback_run_argv": spec["fallback_run_argv"], "http_port": spec["http_port"],
+             "ports": spec["ports"], "gpu_processes": spec.get("gpu_processes", [])}]
+
+def running_as_asked(state, release):
+    return bool(state and state["running"] and state["release"] == release and state["image"] == spec["image_id"]
+                and state["logging"] == spec["logging"])
+
+def refusal(replica, release):
+    """Why this replica cannot start (a GPU another process holds, a port bound by another), checked for
+    every replica before any container is stopped; None when it can."""
+    name = replica["container"]
     current = inspect(name)
-    if (current and current["running"] and current["release"] == release and current["image"] == spec["image_id"]
-            and current["logging"] == spec["logging"]):
-        passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]), release)
-        if passed:
-            if not gate_passed(release):
-                # found running without a passed gate on record (its run was cut off, or its container came
-                # back after a restart of the engine): `current` only ever names a release that passed one
-                record_gate(release, {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": True, "why": "",
-                                      "ready_s": ready_s, "models_ready_at": seen_ready, "found_running": True,
-                                      "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
-                                                          "reported": reported_kv_tokens(logs(name))},
-                                      "shipping": "ok", "log_tail": []})
-            switch_current(release)
-            finish({"status": "unchanged", "restarts": current["restarts"], "answers": answers})
+    if running_as_asked(current, release):
+        return None
     ours = set()
     if current and current["running"]:
         code, out, _ = docker("inspect", "--format", "{{.State.Pid}}", name)
         if code == 0 and out.strip().isdigit():
             ours = descendants(int(out.strip()))
-    foreign = [p for p in spec.get("gpu_processes", []) if p["pid"] not in ours and os.path.exists("/proc/%d" % p["pid"])]
+    foreign = [p for p in replica.get("gpu_processes", []) if p["pid"] not in ours and os.path.exists("/proc/%d" % p["pid"])]
     if foreign:
-        finish({"status": "refused", "why": "GPU busy: " + ", ".join(
-            "GPU %d is held by pid %d (%.1f GiB)" % (p["gpu"], p["pid"], p["bytes"] / 2**30) for p in foreign)})
+        return "GPU busy: " + ", ".join(
+            "GPU %d is held by pid %d (%.1f GiB)" % (p["gpu"], p["pid"], p["bytes"] / 2**30) for p in foreign)
     if not (current and current["running"]):
         import socket
-        for port in spec["ports"]:
+        for port in replica["ports"]:
             probe = socket.socket()
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers are not listeners
             try:
                 probe.bind((spec["bind"], port))
             except OSError:
-                finish({"status": "refused", "why": "port in use: %s:%d is bound by another process" % (spec["bind"], port)})
+                return "port in use: %s:%d is bound by another process" % (spec["bind"], port)
             finally:
                 probe.close()
+    return None
+
+def gate_record(passed, why, ready_s, seen_ready, log, shipping, replica, **more):
+    record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": passed, "why": why,
+              "ready_s": ready_s, "models_ready_at": seen_ready, **more,
+              "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"], "reported": reported_kv_tokens(log)},
+              "shipping": shipping or "ok", "log_tail": log[-60:]}
+    if replica.get("name") is not None:
+        record["replica"] = replica["name"]
+    return record
+
+def serve_replica(replica, release):
+    """One replica on `release`: found running it (gated again), or its container stopped and parked, the
+    release's started and gated; on failure the parked one back and gated. A dict: status (unchanged,
+    switched, failed, rolled_back) and what the outcome tells."""
+    name, port = replica["container"], replica["http_port"]
+    current = inspect(name)
+    if running_as_asked(current, release):
+        passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]), release, port)
+        if passed:
+            if not gate_passed(release):
+                # found running without a passed gate on record (its run was cut off, or its container came
+                # back after a restart of the engine): `current` only ever names a release that passed one
+                record_gate(release, gate_record(True, "", ready_s, seen_ready, logs(name), "", replica,
+                                                 found_running=True))
+            return {"status": "unchanged", "restarts": current["restarts"], "answers": answers}
     previous = current["release"] if current else None
     parked = "%s--%s" % (name, previous) if previous else None
     if current is None and current_release() not in (None, release) and inspect("%s--%s" % (name, current_release())):
@@ -293,10 +321,7 @@ def main():
         else:
             remove(name)
     remove(name)
-    argv, fallback = list(spec["run_argv"]), list(spec["fallback_run_argv"])
-    ensure_admin_key(spec.get("admin_key_file"))  # read in the container by the container logger
-    if spec.get("logger_path"):
-        install_logger(spec["logger_path"], spec["logger_source"])
+    argv, fallback = list(replica["run_argv"]), list(replica["fallback_run_argv"])
     shipping = ""
     code, out, err = docker(*argv[1:])
     if code != 0 and logging_driver_failed(err):
@@ -306,36 +331,96 @@ def main():
         remove(name)
         code, out, err = docker(*fallback[1:])
     if code == 0:
-        passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"], release)
+        passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"], release, port)
         log = logs(name)
     else:
         passed, why, ready_s, answers, seen_ready = False, "docker run failed: " + err.strip()[-300:], None, None, None
         log = err.splitlines()
-    gate_record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": passed, "why": why,
-                   "ready_s": ready_s, "models_ready_at": seen_ready, "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"],
-                                                           "reported": reported_kv_tokens(log)},
-                   "shipping": shipping or "ok", "log_tail": log[-60:]}
+    record = gate_record(passed, why, ready_s, seen_ready, log, shipping, replica)
     if passed:
-        record_gate(release, gate_record)
-        switch_current(release)
-        pruned = prune(spec.get("keep", 0), release, previous)
-        finish({"status": "switched", "pruned": pruned, "previous": previous, "ready_s": ready_s, "answers": answers, "log": log,
-                "kv_cache_tokens": gate_record["kv_cache_tokens"], "shipping": shipping})
+        record_gate(release, record)
+        return {"status": "switched", "previous": previous, "parked": parked, "ready_s": ready_s, "answers": answers,
+                "log": log, "kv_cache_tokens": record["kv_cache_tokens"], "shipping": shipping}
     failed = "%s--%s-failed" % (name, release)
     remove(failed)
     if inspect(name) is not None:
         docker("stop", "--time", "10", name)
         docker("rename", name, failed)
-    record_gate(release, gate_record)
+    record_gate(release, record)
     outcome = {"status": "failed", "why": why, "log": log, "previous": previous, "kept_as": failed, "shipping": shipping}
     if parked and inspect(parked) is None:
         outcome.update(rolled_back=False, rollback_why="its container %s is gone" % parked)
     elif parked:
-        docker("rename", parked, name)
-        docker("start", name)
-        back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"], previous)
-        outcome.update(status="rolled_back" if back else "failed", rolled_back=back, rollback_why=back_why,
-                       answers=back_answers)
+        outcome.update(back_to(replica, parked, previous))
+    return outcome
+
+def back_to(replica, parked, previous):
+    """The replica's parked container (of release `previous`) serving again under its name, gated."""
+    name = replica["container"]
+    docker("rename", parked, name)
+    docker("start", name)
+    back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"], previous, replica["http_port"])
+    return {"status": "rolled_back" if back else "failed", "rolled_back": back, "rollback_why": back_why,
+            "answers": back_answers}
+
+def undo(replica, result, release):
+    """A replica that switched to `release` while a later one failed: its new container is kept aside (as
+    <container>--<release>) and its parked previous one serves again, gated. (back, why)"""
+    name, parked, previous = replica["container"], result.get("parked"), result.get("previous")
+    if not parked or inspect(parked) is None:
+        return False, "its previous container is gone" if parked else "it had no previous release"
+    docker("stop", "--time", str(spec["stop_timeout_s"]), name)
+    remove("%s--%s" % (name, release))
+    docker("rename", name, "%s--%s" % (name, release))
+    back = back_to(replica, parked, previous)
+    return back["rolled_back"], back["rollback_why"]
+
+
+def main():
+    global spec, started
+    spec = json.load(sys.stdin)
+    started = time.time()
+    serving_fd = one_at_a_time()  # noqa: F841 -- the flock lasts as long as this program
+    release = spec["release"]
+    replicas = replicas_of(spec)
+    for replica in replicas:  # every replica checked before any container is stopped
+        why = refusal(replica, release)
+        if why:
+            prefix = "replica %s: " % replica["name"] if replica.get("name") is not None else ""
+            finish({"status": "refused", "why": prefix + why})
+    ensure_admin_key(spec.get("admin_key_file"))  # read in the container by the container logger
+    if spec.get("logger_path"):
+        install_logger(spec["logger_path"], spec["logger_source"])
+    done = []
+    for replica in replicas:
+        result = serve_replica(replica, release)
+        if result["status"] in ("unchanged", "switched"):
+            done.append((replica, result))
+            continue
+        if replica.get("name") is not None:
+            result["replica"] = replica["name"]
+        undone = [(r["name"], undo(r, res, release)) for r, res in done if res["status"] == "switched"]
+        if undone:
+            result["replicas_back"] = [{"replica": n, "back": back, "why": why} for n, (back, why) in undone]
+            if not all(back for _, (back, _) in undone):
+                result.update(status="failed", rolled_back=False, rollback_why="; ".join(
+                    "replica %s: %s" % (n, why) for n, (back, why) in undone if not back))
+        finish(result)
+    switched = [res for _, res in done if res["status"] == "switched"]
+    switch_current(release)
+    if not switched:
+        first = done[0][1]
+        finish({"status": "unchanged", "restarts": sum(res.get("restarts", 0) for _, res in done),
+                "answers": first.get("answers")})
+    previous = next((res["previous"] for res in switched if res.get("previous")), None)
+    pruned = prune(spec.get("keep", 0), release, previous, [r["container"] for r in replicas])
+    first = switched[0]
+    outcome = {"status": "switched", "pruned": pruned, "previous": previous, "ready_s": max(
+        (res["ready_s"] for res in switched if res.get("ready_s") is not None), default=None),
+        "answers": first["answers"], "log": first["log"], "kv_cache_tokens": first["kv_cache_tokens"],
+        "shipping": "; ".join(sorted({res["shipping"] for res in switched if res.get("shipping")}))}
+    if len(replicas) > 1:
+        outcome["replicas"] = [{"replica": r["name"], "status": res["status"]} for r, res in done]
     finish(outcome)
 
 
