@@ -59,7 +59,7 @@ elif cmd == "rm":
 elif cmd == "run":
     name = args[args.index("--name") + 1]
     release = [a.split("=", 1)[1] for a in args if a.startswith("tritonops.release=")][0]
-    fails = release == os.environ.get("FAKE_DOCKER_FAILING_RELEASE")
+    fails = release == os.environ.get("FAKE_DOCKER_FAILING_RELEASE") or name == os.environ.get("FAKE_DOCKER_FAILING_NAME")
     release = os.environ.get("FAKE_DOCKER_RUNS_RELEASE") or release  # another run's container under the name
     state[name] = {"running": not fails, "release": release, "image": "img", "logging": "L"}
     import time
@@ -68,6 +68,8 @@ elif cmd == "run":
     print("cid")
 elif cmd == "logs":
     pass
+elif cmd == "ps":  # every container here is the deployment's
+    print("\n".join(name for name, c in sorted(state.items()) if c["running"]))
 save()
 '''
 
@@ -124,7 +126,8 @@ def host(tmp_path):
         def runs(self):
             return [float(t) for t in Path(str(self.state) + ".runs").read_text().split()]
 
-        def serve(self, release, failing=None, loses_renamed=False, runs_release=None, wait_s=None):
+        def serve(self, release, failing=None, loses_renamed=False, runs_release=None, wait_s=None, replicas=None,
+                  failing_name=None):
             spec = {"root": str(root), "container": "tritonops-d", "release": release, "image_id": "img",
                     "run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "--label",
                                  f"tritonops.release={release}", "img"],
@@ -135,10 +138,17 @@ def host(tmp_path):
                     "stop_timeout_s": 1, "prompt": "p",
                     "max_tokens": 2, "predicted_kv_tokens": 100, "kv_patterns": [r"KV (\d+)", r"blocks: (\d+)"],
                     "keep": 5, "gpu_processes": []}
+            if replicas:  # the same Triton answers for each: the rollout order and what comes back is the point
+                spec.update(deployment="d", replicas=[
+                    {"name": i, "container": "tritonops-d" if i == 0 else f"tritonops-d-{i}",
+                     "run_argv": ["docker", "run", "-d", "--name", "tritonops-d" if i == 0 else f"tritonops-d-{i}",
+                                  "--label", f"tritonops.release={release}", "img"],
+                     "fallback_run_argv": ["docker", "run", "-d", "img"], "http_port": server.server_address[1],
+                     "ports": [], "gpu_processes": []} for i in range(replicas)])
             env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_DOCKER_STATE=str(self.state),
                        FAKE_DOCKER_FAILING_RELEASE=failing or "",
                        FAKE_DOCKER_LOSES_RENAMED="1" if loses_renamed else "",
-                       FAKE_DOCKER_RUNS_RELEASE=runs_release or "")
+                       FAKE_DOCKER_RUNS_RELEASE=runs_release or "", FAKE_DOCKER_FAILING_NAME=failing_name or "")
             done = subprocess.run([sys.executable, "-c", program.SOURCE], input=json.dumps(spec), env=env,
                                   capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stderr
@@ -262,3 +272,55 @@ def test_the_gate_never_passes_on_a_container_running_another_release(host):
 
     assert outcome["status"] != "switched" and "runs release r9, not r2" in outcome["why"], outcome
     assert host.current() == "releases/r1"
+
+
+def _running(release):
+    return {"running": True, "release": release, "image": "img", "logging": "L"}
+
+
+def test_replicas_roll_one_at_a_time_and_current_switches_once_every_one_passed(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d": _running("r1"), "tritonops-d-1": _running("r1"), "tritonops-d-2": _running("r1")})
+
+    outcome = host.serve("r2", replicas=2)  # 3 -> 2 replicas
+
+    assert outcome["status"] == "switched" and outcome["replicas"] == [
+        {"replica": 0, "status": "switched"}, {"replica": 1, "status": "switched"}], outcome
+    assert outcome["retired"] == ["tritonops-d-2"]  # the surplus replica, once both served
+    found = host.containers()
+    assert {n: c["release"] for n, c in found.items() if c["running"]} == {"tritonops-d": "r2", "tritonops-d-1": "r2"}
+    assert {"tritonops-d--r1", "tritonops-d-1--r1"} <= set(found)  # the previous ones parked for a rollback
+    assert host.current() == "releases/r2"
+    assert [g.get("replica") for g in host.gates("r2")] == [0, 1] and all(g["passed"] for g in host.gates("r2"))
+    assert len(host.runs()) == 2
+
+
+def test_a_replica_that_fails_its_gate_brings_the_ones_already_switched_back(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d": _running("r1"), "tritonops-d-1": _running("r1")})
+
+    outcome = host.serve("r2", replicas=2, failing_name="tritonops-d-1")
+
+    assert outcome["status"] == "rolled_back" and outcome["replica"] == 1, outcome
+    assert outcome["replicas_back"] == [{"replica": 0, "back": True, "why": ""}]
+    found = host.containers()
+    assert {n: c["release"] for n, c in found.items() if c["running"]} == {"tritonops-d": "r1", "tritonops-d-1": "r1"}
+    assert "tritonops-d--r2" in found and "tritonops-d-1--r2-failed" in found  # kept aside for a look
+    assert host.current() == "releases/r1"
+
+
+def test_replicas_that_all_run_the_release_are_unchanged_and_a_missing_one_is_started(host):
+    host.release("r2", [{"passed": True}])
+    os.symlink("releases/r2", host.root / "current")
+    host.containers({"tritonops-d": _running("r2")})
+
+    outcome = host.serve("r2", replicas=2)  # 1 -> 2 replicas: replica 0 keeps serving, replica 1 starts
+
+    assert outcome["status"] == "switched" and outcome["replicas"] == [
+        {"replica": 0, "status": "unchanged"}, {"replica": 1, "status": "switched"}], outcome
+    assert len(host.runs()) == 1
+    assert host.serve("r2", replicas=2)["status"] == "unchanged" and len(host.runs()) == 1

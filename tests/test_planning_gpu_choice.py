@@ -1,6 +1,7 @@
-"""Which GPUs a host's Triton container serves on (tritonops/planning/gpu_choice.py, issue #22): tritonops_gpus
-as written in an inventory, the group chosen by the probe's topology (the real H200 pair, a hand-written
-two-socket PCIe host), sizing counting only the allowed GPUs, and bad input as one line."""
+"""Which GPUs a host's Triton containers serve on (tritonops/planning/gpu_choice.py, issue #22): tritonops_gpus,
+tritonops_replicas and the port stride as written in an inventory, the groups chosen by the probe's topology
+(the real H200 pair, a hand-written two-socket PCIe host), sizing counting only the allowed GPUs, each
+replica's ports, and bad input as one line."""
 
 from __future__ import annotations
 
@@ -15,8 +16,14 @@ from tests.test_planning_hosts import plan
 from tests.test_sizing_gpu import host_facts
 from tritonops.errors import InputError
 from tritonops.facts.model import GpuLink, report_from_json
-from tritonops.planning.gpu_choice import allowed_gpus, choose_gpus, restrict_facts
-from tritonops.planning.placement import PlacementError
+from tritonops.planning.gpu_choice import allowed_gpus, describe, place_replicas, replica_count, restrict_facts
+from tritonops.planning.placement import PlacementError, ReplicaPorts
+
+PORTS = ReplicaPorts(8000, 8001, 8002)
+
+
+def choose(facts, size, allowed, replicas=1):
+    return place_replicas(facts, size, allowed, replicas, PORTS, 10)
 
 REAL_PAIR = Path(__file__).parent / "fixtures/real/h200x2/probe-local-idle.json"
 
@@ -50,27 +57,52 @@ def test_a_bad_tritonops_gpus_is_one_line_naming_the_variable_and_where(value):
 
 def test_on_the_real_h200_pair_tp2_takes_the_nvlinked_pair_and_tp1_the_lowest_allowed():
     facts = _real_pair()
-    assert choose_gpus(facts, 2, None).gpus == (0, 1) and choose_gpus(facts, 2, None).link == "NV18"
-    assert choose_gpus(facts, 1, None).gpus == (0,)
-    assert choose_gpus(facts, 1, (1,)).gpus == (1,)
+    (pair,) = choose(facts, 2, None).replicas
+    assert (pair.gpus, pair.link, pair.ports) == ((0, 1), "NV18", PORTS)
+    assert [r.gpus for r in choose(facts, 1, None).replicas] == [(0,)]
+    assert [r.gpus for r in choose(facts, 1, (1,)).replicas] == [(1,)]
+    both = choose(facts, 1, None, replicas=None)  # auto: every GPU serves
+    assert [(r.index, r.gpus, r.ports.all()) for r in both.replicas] == [(0, (0,), (8000, 8001, 8002)),
+                                                                        (1, (1,), (8010, 8011, 8012))]
+    assert describe(both.replicas[1]) == "replica 1: GPU 1, ports 8010/8011/8012"
 
 
 def test_tp2_stays_on_a_pcie_switch_and_a_group_forced_across_sockets_says_so():
     facts = _two_sockets()
-    assert choose_gpus(facts, 2, (0, 2, 3)).gpus == (2, 3)  # PIX, not 0+2 across switches
-    crossed = choose_gpus(facts, 2, (1, 6))
-    assert crossed.gpus == (1, 6) and crossed.link == "SYS"
-    assert crossed.reasons == ("GPU 1,6 have no faster link than SYS (between NUMA nodes (the CPUs' interconnect)): "
-                               "tensor-parallel traffic is slow there",)
-    four = choose_gpus(facts, 4, None)
-    assert four.gpus == (0, 1, 2, 3) and four.link == "NODE"
+    assert [r.gpus for r in choose(facts, 2, (0, 2, 3)).replicas] == [(2, 3)]  # PIX, not 0+2 across switches
+    crossed = choose(facts, 2, (1, 6))
+    assert [(r.gpus, r.link) for r in crossed.replicas] == [((1, 6), "SYS")]
+    assert crossed.reasons == ("triton replica 0: GPUs 1,6 have no faster link than SYS (between NUMA nodes (the "
+                               "CPUs' interconnect)): tensor-parallel traffic is slow there",)
+    four = choose(facts, 4, None, replicas=2)
+    assert [(r.gpus, r.link) for r in four.replicas] == [((0, 1, 2, 3), "NODE"), ((4, 5, 6, 7), "NODE")]
+    one = choose(facts, 2, None)
+    assert one.reasons == () and one.idle == (2, 3, 4, 5, 6, 7)  # the count asked for: shown by plan, no note
+    odd = choose(facts, 3, None, replicas=None)
+    assert [r.gpus for r in odd.replicas] == [(0, 1, 2), (4, 5, 6)] and odd.idle == (3, 7)
+    assert odd.reasons[-1] == "GPU 3,7 serve nothing: no replica fits there"
 
 
-def test_a_gpu_the_host_lacks_or_too_few_gpus_are_one_line():
+def test_a_gpu_the_host_lacks_too_few_gpus_or_ports_past_the_end_are_one_line():
     with pytest.raises(PlacementError, match=r"tritonops_gpus names GPU 9, which the host does not have \(it has 0,1\)"):
         restrict_facts(_real_pair(), (1, 9))
-    with pytest.raises(PlacementError, match=r"tensor parallel size 2 needs 2 GPUs; tritonops_gpus leaves 1 \(1\)"):
-        choose_gpus(_real_pair(), 2, (1,))
+    with pytest.raises(PlacementError, match=r"^tritonops_replicas 1 x TP 2 need 2 GPUs; 1 usable \(1\)$"):
+        choose(_real_pair(), 2, (1,))
+    with pytest.raises(PlacementError, match=r"^tritonops_replicas 3 x TP 1 need 3 GPUs; 2 usable \(0,1\)$"):
+        choose(_real_pair(), 1, None, replicas=3)
+    with pytest.raises(PlacementError, match=r"replica triton-1: port 65540 .* is outside 1-65535"):
+        place_replicas(_real_pair(), 1, None, 2, ReplicaPorts(65530, 65531, 65532), 10)
+
+
+@pytest.mark.parametrize("value, count", [(None, 1), ("", 1), (3, 3), ("2", 2), ("auto", None), ("AUTO", None)])
+def test_tritonops_replicas_is_a_whole_number_or_auto(value, count):
+    assert replica_count(value, "h:1") == count
+
+
+@pytest.mark.parametrize("value", [0, "0", -1, "many", True, 1.5, [2]])
+def test_a_bad_tritonops_replicas_is_one_line_at_its_place(value):
+    with pytest.raises(InputError, match=r"^h:1: tritonops_replicas .* is not a whole number >= 1 or 'auto'$"):
+        replica_count(value, "h:1")
 
 
 def test_restricted_facts_keep_only_the_allowed_gpus_and_their_links():
@@ -81,17 +113,22 @@ def test_restricted_facts_keep_only_the_allowed_gpus_and_their_links():
 
 def test_the_plan_serves_on_the_allowed_gpus_and_sizes_for_their_count(tmp_path):
     facts = {"h1": _two_sockets()}
+    gpus = lambda hp: [r.gpus for r in hp.placement.replicas]  # noqa: E731
     whole = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n", facts=facts)
-    assert whole.ok and whole.gpus.gpus == (0,)
+    assert whole.ok and gpus(whole) == [(0,)]
     given = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_gpus: '5-6'\n",
                  facts=facts)
-    assert given.ok and given.gpus.gpus == (5,)
+    assert given.ok and gpus(given) == [(5,)]
     tp2 = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_tensor_parallel_size: 2\n"
                          "      tritonops_gpus: [1, 2, 3]\n", facts=facts)
-    assert tp2.ok and tp2.gpus.gpus == (2, 3) and tp2.models[0].plan.tensor_parallel_size == 2
+    assert tp2.ok and gpus(tp2) == [(2, 3)] and tp2.models[0].plan.tensor_parallel_size == 2
+    every = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_replicas: auto\n"
+                           "      tritonops_http_port: 9000\n      tritonops_port_stride: 5\n", facts=facts)
+    assert every.ok and gpus(every) == [(g,) for g in range(8)]
+    assert [r.ports.http for r in every.placement.replicas] == [9000 + 5 * i for i in range(8)]
     too_many = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_tensor_parallel_size: 4\n"
                               "      tritonops_gpus: [1, 2]\n", facts=facts)
-    assert not too_many.ok and too_many.gpus is None  # sizing counted the 2 GPUs allowed
+    assert not too_many.ok and too_many.placement is None  # sizing counted the 2 GPUs allowed
     assert too_many.models[0].plan.problems == ("tensor_parallel_size 4 needs more GPUs than the 2 available",)
 
 

@@ -5,6 +5,8 @@ from datetime import datetime, timezone
 from tritonops.serving.releases import Deployed, ReleaseRecord, parse_releases, rollback_target
 from tritonops.serving.status import ModelMetrics, host_status, parse_metrics
 
+import json
+
 import pytest
 
 from tritonops.errors import TritonopsError
@@ -98,3 +100,30 @@ def test_a_kv_cache_below_the_plan_beyond_the_sizings_tolerance_is_said_by_the_g
     found = HostStatus("h", "r", 1, "running", 60.0, 0, True, True, kv_predicted=10_000, kv_reported=9_000,
                        models=(), vllm_metrics=True)
     assert found.kv_shortfall == pytest.approx(0.10)
+
+
+def _with_serve(serve: dict) -> str:
+    return json.dumps({"releases": [{"id": "20261201T000000Z-33333333", "image_id": "sha256:" + "a" * 64,
+                                     "gates": [{"passed": True}], "serve": serve}],
+                       "current": "releases/20261201T000000Z-33333333", "container": None})
+
+
+SERVE = {"models": ["m"], "gpus": [0], "weights_dirs": ["/opt/w"], "deadline_s": 300, "kv_cache_tokens": 10}
+
+
+@pytest.mark.parametrize("replicas, damaged", [
+    (None, False),
+    ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}, {"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}],
+     False),
+    ([{"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}], True),            # indices not 0..n-1
+    ([{"index": 0, "gpus": [], "ports": [8000, 8001, 8002]}], True),             # no GPU
+    ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 70000]}], True),           # not a port
+    ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002], "cmd": "x"}], True),  # a key tritonops never writes
+    ([], True), ("0-3", True),
+])
+def test_a_releases_recorded_placement_is_checked_before_anything_starts_from_it(replicas, damaged):
+    serve = dict(SERVE, **({"replicas": replicas} if replicas is not None else {}))
+    (record,) = parse_releases(_with_serve(serve)).releases
+    assert bool(record.damaged) == damaged, record.damaged
+    if damaged:
+        assert record.damaged == "release.json: serve.replicas is not what tritonops wrote"

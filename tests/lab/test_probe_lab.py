@@ -167,10 +167,13 @@ def test_ssh_connections_have_nagle_off(lab):
 
 
 def test_the_gpus_a_container_gets_come_from_the_probed_topology(lab):
-    from tritonops.planning.gpu_choice import choose_gpus, restrict_facts
+    from tritonops.planning.gpu_choice import place_replicas, restrict_facts
+    from tritonops.planning.placement import ReplicaPorts
 
+    ports = ReplicaPorts(8000, 8001, 8002)
     (host,) = probe_hosts([lab.connection(LIGHT_H200X2)]).hosts
-    pair = choose_gpus(host.facts, 2, None)
-    assert (pair.gpus, pair.link, pair.reasons) == ((0, 1), "NV18", ())  # the lab NVML's link, read over SSH
+    pair = place_replicas(host.facts, 2, None, 1, ports, 10)
+    assert [(r.gpus, r.link) for r in pair.replicas] == [((0, 1), "NV18")] and pair.reasons == ()  # read over SSH
     only = restrict_facts(host.facts, (1,))
-    assert [g.index for g in only.nvidia.gpus] == [1] and choose_gpus(only, 1, (1,)).gpus == (1,)
+    assert [g.index for g in only.nvidia.gpus] == [1]
+    assert [r.gpus for r in place_replicas(only, 1, (1,), 1, ports, 10).replicas] == [(1,)]

@@ -21,7 +21,8 @@ from tritonops.values.names import safe_name
 
 if TYPE_CHECKING:
     from tritonops.facts.model import HostFacts, ProbeReport
-    from tritonops.planning import HostDeployPlan
+from tritonops.planning import HostDeployPlan
+from tritonops.planning.gpu_choice import describe
 
 REPORT_MAX_BYTES = 64 * 2**20   # a probe report is some kilobytes per host
 
@@ -125,7 +126,8 @@ def _host_json(hp: HostDeployPlan) -> dict:
             "models": [{"name": m.name, "version": m.version, "model": m.model, "ok": m.ok, "error": m.error,
                         "plan": m.plan.to_dict() if m.plan else None} for m in hp.models],
             "repository": dict(hp.files), "notes": list(hp.notes),
-            "gpus": list(hp.gpus.gpus) if hp.gpus else None}
+            "replicas": [{"index": r.index, "gpus": list(r.gpus), "link": r.link, "ports": list(r.ports.all())}
+                         for r in hp.placement.replicas] if hp.placement else None}
 
 
 def _print_host(out, hp: HostDeployPlan) -> None:
@@ -139,8 +141,10 @@ def _print_host(out, hp: HostDeployPlan) -> None:
         if m.error:
             out.print(line(styled("error:", "red"), " ", f"{m.name} version {m.version}: " if several else "",
                            m.error))
-    if hp.gpus:
-        out.print(line(styled("serves on:", "bold"), " ", hp.gpus.describe()))
+    for replica in hp.placement.replicas if hp.placement else ():
+        out.print(line(styled("serves on:", "bold"), " ", describe(replica)))
+    if hp.placement and hp.placement.idle:
+        out.print(line(styled("idle:", "bold"), " ", f"GPU {','.join(map(str, hp.placement.idle))}"))
     for note in hp.notes:
         out.print(line(styled("note:", "yellow"), " ", note))
     for path, text in hp.files.items():

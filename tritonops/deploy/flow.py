@@ -40,6 +40,7 @@ from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
 from tritonops.planning.deployment import deployment_of
+from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
 from tritonops.results import HostResult
@@ -121,7 +122,7 @@ def _plan_summary(plan: HostDeployPlan) -> str:
         engine = model.plan
         parts.append(f"{model.name} v{model.version}: {model.model} TP {engine.tensor_parallel_size}, "
                      f"max_model_len {engine.max_model_len}, KV {engine.kv_cache_tokens:,} tokens")
-    return "; ".join(parts) + (f"; on {plan.gpus.describe()}" if plan.gpus else "")
+    return "; ".join(parts) + "".join(f"; {describe(r)}" for r in (plan.placement.replicas if plan.placement else ()))
 
 
 def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, report) -> dict[str, dict]:
@@ -169,10 +170,13 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
     engines = [model.plan for model in plan.models]
     weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
-    gpus = list(plan.gpus.gpus) if plan.gpus else list(range(max(engine.tensor_parallel_size for engine in engines)))
+    replicas = [{"index": r.index, "gpus": list(r.gpus), "ports": list(r.ports.all())}
+                for r in plan.placement.replicas]
+    gpus = sorted({gpu for r in replicas for gpu in r["gpus"]})
     serve = {  # what starting this release needs; kept in release.json too, so a rollback needs only the host
         "models": sorted({m["name"] for m in models}),
-        "gpus": gpus,
+        "gpus": replicas[0]["gpus"],   # replica 0's (what a tritonops before replicas reads)
+        "replicas": replicas,          # the placement: each replica's GPUs and host ports
         "weights_dirs": sorted({m["weights_dir"] for m in models}),
         "deadline_s": gate_deadline_s(weights_bytes),
         "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),

@@ -376,6 +376,21 @@ def undo(replica, result, release):
     return back["rolled_back"], back["rollback_why"]
 
 
+def retire_surplus(replicas):
+    """Once every replica serves: the deployment's other running containers (replicas a smaller placement no
+    longer has) stopped and removed; a rollback to a release that had them starts them again."""
+    if not spec.get("deployment"):
+        return []
+    keep = {r["container"] for r in replicas}
+    code, out, _ = docker("ps", "--filter", "label=tritonops.deployment=%s" % spec["deployment"], "--format",
+                          "{{.Names}}")
+    retired = [name for name in (out.split() if code == 0 else []) if name not in keep and "--" not in name]
+    for name in retired:
+        docker("stop", "--time", str(spec["stop_timeout_s"]), name)
+        remove(name)
+    return retired
+
+
 def main():
     global spec, started
     spec = json.load(sys.stdin)
@@ -408,10 +423,11 @@ def main():
         finish(result)
     switched = [res for _, res in done if res["status"] == "switched"]
     switch_current(release)
+    retired = retire_surplus(replicas)
     if not switched:
         first = done[0][1]
         finish({"status": "unchanged", "restarts": sum(res.get("restarts", 0) for _, res in done),
-                "answers": first.get("answers")})
+                "answers": first.get("answers"), **({"retired": retired} if retired else {})})
     previous = next((res["previous"] for res in switched if res.get("previous")), None)
     pruned = prune(spec.get("keep", 0), release, previous, [r["container"] for r in replicas])
     first = switched[0]
@@ -421,6 +437,8 @@ def main():
         "shipping": "; ".join(sorted({res["shipping"] for res in switched if res.get("shipping")}))}
     if len(replicas) > 1:
         outcome["replicas"] = [{"replica": r["name"], "status": res["status"]} for r, res in done]
+    if retired:
+        outcome["retired"] = retired
     finish(outcome)
 
 

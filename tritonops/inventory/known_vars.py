@@ -51,7 +51,11 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_max_model_len": "maximum context length; 'auto' lets tritonops size it",
     "tritonops_tensor_parallel_size": "GPUs one model instance spans",
     "tritonops_gpus": "the GPUs the deployment may use: a list of indices or \"0,2-3\" (default: all); the "
-                      "container gets the best-linked group of them",
+                      "containers get the best-linked groups of them",
+    "tritonops_replicas": "Triton containers per host, each on its own GPU group serving every model: a number "
+                          "(default 1) or auto (as many as the GPUs hold)",
+    "tritonops_port_stride": "how far apart the replicas' ports are: replica i listens on the ports + i x stride "
+                             "(default 10)",
     "tritonops_max_num_seqs": "maximum concurrent sequences per engine",
     "tritonops_models": "several models on a host: a list of {name, model, version(s), engine overrides, engine_args}",
     "tritonops_engine_args": "extra vLLM engine arguments merged into model.json, checked against the vLLM version",

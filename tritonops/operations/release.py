@@ -74,9 +74,12 @@ def weights_digest(args: ReleaseArgs, facts: Facts) -> str:
 
 
 def content_digest(args: ReleaseArgs, weights: str) -> str:
-    """What makes two releases the same: files, image, weights (not who or when)."""
+    """What makes two releases the same: files, image, weights, and where they serve: each replica's GPUs and
+    ports (not who or when). A release made before replicas has no placement in its metadata."""
     digest = hashlib.sha256()
-    for part in (json.dumps(args.files, sort_keys=True), args.image_id, weights):
+    serve = args.metadata.get("serve") if isinstance(args.metadata.get("serve"), dict) else {}
+    placement = [json.dumps(serve["replicas"], sort_keys=True)] if serve.get("replicas") else []
+    for part in (json.dumps(args.files, sort_keys=True), args.image_id, weights, *placement):
         encoded = part.encode()
         digest.update(len(encoded).to_bytes(8, "big") + encoded)
     return digest.hexdigest()

@@ -32,7 +32,7 @@ from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, loggi
 from tritonops.serving.outcome import serve_outcome
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
-from tritonops.values.containers import container_name
+from tritonops.values.containers import LABEL_DEPLOYMENT, container_name
 
 
 class ContainerSettings(Args):
@@ -102,26 +102,53 @@ class ServeArgs(ContainerSettings):
     deadline_s: float = 300.0
     kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
     gpu_processes: list[dict] = []  # {gpu, pid, bytes} the probe saw on the release's GPUs
+    replicas: list[dict] = []       # the placement: {index, gpus, ports: [http, grpc, metrics]}; none: one on gpus
 
 
-def inspect_argv(deployment: str) -> tuple[str, ...]:
+def inspect_argv(deployment: str, replica: str | None = None) -> tuple[str, ...]:
     return ("docker", "inspect", "--format",
             "{{index .Config.Labels \"tritonops.release\"}} {{.State.Running}} {{.Image}} {{.RestartCount}} "
             "{{index .Config.Labels \"tritonops.logging\"}}",
-            container_name(deployment))
+            container_name(deployment, replica))
+
+
+def deployment_containers_argv(deployment: str) -> tuple[str, ...]:
+    """The deployment's running containers on the host, one name per line."""
+    return ("docker", "ps", "--filter", f"label={LABEL_DEPLOYMENT}={deployment}", "--format", "{{.Names}}")
+
+
+def replica_label(index: int) -> str | None:
+    """Replica 0 keeps the deployment's one container name (`tritonops-<deployment>`: what ran before replicas,
+    and what logs and status find); replica i is `tritonops-<deployment>-<i>`."""
+    return None if index == 0 else str(index)
+
+
+def replicas_of(serve: dict, settings: "ContainerSettings") -> list[dict]:
+    """A release's replicas; one on its `gpus` and the host's ports for a release made before replicas."""
+    if serve.get("replicas"):
+        return list(serve["replicas"])
+    return [{"index": 0, "gpus": list(serve["gpus"]),
+             "ports": [settings.http_port, settings.grpc_port, settings.metrics_port]}]
 
 
 @dataclass(frozen=True)
 class ServeStep:
     """Run the serve program on the host: stop, start, gate, switch or roll back (one SSH command)."""
 
-    spec: ServeSpec
+    specs: tuple[ServeSpec, ...]       # one per replica, in rollout order
     payload: dict = field(repr=False)
     models: tuple[str, ...]
     predicted_kv_tokens: int
 
+    @property
+    def spec(self) -> ServeSpec:
+        return self.specs[0]
+
     def describe(self) -> str:
-        return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
+        if len(self.specs) == 1:
+            return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
+        each = ", ".join(f"{s.container} (GPUs {list(s.gpus)})" for s in self.specs)
+        return f"start release {self.spec.release} on {len(self.specs)} replicas one at a time and gate each: {each}"
 
     def run_on(self, transport: Transport) -> Learned:
         command = shlex.join(("python3", "-c", program.SOURCE))
@@ -146,52 +173,75 @@ class ServeOperation:
 
     def facts(self, args: ServeArgs) -> Iterable[Query]:
         releases = posixpath.join(args.release.root, "releases")
-        return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)),
-                CommandQuery(inspect_argv(args.deployment)), FileQuery(posixpath.join(args.release.root, "current"))]
+        inspects = [CommandQuery(inspect_argv(args.deployment, replica_label(r["index"])))
+                    for r in replicas_of(args.model_dump(), args)]
+        return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
+                CommandQuery(deployment_containers_argv(args.deployment)),
+                FileQuery(posixpath.join(args.release.root, "current"))]
 
     def steps(self, args: ServeArgs, facts: Facts) -> Iterable[Step]:
         digest = content_digest(args.release, weights_digest(args.release, facts))
         release = existing_release(facts.dir(posixpath.join(args.release.root, "releases")).names, digest)
         if release is None:  # in --check before the release exists: the one the release task would make
             release = f"{args.release.created}-{digest[:8]}"
-        running = facts.command(inspect_argv(args.deployment))
-        words = running.stdout.split() if running.ok else []
         current = facts.file(posixpath.join(args.release.root, "current"))
         logging = logging_digest(args.shipping(args.deployment))
-        if (len(words) == 5 and words[0] == release and words[1] == "true" and words[2] == args.release.image_id
-                and words[4] == logging and current.kind == "link" and current.link_target == f"releases/{release}"):
+        replicas = replicas_of(args.model_dump(), args)
+        names = {container_name(args.deployment, replica_label(r["index"])) for r in replicas}
+        listed = facts.command(deployment_containers_argv(args.deployment))
+        surplus = [n for n in listed.stdout.split() if n not in names and "--" not in n] if listed.ok else []
+
+        def serving(replica) -> bool:
+            running = facts.command(inspect_argv(args.deployment, replica_label(replica["index"])))
+            words = running.stdout.split() if running.ok else []
+            return (len(words) == 5 and words[0] == release and words[1] == "true"
+                    and words[2] == args.release.image_id and words[4] == logging)
+
+        if (all(serving(r) for r in replicas) and not surplus and current.kind == "link"
+                and current.link_target == f"releases/{release}"):
             return
-        serve = {"models": args.models, "gpus": args.gpus, "weights_dirs": args.weights_dirs,
+        serve = {"models": args.models, "gpus": args.gpus, "replicas": replicas, "weights_dirs": args.weights_dirs,
                  "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens}
-        step = serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args)
-        step.payload["gpu_processes"] = list(args.gpu_processes)
-        yield step
+        yield serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args,
+                         gpu_processes=args.gpu_processes)
 
 
 def serve_step(root: str, deployment: str, release: str, image_id: str, serve: dict,
-               settings: ContainerSettings) -> "ServeStep":
-    """The step that starts `release` (its serve settings: models, gpus, weights_dirs, deadline_s,
-    kv_cache_tokens) with the host's ports and gate settings (`settings`: the task's arguments)."""
-    spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
-                     image_id=image_id, gpus=tuple(serve["gpus"]), weights_dirs=tuple(serve["weights_dirs"]),
-                     ports=Ports(settings.http_port, settings.grpc_port, settings.metrics_port, settings.bind_address),
-                     shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
-                     triton_args=tuple(settings.triton_args),
-                     admin_key_file=settings.admin_key_file, log=settings.shipping(deployment),
-                     logger_path=posixpath.join(root, "bin", "container_logger.py"),
-                     host_name=settings.host_name, models=tuple(serve["models"]))
-    payload = {"root": root, "container": spec.container, "release": release, "image_id": image_id,
-               "run_argv": list(run_argv(spec)), "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)),
-               "log_driver": spec.log.driver, "log_collector": spec.log.collector, "logging": logging_digest(spec.log),
-               "logger_path": spec.logger_path, "logger_source": LOGGER_SOURCE,
+               settings: ContainerSettings, gpu_processes: Iterable[dict] = ()) -> "ServeStep":
+    """The step that starts `release` (its serve settings: models, gpus or replicas, weights_dirs, deadline_s,
+    kv_cache_tokens) on each of its replicas, with the host's gate settings (`settings`: the task's
+    arguments). `gpu_processes`: what the probe saw on the GPUs, each replica refusing those on its own."""
+    log = settings.shipping(deployment)
+    specs, replicas = [], []
+    for replica in replicas_of(serve, settings):
+        http, grpc, metrics = replica["ports"]
+        spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
+                         image_id=image_id, gpus=tuple(replica["gpus"]), weights_dirs=tuple(serve["weights_dirs"]),
+                         ports=Ports(http, grpc, metrics, settings.bind_address),
+                         shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
+                         triton_args=tuple(settings.triton_args),
+                         admin_key_file=settings.admin_key_file, log=log,
+                         logger_path=posixpath.join(root, "bin", "container_logger.py"),
+                         host_name=settings.host_name, models=tuple(serve["models"]),
+                         replica=replica_label(replica["index"]))
+        specs.append(spec)
+        replicas.append({"name": replica["index"], "container": spec.container, "run_argv": list(run_argv(spec)),
+                         "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)), "http_port": http,
+                         "ports": [http, grpc, metrics], "gpus": list(replica["gpus"]),
+                         "gpu_processes": [p for p in gpu_processes if p.get("gpu") in replica["gpus"]]})
+    if len(replicas) == 1:
+        replicas[0]["name"] = None  # one container: said as before replicas
+    first = specs[0]
+    payload = {"root": root, "container": first.container, "release": release, "image_id": image_id,
+               "replicas": replicas, "deployment": deployment,
+               "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
+               "logger_path": first.logger_path, "logger_source": LOGGER_SOURCE,
                "admin_key_file": settings.admin_key_file,
-               "http_port": settings.http_port,
-               "ports": [settings.http_port, settings.grpc_port, settings.metrics_port],
                "bind": settings.bind_address, "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
                "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
                "keep": settings.keep_releases}
-    return ServeStep(spec, payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))
+    return ServeStep(tuple(specs), payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))
 
 
 class RollbackArgs(ContainerSettings):

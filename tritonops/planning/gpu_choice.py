@@ -1,31 +1,50 @@
-"""Which of a host's GPUs its Triton container serves on (issue #22, before replicas): the GPUs the deployment
-may use (`tritonops_gpus`, default all), and among them the group the largest tensor-parallel engine needs,
-chosen by the probe's topology: NVLink/NVSwitch pairs first, then the same PCIe switch, host bridge, NUMA
-node (`placement.best_group`), the lowest indices on a tie, so the same inputs give the same GPUs and a no-op
-deploy stays a no-op. A group that has to cross a slow link says so. Pure: no I/O; a bad value is an
-InputError naming the variable and where it was set.
+"""Which of a host's GPUs its Triton containers serve on (issue #22): the GPUs the deployment may use
+(`tritonops_gpus`, default all), and among them one group per replica (`tritonops_replicas`: a number, default
+1, or `auto` for as many as the GPUs hold) of the size the largest tensor-parallel engine needs, chosen by the
+probe's topology: NVLink/NVSwitch first, then the same PCIe switch, host bridge, NUMA node
+(`placement.place`), the lowest indices on a tie, so the same inputs give the same GPUs and a no-op deploy
+stays a no-op. Each replica serves the host's whole model repository; its ports are the host's plus
+`tritonops_port_stride` (default 10) times its index. A group that has to cross a slow link says so. Pure: no
+I/O; a bad value is an InputError naming the variable and where it was set.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tritonops.errors import InputError
 from tritonops.facts.model import HostFacts
-from tritonops.planning.placement import SLOW, GpuTopology, PlacementError, best_group, usable_gpus
+from tritonops.planning.placement import (GpuTopology, ModelDemand, Placement, PlacementError, ReplicaPorts,
+                                          place, usable_gpus, with_ports)
 
 GPUS_VAR = "tritonops_gpus"
+REPLICAS_VAR = "tritonops_replicas"
+STRIDE_VAR = "tritonops_port_stride"
+PORT_VARS = (("tritonops_http_port", 8000), ("tritonops_grpc_port", 8001), ("tritonops_metrics_port", 8002))
+REPOSITORY = "triton"  # what a replica serves: the release's whole model repository
 
 
-@dataclass(frozen=True)
-class GpuChoice:
-    gpus: tuple[int, ...]          # the container's devices (docker run --gpus device=...)
-    link: str = ""                 # the slowest link inside the group ('' for one GPU)
-    reasons: tuple[str, ...] = ()  # a slow link, GPUs left idle
+def replica_count(value, where: str | None) -> int | None:
+    """`tritonops_replicas`: a whole number >= 1 (default 1), or `auto` (None: as many as the GPUs hold)."""
+    if value is None or value == "":
+        return 1
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())):
+        raise InputError(f"{REPLICAS_VAR} {value!r} is not a whole number >= 1 or 'auto'", where)
+    if int(value) < 1:
+        raise InputError(f"{REPLICAS_VAR} {value!r} is not a whole number >= 1 or 'auto'", where)
+    return int(value)
 
-    def describe(self) -> str:
-        span = ",".join(map(str, self.gpus))
-        return f"GPU {span}" + (f" ({self.link})" if self.link else "")
+
+def whole(value, var: str, default: int, where: str | None, low: int = 1, high: int = 65535) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())):
+        raise InputError(f"{var} {value!r} is not a whole number", where)
+    if not low <= int(value) <= high:
+        raise InputError(f"{var} {value!r} is not between {low} and {high}", where)
+    return int(value)
 
 
 def allowed_gpus(value, where: str | None) -> tuple[int, ...] | None:
@@ -70,17 +89,24 @@ def restrict_facts(facts: HostFacts, allowed: tuple[int, ...] | None) -> HostFac
     return replace(facts, nvidia=nvidia)
 
 
-def choose_gpus(facts: HostFacts, size: int, allowed: tuple[int, ...] | None) -> GpuChoice:
-    """The `size` GPUs the container gets, out of `allowed` (None: all)."""
+def place_replicas(facts: HostFacts, size: int, allowed: tuple[int, ...] | None, replicas: int | None,
+                   base: ReplicaPorts, stride: int) -> Placement:
+    """One GPU group of `size` per replica, out of `allowed` (None: all), with its ports. PlacementError for
+    more replicas than the GPUs hold, or ports past 65535 / shared."""
     topology = GpuTopology.from_facts(facts.nvidia)
-    usable, _ = usable_gpus(topology, allowed, {})
-    group = best_group(topology, usable, size)
-    if group is None:
-        raise PlacementError(f"tensor parallel size {size} needs {size} GPUs; {GPUS_VAR} leaves "
-                             f"{len(usable)} ({','.join(map(str, usable))})")
-    link = topology.slowest(group)
-    reasons = []
-    if link in SLOW:
-        reasons.append(f"GPU {','.join(map(str, group))} have no faster link than {link} ({SLOW[link]}): "
-                       "tensor-parallel traffic is slow there")
-    return GpuChoice(group, link, tuple(reasons))
+    try:
+        placed = place(topology, [ModelDemand(REPOSITORY, size, replicas)], allowed)
+    except PlacementError as err:
+        raise PlacementError(str(err).replace(f"model {REPOSITORY}: ", "").replace(
+            f"{REPOSITORY} {replicas} x TP", f"{REPLICAS_VAR} {replicas} x TP")) from None
+    if placed.idle and replicas is not None:  # the count asked for: the idle GPUs are shown, not a note
+        idle = ",".join(map(str, placed.idle))
+        placed = replace(placed, reasons=tuple(r for r in placed.reasons if not r.startswith(f"GPU {idle} serve nothing")))
+    return with_ports(placed, base, stride)
+
+
+def describe(replica) -> str:
+    """`replica 1: GPU 2,3 (NV18), ports 8010/8011/8012`."""
+    link = f" ({replica.link})" if replica.link else ""
+    ports = "/".join(map(str, replica.ports.all())) if replica.ports else "-"
+    return f"replica {replica.index}: GPU {','.join(map(str, replica.gpus))}{link}, ports {ports}"

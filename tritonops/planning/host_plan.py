@@ -12,7 +12,9 @@ from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
-from tritonops.planning.gpu_choice import GPUS_VAR, GpuChoice, allowed_gpus, choose_gpus, restrict_facts
+from tritonops.planning.gpu_choice import (GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, place_replicas,
+                                           replica_count, restrict_facts, whole)
+from tritonops.planning.placement import Placement, ReplicaPorts
 from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
 from tritonops.planning.weights_spec import ControllerFolders, WeightsSpec, weights_spec
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
@@ -53,7 +55,7 @@ class HostDeployPlan:
     files: dict = field(default_factory=dict)
     error: str | None = None         # host-level: no facts, no GPU, bad variables, shared GPUs, RAM
     notes: tuple[str, ...] = ()
-    gpus: GpuChoice | None = None    # the GPUs the host's Triton container serves on (when planned)
+    placement: Placement | None = None  # the host's Triton containers (replicas): GPUs and ports (when planned)
 
     @property
     def ok(self) -> bool:
@@ -103,6 +105,10 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
         return HostDeployPlan(name, unplanned, error=why_no_facts or "no facts (host not probed)")
     try:
         allowed = allowed_gpus(host.vars.get(GPUS_VAR), host_where(host, GPUS_VAR))
+        replicas = replica_count(host.vars.get(REPLICAS_VAR), host_where(host, REPLICAS_VAR))
+        stride = whole(host.vars.get(STRIDE_VAR), STRIDE_VAR, 10, host_where(host, STRIDE_VAR), low=3, high=10000)
+        ports = ReplicaPorts(*(whole(host.vars.get(var), var, default, host_where(host, var))
+                               for var, default in PORT_VARS))
         facts = restrict_facts(facts, allowed)
         gpus = gpu_spec_from_facts(facts, f"probe facts of {name}")
         if gpus is None:
@@ -125,17 +131,18 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
     if problem or ram_problem:
         return HostDeployPlan(name, instances, error="; ".join(p for p in (problem, ram_problem) if p), notes=notes)
     try:
-        choice = choose_gpus(facts, max(i.plan.tensor_parallel_size for i in instances), allowed)
+        placement = place_replicas(facts, max(i.plan.tensor_parallel_size for i in instances), allowed, replicas,
+                                   ports, stride)
     except TritonopsError as err:
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
-    notes += choice.reasons
+    notes += placement.reasons
     try:
         instances = _with_weights(host, instances, folders)
     except TritonopsError as err:
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
-    return HostDeployPlan(name, instances, files=files, notes=notes, gpus=choice)
+    return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement)
 
 
 def _with_weights(host, instances: tuple[ModelInstancePlan, ...],

@@ -102,7 +102,23 @@ def _serve_problem(serve: Any) -> str | None:
     for key, good in checks.items():
         if key not in serve or not good(serve[key]):
             return f"serve.{key} is missing or not what tritonops wrote"
+    if "replicas" in serve and not _good_replicas(serve["replicas"]):
+        return "serve.replicas is not what tritonops wrote"
     return None
+
+
+def _whole(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _good_replicas(replicas: Any) -> bool:
+    """The placement a release records: [{index, gpus, ports: [http, grpc, metrics]}], indices 0..n-1."""
+    return (isinstance(replicas, list) and bool(replicas)
+            and all(isinstance(r, dict) and set(r) == {"index", "gpus", "ports"} and _whole(r["index"], 0, 1023)
+                    and isinstance(r["gpus"], list) and r["gpus"] and all(_whole(g, 0, 1023) for g in r["gpus"])
+                    and isinstance(r["ports"], list) and len(r["ports"]) == 3
+                    and all(_whole(p, 1, 65535) for p in r["ports"]) for r in replicas)
+            and [r["index"] for r in replicas] == list(range(len(replicas))))
 
 
 def rollback_target(deployed: Deployed, to: str | None) -> ReleaseRecord:
