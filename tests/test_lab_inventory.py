@@ -36,6 +36,11 @@ def test_the_full_hosts_name_the_lab_model_and_a_2080ti_host_a_smaller_one():
     assert groups["lab_full"]["vars"]["tritonops_model"] == "/abs/.lab/models/tiny-llama"
     assert groups["lab_full"]["hosts"]["ws-2080ti"]["tritonops_model"] == "/abs/.lab/models/micro-llama"
     assert "tritonops_model" not in groups["lab_full"]["hosts"]["node-h200x8"]
+    # every GPU of a multi-GPU full host serves: four replicas at TP 2 on the H200 host
+    assert {k: v for k, v in groups["lab_full"]["hosts"]["node-h200x8"].items() if k.startswith("tritonops_")} == \
+        {"tritonops_replicas": 4, "tritonops_tensor_parallel_size": 2}
+    assert "tritonops_replicas" not in groups["lab_full"]["hosts"]["ws-2080ti"]
+    assert "tritonops_replicas" not in groups["lab_light"]["hosts"]["light-01"]
     assert "vars" not in groups["lab_light"] and "tritonops_model" not in groups["lab_light"]["hosts"]["light-01"]
     without = yaml.safe_load(render_inventory(LabState("p", Path("/abs/.lab"), Path("/abs/lab.yml"), hosts),
                                               models=False))

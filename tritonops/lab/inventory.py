@@ -56,13 +56,20 @@ def constraints_text() -> str:
             f"{hashlib.sha256(wheel_bytes(LAB_VLLM_VERSION)).hexdigest()}\n")
 
 
+# Every GPU of the lab's multi-GPU full hosts serves (issue #22): the A100 host a replica per GPU, the H200 host
+# four at tensor parallel 2 on NVLinked pairs.
+REPLICA_VARS = {"a100x4": {"tritonops_replicas": "auto"},
+                "h200x8": {"tritonops_replicas": 4, "tritonops_tensor_parallel_size": 2}}
+
+
 def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str = "jump",
                      models: bool = True) -> str:
     """The lab's GPU hosts (a bastion is not one of them). With `bastion`, each host is named by its
     container name on the lab network, which only the bastion can reach: `proxy` "jump" routes
     through it with ProxyJump, "command" with a ProxyCommand running `ssh -W`. With `models`, the
     lab's models (tritonops.lab.models, under the state dir) as tritonops_model: the full hosts'
-    group variable, and a host variable on hosts of a small-GPU profile (the 2080 Ti)."""
+    group variable, and a host variable on hosts of a small-GPU profile (the 2080 Ti); and the multi-GPU full
+    hosts' replicas (REPLICA_VARS)."""
     from tritonops.lab.models import FULL_HOST_MODEL, host_model, model_path
 
     groups: dict[str, dict] = {"lab_full": {"hosts": {}}, "lab_light": {"hosts": {}}}
@@ -83,6 +90,8 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
         }
         if models and host_model(host.profile):
             entry["tritonops_model"] = str(model_path(state.state_dir, host_model(host.profile)))
+        if models and host.kind == "full":
+            entry.update(REPLICA_VARS.get(host.profile, {}))
     ssh_args = f"-o UserKnownHostsFile={state.known_hosts_file} -o StrictHostKeyChecking=yes"
     if bastion:
         ssh_args += " " + bastion_ssh_option(state, bastion, proxy)
