@@ -1,19 +1,38 @@
-"""The lab's generate request: one prompt to Triton on the host's loopback (tritonops/lab/generate.py),
-printing the answer's text.
+"""The lab's generate request: one prompt to each replica of the host's current release, on the host's
+loopback (tritonops/lab/generate.py), printing a line per replica: its index, GPUs and the answer's text.
+The replicas (their ports) are read from the current release.json; a release made before replicas, or no
+release, is the one Triton on PORT.
 
-    python3 -c SOURCE PORT MODEL PROMPT
+    python3 -c SOURCE RELEASE_JSON PORT MODEL PROMPT
 """
 
 import json, sys, urllib.request
 
 
+def replicas(path, port):
+    try:
+        with open(path) as handle:
+            found = json.load(handle).get("serve", {}).get("replicas")
+    except (OSError, ValueError, AttributeError):
+        found = None
+    return found or [{"index": 0, "gpus": [], "ports": [port]}]
+
+
 def main():
-    port, model, prompt = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    path, port, model, prompt = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     body = json.dumps({"text_input": prompt, "parameters": {"stream": False, "max_tokens": 12}}).encode()
-    request = urllib.request.Request("http://127.0.0.1:%d/v2/models/%s/generate" % (port, model), data=body,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        print(json.loads(response.read())["text_output"])
+    failed = 0
+    for replica in replicas(path, port):
+        request = urllib.request.Request("http://127.0.0.1:%d/v2/models/%s/generate" % (replica["ports"][0], model),
+                                         data=body, headers={"Content-Type": "application/json"})
+        where = "replica %d (GPU %s)" % (replica["index"], ",".join(map(str, replica["gpus"])) or "?")
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                print("%s: %s" % (where, json.dumps(json.loads(response.read())["text_output"])))
+        except Exception as err:  # every replica is asked; the exit status says whether all answered
+            failed += 1
+            print("%s: FAILED %s" % (where, err))
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

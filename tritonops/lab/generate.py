@@ -1,14 +1,15 @@
-"""`python -m tritonops.lab generate -i INVENTORY [PROMPT]`: one generate request to every host's Triton
-(on the host's loopback, over SSH: the lab's Triton ports are inside the lab hosts), printing each
-answer. A lab helper for ./lab-demo; exits 1 unless every host answered with text."""
+"""`python -m tritonops.lab generate -i INVENTORY [PROMPT]`: one generate request to every replica of every
+host's current release (on the host's loopback, over SSH: the lab's Triton ports are inside the lab hosts),
+printing each answer. A lab helper for ./lab-demo; exits 1 unless every replica answered with text."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import posixpath
 import shlex
 
 from tritonops import host_programs
+from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 
@@ -27,14 +28,18 @@ def main(argv: list[str]) -> int:
     by_name = {host.name: host for host in hosts}
 
     def ask(session: HostSession) -> HostResult:
-        port = int(by_name[session.name].vars.get("tritonops_http_port", 8000))
-        command = shlex.join(("python3", "-c", PROGRAM, str(port), args.model, args.prompt))
-        result = session.transport.run(command, timeout=90)
+        host = by_name[session.name]
+        port = int(host.vars.get("tritonops_http_port", 8000))
+        root, deployment = deployment_of(host)
+        release = posixpath.join(root, deployment, "current", "release.json")
+        command = shlex.join(("python3", "-c", PROGRAM, release, str(port), args.model, args.prompt))
+        result = session.transport.run(command, timeout=300)
         text = result.stdout.strip()
-        return HostResult(session.name, "ok" if result.ok and text else "failed", text if result.ok else result.tail(2))
+        return HostResult(session.name, "ok" if result.ok and text else "failed", text or result.tail(2))
 
     with SessionPool([host.connection for host in hosts]) as pool:
         results = pool.run(ask)
     for result in results:
-        print(f"{result.host}: {json.dumps(result.msg)}" if result.ok else f"{result.host}: FAILED {result.msg}")
+        for answer in result.msg.splitlines() or [""]:
+            print(f"{result.host} {answer}" if result.ok else f"{result.host}: FAILED {answer}")
     return 0 if results.all_ok else 1
