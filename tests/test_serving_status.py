@@ -127,3 +127,24 @@ def test_a_releases_recorded_placement_is_checked_before_anything_starts_from_it
     assert bool(record.damaged) == damaged, record.damaged
     if damaged:
         assert record.damaged == "release.json: serve.replicas is not what tritonops wrote"
+
+
+def test_with_replicas_the_host_serves_only_when_every_replica_does():
+    from tritonops.serving.status import parse_container_states, replica_status
+
+    states = parse_container_states("/tritonops-d running\n/tritonops-d-1 exited\nError: No such object: x\n")
+    assert states == {"tritonops-d": "running", "tritonops-d-1": "exited"}
+    ready = {"live": True, "ready": True, "models": {"chat": True}, "metrics": METRICS}
+    zero = replica_status({"index": 0, "gpus": [0, 1], "ports": [8000, 8001, 8002]}, states["tritonops-d"], ready)
+    assert (zero.index, zero.gpus, zero.http_port, zero.container, zero.ready, zero.requests) == \
+        (0, (0, 1), 8000, "running", True, 4)
+    one = replica_status({"index": 1, "gpus": [2, 3], "ports": [8010, 8011, 8012]}, states["tritonops-d-1"],
+                         {"live": False, "ready": False, "models": {"chat": False}, "metrics": None})
+    not_loaded = replica_status({"index": 1, "gpus": [2, 3], "ports": [8010, 8011, 8012]}, "running",
+                                {"live": True, "ready": True, "models": {"chat": False}, "metrics": None})
+    assert (one.ready, one.requests, not_loaded.ready) == (False, 0, False)
+    now = datetime(2026, 12, 1, 9, 0, 0, tzinfo=timezone.utc)
+    running = deployed(status="running", running=True, restarts=0, started_at="2026-12-01T08:00:00Z")
+    assert host_status("h", running, ready, now, replicas=(zero, zero)).serving
+    assert not host_status("h", running, ready, now, replicas=(zero, one)).serving  # replica 0 alone is not enough
+    assert host_status("h", running, ready, now).serving  # one container: as before replicas

@@ -37,23 +37,26 @@ def _table(results) -> Table:
     from rich.table import Table
 
     table = Table(title="STATUS", title_justify="left")
-    for column in ("host", "status", "release", "container", "uptime", "restarts", "health", "logs", "model",
-                   "ready", "KV tokens (plan / vLLM)", "requests", "avg ms (request / queue / infer)"):
+    for column in ("host", "status", "release", "container", "uptime", "restarts", "health", "replicas", "logs",
+                   "model", "ready", "KV tokens (plan / vLLM)", "requests", "avg ms (request / queue / infer)"):
         table.add_column(column)
     for result in results:
         found = result.payload
         if found is None:
-            table.add_row(result.host, status_text(result.status), "", "", "", "", "", "", "", "", "", "", result.msg)
+            table.add_row(result.host, status_text(result.status), "", "", "", "", "", "", "", "", "", "", "",
+                          result.msg)
             continue
         uptime = "-" if found.uptime_s is None else f"{found.uptime_s / 60:.0f} min"
         health = "ready" if found.ready else ("live" if found.live else "down")
         kv = f"{found.kv_predicted or 0:,} / {found.kv_reported or 0:,}" if found.kv_predicted else "-"
         if found.kv_shortfall is not None:
             kv = line(kv, styled(f" ({found.kv_shortfall:.1%} below the plan)", "yellow"))
+        replicas = "1" if not found.replicas else \
+            f"{sum(r.container == 'running' and r.ready for r in found.replicas)}/{len(found.replicas)} ready"
         rows = found.models or (None,)
         for index, model in enumerate(rows):
             head = (result.host, status_text(result.status), found.current or "-", found.container, uptime,
-                    str(found.restarts), health, found.logs) if index == 0 else ("",) * 8
+                    str(found.restarts), health, replicas, found.logs) if index == 0 else ("",) * 9
             if model is None:
                 table.add_row(*head, "-", "-", kv, "-", "-")
                 continue

@@ -32,7 +32,7 @@ from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, loggi
 from tritonops.serving.outcome import serve_outcome
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
-from tritonops.values.containers import LABEL_DEPLOYMENT, container_name
+from tritonops.values.containers import LABEL_DEPLOYMENT, container_name, replica_container
 
 
 class ContainerSettings(Args):
@@ -118,8 +118,7 @@ def deployment_containers_argv(deployment: str) -> tuple[str, ...]:
 
 
 def replica_label(index: int) -> str | None:
-    """Replica 0 keeps the deployment's one container name (`tritonops-<deployment>`: what ran before replicas,
-    and what logs and status find); replica i is `tritonops-<deployment>-<i>`."""
+    """The replica label of replica `index` (values.containers.replica_container names its container)."""
     return None if index == 0 else str(index)
 
 
@@ -187,7 +186,7 @@ class ServeOperation:
         current = facts.file(posixpath.join(args.release.root, "current"))
         logging = logging_digest(args.shipping(args.deployment))
         replicas = replicas_of(args.model_dump(), args)
-        names = {container_name(args.deployment, replica_label(r["index"])) for r in replicas}
+        names = {replica_container(args.deployment, r["index"]) for r in replicas}
         listed = facts.command(deployment_containers_argv(args.deployment))
         surplus = [n for n in listed.stdout.split() if n not in names and "--" not in n] if listed.ok else []
 

@@ -11,7 +11,9 @@ from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.sessions import ReadOptions, read_each
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import parse_releases, releases_query
-from tritonops.serving.status import health_query, host_status, parse_health, utc_now
+from tritonops.serving.status import (container_states_query, health_query, host_status, parse_container_states,
+                                      parse_health, replica_status, utc_now)
+from tritonops.values.containers import replica_container
 from tritonops.serving.verdict import kv_warning
 from tritonops.transport.sessions import HostSession
 
@@ -26,12 +28,31 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
         deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
         release = deployed.release(deployed.current) if deployed.current else None
         models = tuple((release.serve or {}).get("models", ())) if release else ()
-        probe = health_query(int(host.vars.get("tritonops_http_port", 8000)),
-                             int(host.vars.get("tritonops_metrics_port", 8002)), models)
-        health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
-        found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment))
-        serving = found.container == "running" and found.ready
-        said = "serving" if serving else f"container {found.container}, ready {found.ready}"
+        placement = list((release.serve or {}).get("replicas") or ()) if release else []
+        if len(placement) > 1:  # every replica of the current release, on its own ports
+            probes = [health_query(r["ports"][0], r["ports"][2], models) for r in placement]
+            names = tuple(replica_container(deployment, r["index"]) for r in placement)
+            states_query = container_states_query(names)
+            read = read_facts(session.transport, [*probes, states_query])
+            states = parse_container_states(read.command(states_query.argv).stdout)
+            healths = [parse_health(read.command(p.argv).stdout) for p in probes]
+            replicas = tuple(replica_status(r, states.get(name, "absent"), h)
+                             for r, name, h in zip(placement, names, healths))
+            health = healths[0]
+        else:
+            probe = health_query(int(host.vars.get("tritonops_http_port", 8000)),
+                                 int(host.vars.get("tritonops_metrics_port", 8002)), models)
+            health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
+            replicas = ()
+        found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment), replicas)
+        serving = found.serving
+        if replicas:
+            down = [r for r in replicas if not (r.container == "running" and r.ready)]
+            said = f"serving: {len(replicas)} replicas ready" if serving else "; ".join(
+                f"replica {r.index} (GPU {','.join(map(str, r.gpus))}): container {r.container}, ready {r.ready}"
+                for r in down)
+        else:
+            said = "serving" if serving else f"container {found.container}, ready {found.ready}"
         if found.kv_shortfall is not None:  # a warning: it serves, with less concurrency than the plan promised
             said += "; " + kv_warning(found.kv_predicted, found.kv_reported, found.kv_shortfall)
         return HostResult(session.name, "ok" if serving else "failed", said, found)

@@ -32,6 +32,37 @@ def health_query(http_port: int, metrics_port: int, models: tuple[str, ...]) -> 
     return CommandQuery(("python3", "-c", HEALTH_SOURCE, str(http_port), str(metrics_port), *models))
 
 
+def container_states_query(names: tuple[str, ...]) -> CommandQuery:
+    """Each named container's state, a line `/<name> <status>` (a missing one is no line)."""
+    return CommandQuery(("docker", "inspect", "--format", "{{.Name}} {{.State.Status}}", *names))
+
+
+def parse_container_states(stdout: str) -> dict[str, str]:
+    found = {}
+    for line in stdout.splitlines():
+        name, _, state = line.strip().partition(" ")
+        if name.startswith("/") and state:
+            found[name[1:]] = state
+    return found
+
+
+@dataclass(frozen=True)
+class ReplicaStatus:
+    index: int
+    gpus: tuple[int, ...]
+    http_port: int
+    container: str            # running, exited, restarting, absent
+    ready: bool
+    requests: int             # successful requests, every model
+
+
+def replica_status(replica: dict, container: str, health: dict) -> ReplicaStatus:
+    """One replica of the current release's placement: its container's state and its Triton's readiness. Pure."""
+    requests = sum(m.requests for m in parse_metrics(health.get("metrics") or "").values())
+    return ReplicaStatus(int(replica["index"]), tuple(replica["gpus"]), int(replica["ports"][0]), container,
+                         bool(health.get("ready")) and all((health.get("models") or {}).values()), requests)
+
+
 @dataclass(frozen=True)
 class ModelMetrics:
     requests: int = 0          # successful requests
@@ -79,6 +110,14 @@ class HostStatus:
     models: tuple[ModelStatus, ...]
     vllm_metrics: bool        # vllm:* families present on :8002
     logs: str = "-"           # where the container's logs go: its driver, or what shipping fell back to
+    replicas: tuple[ReplicaStatus, ...] = ()  # every replica of the current release, when it has several
+
+    @property
+    def serving(self) -> bool:
+        """The container runs and Triton is ready; with replicas, every replica's."""
+        if self.replicas:
+            return all(r.container == "running" and r.ready for r in self.replicas)
+        return self.container == "running" and self.ready
 
     @property
     def kv_shortfall(self) -> float | None:
@@ -100,7 +139,7 @@ def log_state(container: dict, wanted: LogShipping | None) -> str:
 
 
 def host_status(host: str, deployed: Deployed, health: dict, now: datetime,
-                wanted_logs: LogShipping | None = None) -> HostStatus:
+                wanted_logs: LogShipping | None = None, replicas: tuple[ReplicaStatus, ...] = ()) -> HostStatus:
     container = deployed.container or {}
     state = container.get("status") or "absent"
     uptime = None
@@ -116,7 +155,7 @@ def host_status(host: str, deployed: Deployed, health: dict, now: datetime,
                    for name, ready in (health.get("models") or {}).items())
     return HostStatus(host, deployed.current, len(deployed.releases), state, uptime, int(container.get("restarts", 0)),
                       bool(health.get("live")), bool(health.get("ready")), kv.get("predicted"), kv.get("reported"),
-                      models, "vllm:" in (health.get("metrics") or ""), log_state(container, wanted_logs))
+                      models, "vllm:" in (health.get("metrics") or ""), log_state(container, wanted_logs), replicas)
 
 
 def utc_now() -> datetime:

@@ -18,3 +18,9 @@ def container_name(deployment: str, replica: str | None = None) -> str:
 
 def replica_name(model: str, index: int) -> str:
     return f"{model}-{index}"
+
+
+def replica_container(deployment: str, index: int) -> str:
+    """The container of replica `index` of a host's placement: replica 0 keeps the deployment's one container
+    name (what ran before replicas, and what logs find), replica i is `tritonops-<deployment>-<i>`."""
+    return container_name(deployment, None if index == 0 else str(index))
