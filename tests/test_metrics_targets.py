@@ -68,3 +68,9 @@ def test_rendering_is_stable_and_read_back_equal():
 def test_a_targets_file_that_is_not_file_sd_is_an_error_naming_it(text, why):
     with pytest.raises(InputError, match=why):
         read_targets(text, "/p/t.json")
+
+
+def test_a_host_with_replicas_is_one_group_with_a_target_per_replica():
+    group = HostTarget("gpu-01", "10.0.0.5", 8002, "prod", "r1", ("chat",), "NVIDIA H200", 8, (8012, 8022)).group()
+    assert group["targets"] == ["10.0.0.5:8002", "10.0.0.5:8012", "10.0.0.5:8022"]
+    assert group["labels"]["host"] == "gpu-01"

@@ -62,13 +62,14 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
                 notes[host.name] = (found.status, f"{found.msg}; its earlier target (if any) is kept")
                 continue
             replaced.append((settings["deployment"], host.name))
-            current, models = found.payload
+            current, models, replica_ports = found.payload
             if current is None:
                 notes[host.name] = ("ok", f"serves no release: not a target in {path}")
                 continue
             gpu_type, count = _gpus(gpus.get(host.name))
-            targets.append(HostTarget(host.name, settings["address"], settings["port"], settings["deployment"],
-                                      current, tuple(models), gpu_type, count))
+            ports = replica_ports or (settings["port"],)  # the release's placement, else the host's port
+            targets.append(HostTarget(host.name, settings["address"], ports[0], settings["deployment"],
+                                      current, tuple(models), gpu_type, count, tuple(ports[1:])))
         try:
             changed = _replace(path, lambda text: render_targets(merged_groups(read_targets(text, path), replaced,
                                                                                targets)))
@@ -80,7 +81,7 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
             continue
         for target in targets:
             record(HostResult(target.host, "changed" if changed else "ok",
-                              f"{target.address}:{target.port} ({target.release}) in {path}", task=TASK))
+                              f"{', '.join(target.group()['targets'])} ({target.release}) in {path}", task=TASK))
         for name, (status, msg) in notes.items():
             record(HostResult(name, status, msg, task=TASK))
 
@@ -102,7 +103,8 @@ def _settings(host) -> dict:
 
 
 def _read_served(pool: SessionPool, hosts):
-    """host -> result whose payload is (current release or None, its Triton model names)."""
+    """host -> result whose payload is (current release or None, its Triton model names, its replicas' metrics
+    ports: none for a release made before replicas)."""
     by_name = {host.name: host for host in hosts}
 
     def phase(session: HostSession) -> HostResult:
@@ -111,7 +113,8 @@ def _read_served(pool: SessionPool, hosts):
         deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
         release = deployed.release(deployed.current) if deployed.current else None
         models = tuple((release.serve or {}).get("models") or release.models) if release else ()
-        return HostResult(session.name, "ok", "", (deployed.current if release else None, models))
+        ports = tuple(r["ports"][2] for r in (release.serve or {}).get("replicas") or ()) if release else ()
+        return HostResult(session.name, "ok", "", (deployed.current if release else None, models, ports))
 
     return {result.host: result for result in pool.run(phase, [host.name for host in hosts], task=TASK)}
 

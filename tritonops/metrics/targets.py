@@ -1,4 +1,5 @@
-"""The fleet as Prometheus `file_sd` targets: one target group per host's Triton metrics port. Pure.
+"""The fleet as Prometheus `file_sd` targets: one target group per host, a target per replica's Triton metrics
+port (one without replicas). Pure.
 
     [{"targets": ["10.0.0.5:8002"],
       "labels": {"host": "gpu-01", "deployment": "default", "release": "20260101T000000Z-1a2b3c4d",
@@ -34,9 +35,10 @@ class HostTarget:
     models: tuple[str, ...]
     gpu_type: str      # the first GPU's name as NVML reports it; "" on a host without one
     gpus: int
+    replica_ports: tuple[int, ...] = ()  # the metrics ports of replicas 1.. of the release (issue #22)
 
     def group(self) -> dict[str, Any]:
-        return {"targets": [endpoint(self.address, self.port)],
+        return {"targets": [endpoint(self.address, port) for port in (self.port, *self.replica_ports)],
                 "labels": {"host": self.host, "deployment": self.deployment, "release": self.release,
                            "models": ",".join(self.models), "gpu_type": self.gpu_type, "gpus": str(self.gpus)}}
 
