@@ -72,7 +72,7 @@ def test_tp2_stays_on_a_pcie_switch_and_a_group_forced_across_sockets_says_so():
     assert [r.gpus for r in choose(facts, 2, (0, 2, 3)).replicas] == [(2, 3)]  # PIX, not 0+2 across switches
     crossed = choose(facts, 2, (1, 6))
     assert [(r.gpus, r.link) for r in crossed.replicas] == [((1, 6), "SYS")]
-    assert crossed.reasons == ("triton replica 0: GPUs 1,6 have no faster link than SYS (between NUMA nodes (the "
+    assert crossed.reasons == ("replica 0: GPUs 1,6 have no faster link than SYS (between NUMA nodes (the "
                                "CPUs' interconnect)): tensor-parallel traffic is slow there",)
     four = choose(facts, 4, None, replicas=2)
     assert [(r.gpus, r.link) for r in four.replicas] == [((0, 1, 2, 3), "NODE"), ((4, 5, 6, 7), "NODE")]

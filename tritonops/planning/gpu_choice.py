@@ -99,6 +99,7 @@ def place_replicas(facts: HostFacts, size: int, allowed: tuple[int, ...] | None,
     except PlacementError as err:
         raise PlacementError(str(err).replace(f"model {REPOSITORY}: ", "").replace(
             f"{REPOSITORY} {replicas} x TP", f"{REPLICAS_VAR} {replicas} x TP")) from None
+    placed = replace(placed, reasons=tuple(r.replace(f"{REPOSITORY} replica ", "replica ", 1) for r in placed.reasons))
     if placed.idle and replicas is not None:  # the count asked for: the idle GPUs are shown, not a note
         idle = ",".join(map(str, placed.idle))
         placed = replace(placed, reasons=tuple(r for r in placed.reasons if not r.startswith(f"GPU {idle} serve nothing")))
