@@ -1,0 +1,191 @@
+"""Replicas on a real lab host (issue #22): the test lab's full host given two simulated H200s for this module
+(its GPU profile rewritten; the lab's container hook shows each Triton container only its own GPU), one
+deployment (`dep-replicas`) with `tritonops_replicas: 2`:
+- both replicas serve, each on its own GPU and ports, recorded in the release, and `status` reads both;
+- a deploy that changes an engine argument rolls them one at a time while generate requests to both keep
+  being answered by at least one;
+- a replica killed during its gate brings the host back: both replicas on the previous release, `current`
+  unmoved;
+- scaling 2 -> 1 -> 2.
+"""
+
+import json
+import shlex
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from tests.lab.test_serve_lab import cli, task
+from tritonops.lab import containers as ct
+from tritonops.lab import engine
+from tritonops.lab.profile_file import render_profile
+from tritonops.lab.profiles import PROFILES
+from tritonops.lab.testing import FULL_2080TI
+
+pytestmark = pytest.mark.lab
+
+ROOT = "/opt/tritonops"
+DEPLOYMENT = "dep-replicas"
+PORTS = (19000, 19010)
+CONTAINERS = (f"tritonops-{DEPLOYMENT}", f"tritonops-{DEPLOYMENT}-1")
+
+# sends a generate request every 0.1 s to each replica in turn until killed; a line per request: time port ok
+TRAFFIC = r"""
+import json, sys, time, urllib.request
+ports, out = [int(p) for p in sys.argv[1].split(",")], open(sys.argv[2], "a", buffering=1)
+body = json.dumps({"text_input": "hi", "parameters": {"max_tokens": 2}}).encode()
+i = 0
+while True:
+    port = ports[i % len(ports)]
+    i += 1
+    try:
+        with urllib.request.urlopen(urllib.request.Request(
+                "http://127.0.0.1:%d/v2/models/vllm_model/generate" % port, data=body), timeout=10) as r:
+            ok = bool(json.loads(r.read()).get("text_output"))
+    except Exception:
+        ok = False
+    out.write("%f %d %d\n" % (time.time(), port, ok))
+    time.sleep(0.1)
+"""
+
+
+def _put_profile(lab, profile: str) -> None:
+    host = lab.host(FULL_2080TI)
+    container = engine.existing_client().containers.get(host.container)
+    ct.put_profile(container, render_profile(PROFILES[profile], host.name))
+
+
+@pytest.fixture(scope="module")
+def two_gpus(lab):
+    _put_profile(lab, "h200x2")
+    yield
+    _put_profile(lab, "2080ti")
+
+
+@pytest.fixture(scope="module")
+def inventory(lab, two_gpus, tmp_path_factory):
+    lab_vars = yaml.safe_load(lab.inventory_file.read_text())
+    full_vars = dict(lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["vars"])
+    full_vars["tritonops_build_host"] = "s1"
+    full = lab.host(FULL_2080TI)
+    host_vars = lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["hosts"][FULL_2080TI]
+    data = {"all": {
+        "vars": {"ansible_user": "root", "ansible_ssh_private_key_file": str(lab.key_file),
+                 "tritonops_known_hosts_file": str(lab.known_hosts_file), **full_vars},
+        "hosts": {"s1": {"ansible_host": full.address, "ansible_port": full.port, "tritonops_deployment": DEPLOYMENT,
+                         "tritonops_model": host_vars.get("tritonops_model") or full_vars["tritonops_model"],
+                         "tritonops_replicas": 2, "tritonops_http_port": PORTS[0], "tritonops_grpc_port": 19001,
+                         "tritonops_metrics_port": 19002}},
+    }}
+    path = tmp_path_factory.mktemp("replicas") / "hosts.yml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def host(lab, inventory):
+    run = lambda command: subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True,  # noqa: E731
+                                         timeout=120)
+    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
+        f"rm -rf {ROOT}/{DEPLOYMENT}")
+    yield run
+    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null")
+
+
+def answers(host, port: int) -> bool:
+    out = host(f"curl -s -m 10 -X POST localhost:{port}/v2/models/vllm_model/generate "
+               "-d '{\"text_input\": \"hello\", \"parameters\": {\"max_tokens\": 4}}'").stdout
+    try:
+        return bool(json.loads(out).get("text_output"))
+    except ValueError:
+        return False
+
+
+def current(host) -> str:
+    return host(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip()
+
+
+def running(host) -> dict:
+    """name -> (release, GPUs asked for) of the deployment's running containers."""
+    names = host(f"docker ps --filter label=tritonops.deployment={DEPLOYMENT} --format '{{{{.Names}}}}'").stdout.split()
+    found = {}
+    for name in names:
+        release, devices = host("docker inspect --format '{{index .Config.Labels \"tritonops.release\"}} "
+                                "{{range .HostConfig.DeviceRequests}}{{.DeviceIDs}}{{end}}' " + name).stdout.split(" ", 1)
+        found[name] = (release, devices.strip())
+    return found
+
+
+def test_both_replicas_serve_on_their_own_gpu_and_status_reads_both(capsys, inventory, host):
+    code, report = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+    assert task(report, "Triton serves")["status"] == "changed"
+    release = current(host).removeprefix("releases/")
+    assert running(host) == {CONTAINERS[0]: (release, "[0]"), CONTAINERS[1]: (release, "[1]")}
+    assert all(answers(host, port) for port in PORTS)
+    recorded = json.loads(host(f"cat {ROOT}/{DEPLOYMENT}/current/release.json").stdout)
+    assert recorded["serve"]["replicas"] == [{"index": 0, "gpus": [0], "ports": [19000, 19001, 19002]},
+                                             {"index": 1, "gpus": [1], "ports": [19010, 19011, 19012]}]
+    assert [g.get("replica") for g in recorded["gates"]] == [0, 1] and all(g["passed"] for g in recorded["gates"])
+    code, state = cli(capsys, "status", "-i", inventory)
+    (result,) = state["results"]
+    assert code == 0 and result["msg"] == "serving: 2 replicas ready", result
+    assert [(r["index"], r["container"], r["ready"]) for r in result["payload"]["replicas"]] == \
+        [(0, "running", True), (1, "running", True)]
+    code, again = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0 and task(again, "Triton serves")["status"] == "ok"  # a no-op with replicas restarts nothing
+
+
+def test_a_changed_engine_argument_rolls_one_replica_at_a_time_while_the_other_answers(capsys, inventory, host):
+    code, _ = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0
+    before = current(host)
+    log = f"/tmp/{DEPLOYMENT}-traffic.log"
+    host(f"rm -f {log}; nohup python3 -c '{TRAFFIC}' {PORTS[0]},{PORTS[1]} {log} >/dev/null 2>&1 & "
+         f"echo $! > {log}.pid")
+    try:
+        time.sleep(2)
+        code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=8")
+        time.sleep(2)
+    finally:
+        host(f"kill $(cat {log}.pid)")
+    assert code == 0 and task(report, "Triton serves")["status"] == "changed", task(report, "Triton serves")
+    assert current(host) != before
+    lines = [line.split() for line in host(f"cat {log}").stdout.splitlines()]
+    samples = [(float(t), int(p), ok == "1") for t, p, ok in lines]
+    failed = [(t, p) for t, p, ok in samples if not ok]
+    answered = {port: sum(ok for _, p, ok in samples if p == port) for port in PORTS}
+    assert all(answered.values()) and failed, (answered, len(samples))  # each answered; each restart was seen
+    for t, port in failed:  # whenever one replica did not answer, the other one did within a second
+        assert any(ok and p != port and abs(s - t) <= 1.0 for s, p, ok in samples), (t, port)
+
+
+def test_a_replica_killed_in_its_gate_brings_every_replica_back(capsys, inventory, host):
+    code, _ = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0
+    before = current(host)
+    old = before.removeprefix("releases/")
+    # kills replica 1's container as soon as it runs another release than `old` (the new one, in its gate)
+    watcher = (f"for i in $(seq 900); do r=$(docker inspect --format '{{{{.State.Running}}}} "
+               f"{{{{index .Config.Labels \"tritonops.release\"}}}}' {CONTAINERS[1]} 2>/dev/null); "
+               f"case \"$r\" in 'true {old}'|'') ;; true*) docker kill {CONTAINERS[1]}; exit 0;; esac; sleep 0.2; done")
+    host(f"nohup sh -c {shlex.quote(watcher)} >/dev/null 2>&1 &")
+    code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=6")
+    serve = task(report, "Triton serves")
+    assert code == 2 and serve["status"] == "failed" and serve["msg"].startswith("rolled back: "), serve
+    assert current(host) == before  # not switched
+    assert {name: release for name, (release, _) in running(host).items()} == {CONTAINERS[0]: old, CONTAINERS[1]: old}
+    assert all(answers(host, port) for port in PORTS)
+
+
+def test_scaling_two_to_one_to_two(capsys, inventory, host):
+    code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_replicas=1")
+    assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+    assert list(running(host)) == [CONTAINERS[0]] and answers(host, PORTS[0])
+    code, state = cli(capsys, "status", "-i", inventory)
+    assert code == 0 and state["results"][0]["msg"] == "serving"
+    code, report = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0 and sorted(running(host)) == sorted(CONTAINERS)
+    assert all(answers(host, port) for port in PORTS)
