@@ -9,6 +9,13 @@ whole job: weights pushed, release written, container started and gated. Removed
 Goal: N hosts in parallel within 1.2x of one host; the no-op: 0 restarts, 0 bytes; the gate notices
 Triton's models ready within 1 s.
 
+    python bench/deploy_fleet.py --replicas 1,2,4,8 [--host node-h200x8]
+
+The replicas axis (issue #22): on one host, a deployment of N replicas (`tritonops_replicas`, TP 1) against
+one replica, then its no-op redeploy (restarts counted over every replica's container). Replicas roll one at
+a time, so the deploy grows with N by design (each replica's start and gate); on the 2-core lab each
+Triton start also competes for the same two cores.
+
 "ready -> gate" is measured on each host: a watcher started over SSH before the deploy polls the
 model's /ready every 20 ms and notes when it first answers 200; the gate records when it saw every
 model ready (release.json, gates[-1].models_ready_at); the difference is the gate's lag (the
@@ -87,10 +94,71 @@ def gate_lag(host, deployment: str, watcher: subprocess.Popen) -> float | None:
         return None
 
 
+def replica_names(deployment: str, count: int) -> list[str]:
+    from tritonops.values.containers import replica_container
+
+    return [replica_container(deployment, index) for index in range(count)]
+
+
+def replicas_axis(args) -> int:
+    hosts = {h.name: h for h in load_inventory([args.inventory]).hosts}
+    host = hosts.get(args.host)
+    if host is None:
+        print(f"no host {args.host} in {args.inventory}")
+        return 2
+    playbook = default_playbook("deploy.yml")
+    rows = []
+    for count in (int(c) for c in args.replicas.split(",")):
+        name = f"bench-replicas-{count}"
+        base = 9300 + 100 * count
+        extra = {"tritonops_deployment": name, "tritonops_replicas": count, "tritonops_tensor_parallel_size": 1,
+                 "tritonops_http_port": base, "tritonops_grpc_port": base + 1, "tritonops_metrics_port": base + 2}
+
+        def inputs():
+            return load_run_inputs(playbook, [args.inventory], roles_path=default_roles_path(playbook),
+                                   limit=host.name, extra_vars=extra)
+        started = time.perf_counter()
+        first = deploy(inputs(), DeployOptions())
+        seconds = time.perf_counter() - started
+        try:
+            if not first.ok:
+                print(f"{count} replica(s): failed: " + "; ".join(f"{r.task}: {r.msg}" for r in first.results if r.failed))
+                return 1
+            names = replica_names(name, count)
+            starts = "docker inspect --format '{{.State.StartedAt}}' " + " ".join(names)
+            before = ssh(host, starts)
+            started = time.perf_counter()
+            again = deploy(inputs(), DeployOptions())
+            noop = time.perf_counter() - started
+            if not again.ok:
+                print(f"{count} replica(s): the no-op deploy failed")
+                return 1
+            after = ssh(host, starts)
+            restarts = sum(a != b for a, b in zip(before.split(), after.split()))
+            serve = [r.elapsed_s for r in first.results
+                     if isinstance(r.payload, TaskOutcome) and r.payload.operation == "serve_release"]
+            rows.append((count, seconds, max(serve, default=float("nan")), noop, restarts,
+                         sum(r.status == "changed" for r in again.results), again.image_bytes))
+        finally:
+            ssh(host, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={name}) >/dev/null 2>&1; "
+                      f"rm -rf /opt/tritonops/{shlex.quote(name)}", prints=False)
+    single = rows[0][1]
+    print(f"{'replicas':>8} {'deploy s':>9} {'x one':>6} {'serve+gates s':>13} {'no-op s':>8} {'restarts':>8} "
+          f"{'changed':>7} {'image B':>7}")
+    for count, seconds, serve, noop, restarts, changed, image in rows:
+        print(f"{count:>8} {seconds:>9.2f} {seconds / single:>6.2f} {serve:>13.2f} {noop:>8.2f} {restarts:>8} "
+              f"{changed:>7} {image:>7}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-i", "--inventory", default=str(REPO / "inventory" / "lab.yml"))
+    parser.add_argument("--replicas", help="the replicas axis on one host instead: counts, e.g. 1,2,4,8")
+    parser.add_argument("--host", default="node-h200x8", help="the host of the replicas axis")
     args = parser.parse_args()
+    if args.replicas:
+        return replicas_axis(args)
     hosts = load_inventory([args.inventory]).hosts
     playbook = default_playbook("deploy.yml")
     rows = []
