@@ -112,6 +112,7 @@ def replicas_axis(args) -> int:
         name = f"bench-replicas-{count}"
         base = 9300 + 100 * count
         extra = {"tritonops_deployment": name, "tritonops_replicas": count, "tritonops_tensor_parallel_size": 1,
+                 "tritonops_build_host": host.name,  # the image the demo left there; no other host in the run
                  "tritonops_http_port": base, "tritonops_grpc_port": base + 1, "tritonops_metrics_port": base + 2}
 
         def inputs():
