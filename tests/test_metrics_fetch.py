@@ -43,3 +43,17 @@ def test_the_page_is_read_where_triton_listens_and_the_values_are_arguments():
     assert fetch_query("127.0.0.1", 8002).argv == ("python3", "-c", FETCH_SOURCE, "127.0.0.1", "8002", "33554432")
     with pytest.raises(InputError, match="^hosts.yml:3: host address '127.0.0.1; reboot'"):
         local_address("127.0.0.1; reboot", "hosts.yml:3")
+
+
+def test_a_hosts_replicas_pages_add_up_to_one_host_and_a_bad_one_is_named():
+    from tritonops.metrics.fetch import pages_verdict
+
+    page = (REAL / "h200-serve-two-models" / "metrics.txt").read_text()
+    one = {m.model: m for m in page_verdict(8002, answer(page=page)).models}
+    two = {m.model: m for m in pages_verdict([(8002, answer(page=page)), (8012, answer(page=page))]).models}
+    assert set(two) == set(one) and any(one[m].requests > 0 for m in one)
+    for name in one:  # counters add up; per-request averages stay what each replica measured
+        assert (two[name].requests, two[name].failures) == (2 * one[name].requests, 2 * one[name].failures)
+        assert two[name].average_ms == one[name].average_ms
+    with pytest.raises(MetricsPageError, match="^metrics port 8012 closed"):
+        pages_verdict([(8002, answer(page=page)), (8012, answer(status=None, error="closed (connection refused)"))])

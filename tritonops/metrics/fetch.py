@@ -33,6 +33,18 @@ def local_address(bind_address: str | None, where: str | None = None) -> str:
 
 def page_verdict(port: int, stdout: str) -> HostFigures:
     """The fetch program's answer -> figures; MetricsPageError saying what the port did instead. Pure."""
+    return host_figures(_page(port, stdout))
+
+
+def pages_verdict(answers: list[tuple[int, str]]) -> HostFigures:
+    """Several ports' answers (a host's replicas) -> one host's figures; MetricsPageError naming the first port
+    that did not answer Triton's metrics. Pure."""
+    pages = [_page(port, stdout) for port, stdout in answers]
+    return host_figures(pages if len(pages) > 1 else pages[0])
+
+
+def _page(port: int, stdout: str) -> str:
+    """The page a port answered, checked to be Triton's metrics; else MetricsPageError."""
     try:
         answer = json.loads(stdout)
     except ValueError:
@@ -46,6 +58,7 @@ def page_verdict(port: int, stdout: str) -> HostFigures:
     if len(page) > MAX_PAGE:
         raise MetricsPageError(f"metrics port {port} answered more than {MAX_PAGE // 2**20} MiB")
     try:
-        return host_figures(page)
+        host_figures(page)
     except MetricsPageError as err:
         raise MetricsPageError(f"metrics port {port} answered something else: {err}") from None
+    return page

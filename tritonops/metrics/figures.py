@@ -85,9 +85,17 @@ def _total(values: list[float] | None) -> int | None:
     return None if values is None else int(sum(values))
 
 
-def host_figures(text: str) -> HostFigures:
-    """A whole :8002/metrics page -> figures; MetricsPageError when it is not Triton's metrics."""
-    page = parse_exposition(text)
+def host_figures(text: str | list[str]) -> HostFigures:
+    """A whole :8002/metrics page -> figures; MetricsPageError when it is not Triton's metrics. Several pages
+    (a host's replicas, issue #22) are one host: their counters and times add up, KV-cache usage is the
+    highest, running and waiting requests add up."""
+    if isinstance(text, list):
+        pages = [parse_exposition(one) for one in text]
+        page = Exposition(tuple(sample for one in pages for sample in one.samples),
+                          {k: v for one in pages for k, v in one.types.items()},
+                          tuple(error for one in pages for error in one.errors))
+    else:
+        page = parse_exposition(text)
     if page.errors:
         more = f" (and {len(page.errors) - 1} more)" if len(page.errors) > 1 else ""
         raise MetricsPageError(f"not Prometheus text: {page.errors[0]}{more}")
