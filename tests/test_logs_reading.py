@@ -16,6 +16,16 @@ def test_the_command_is_an_argument_list_naming_the_deployments_container():
     assert logs_argv("prod", tail=50, since="10m") == ("docker", "logs", "--timestamps", "--tail", "50",
                                                        "--since", "10m", "tritonops-prod")
     assert logs_argv("prod", tail=None, since=None) == ("docker", "logs", "--timestamps", "tritonops-prod")
+    assert logs_argv("prod", tail=5, since=None, replica=3) == ("docker", "logs", "--timestamps", "--tail", "5",
+                                                                "tritonops-prod-3")
+
+
+@pytest.mark.parametrize("value", [-1, 1024])
+def test_a_replica_out_of_range_is_one_line(value):
+    from tritonops.logs.reading import replica_value
+
+    with pytest.raises(InputError, match=f"^--replica must be from 0 to 1023, not {value}$"):
+        replica_value(value)
 
 
 def test_lines_keep_docker_time_and_read_back_our_format():

@@ -18,18 +18,21 @@ def register(subparsers, common) -> None:
     parser.add_argument("--tail", "-n", type=int, default=100, metavar="N", help="last N lines per host (default 100)")
     parser.add_argument("--since", metavar="WHEN", help="only lines since: 10m, 2h, an RFC 3339 time, a Unix time")
     parser.add_argument("--follow", "-F", action="store_true", help="keep printing new lines until interrupted")
+    parser.add_argument("--replica", type=int, default=0, metavar="I",
+                        help="the logs of replica I of each host (default 0; tritonops_replicas)")
     add_reading_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args, out) -> int:
-    from tritonops.logs.reading import since_value, tail_value
+    from tritonops.logs.reading import replica_value, since_value, tail_value
     from tritonops.reading.logs import read_logs
 
     inputs, options = reading_inputs(args)
     statuses = set()
     for results in read_logs(inputs, options, tail=tail_value(args.tail),
-                             since=since_value(args.since), follow=args.follow):
+                             since=since_value(args.since), follow=args.follow,
+                             replica=replica_value(args.replica)):
         statuses.update(result.status for result in results)
         if args.json:  # one result document per round, on one line (JSON Lines with --follow)
             out.json_line(_round_json(results))

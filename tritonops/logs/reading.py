@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tritonops.errors import InputError
 from tritonops.logs.ecs import display
 from tritonops.text import printable
-from tritonops.values.containers import container_name
+from tritonops.values.containers import replica_container
 
 MAX_TAIL = 100_000
 _SINCE = re.compile(r"[1-9][0-9]{0,6}(?:s|m|h)|\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:\d\d)?)?"
@@ -48,13 +48,20 @@ def tail_value(value: int) -> int:
     return value
 
 
-def logs_argv(deployment: str, *, tail: int | None, since: str | None) -> tuple[str, ...]:
+def replica_value(value: int) -> int:
+    if not 0 <= value <= 1023:
+        raise InputError(f"--replica must be from 0 to 1023, not {value}")
+    return value
+
+
+def logs_argv(deployment: str, *, tail: int | None, since: str | None, replica: int = 0) -> tuple[str, ...]:
+    """`docker logs` of the deployment's container; with replicas (issue #22), of replica `replica`'s."""
     argv = ["docker", "logs", "--timestamps"]
     if tail is not None:
         argv += ["--tail", str(tail)]
     if since is not None:
         argv += ["--since", since]
-    return (*argv, container_name(deployment))
+    return (*argv, replica_container(deployment, replica))
 
 
 def parse(output: str, after: str | None = None) -> list[LogLine]:

@@ -19,7 +19,7 @@ POLL_S = 1.0
 
 
 def read_logs(inputs: RunInputs, options: ReadOptions, *, tail: int | None, since: str | None,
-              follow: bool = False, stop: Callable[[], bool] = lambda: False,
+              follow: bool = False, replica: int = 0, stop: Callable[[], bool] = lambda: False,
               sleep: Callable[[float], None] = time.sleep) -> Iterator[GroupResult[list[LogLine]]]:
     """Yields one GroupResult per round (one without `follow`): per host, the new lines."""
     deployments = {host.name: deployment_of(host)[1] for host in inputs.hosts}  # checked before any host is contacted
@@ -27,7 +27,7 @@ def read_logs(inputs: RunInputs, options: ReadOptions, *, tail: int | None, sinc
 
     def phase(session: HostSession) -> HostResult:
         seen = last[session.name]
-        argv = logs_argv(deployments[session.name], tail=None if seen else tail, since=seen or since)
+        argv = logs_argv(deployments[session.name], tail=None if seen else tail, since=seen or since, replica=replica)
         result = session.transport.run(shlex.join(argv), timeout=60)
         if not result.ok:
             why = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}"])[-1]
