@@ -1,12 +1,12 @@
-"""Replicas on a real lab host (issue #22): the test lab's full host given two simulated H200s for this module
-(its GPU profile rewritten; the lab's container hook shows each Triton container only its own GPU), one
-deployment (`dep-replicas`) with `tritonops_replicas: 2`:
-- both replicas serve, each on its own GPU and ports, recorded in the release, and `status` reads both;
-- a deploy that changes an engine argument rolls them one at a time while generate requests to both keep
-  being answered by at least one;
-- a replica killed during its gate brings the host back: both replicas on the previous release, `current`
-  unmoved;
-- scaling 2 -> 1 -> 2.
+"""Replicas on a real lab host (issue #22): the test lab's full host given four simulated A100s on NVLink for this
+module (its GPU profile rewritten; the lab's container hook shows each Triton container only its own GPU), one
+deployment (`dep-replicas`) with `tritonops_replicas: auto` (one per GPU):
+- the four replicas serve, each on its own GPU and ports, recorded in the release, and `status` reads them;
+- a deploy that changes an engine argument rolls them one at a time while generate requests to all four keep
+  being answered by the others;
+- the last replica killed during its gate brings the host back: every replica on the previous release,
+  `current` unmoved;
+- scaling 4 -> 2 -> 4, and a rollback to the two-replica release serving on two replicas again.
 """
 
 import json
@@ -28,8 +28,9 @@ pytestmark = pytest.mark.lab
 
 ROOT = "/opt/tritonops"
 DEPLOYMENT = "dep-replicas"
-PORTS = (19000, 19010)
-CONTAINERS = (f"tritonops-{DEPLOYMENT}", f"tritonops-{DEPLOYMENT}-1")
+PORTS = (19000, 19010, 19020, 19030)
+CONTAINERS = (f"tritonops-{DEPLOYMENT}", *(f"tritonops-{DEPLOYMENT}-{i}" for i in (1, 2, 3)))
+LAST = CONTAINERS[-1]
 
 # sends a generate request every 0.1 s to each replica in turn until killed; a line per request: time port ok
 TRAFFIC = r"""
@@ -58,14 +59,14 @@ def _put_profile(lab, profile: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def two_gpus(lab):
-    _put_profile(lab, "h200x2")
+def four_gpus(lab):
+    _put_profile(lab, "a100x4")
     yield
     _put_profile(lab, "2080ti")
 
 
 @pytest.fixture(scope="module")
-def inventory(lab, two_gpus, tmp_path_factory):
+def inventory(lab, four_gpus, tmp_path_factory):
     lab_vars = yaml.safe_load(lab.inventory_file.read_text())
     full_vars = dict(lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["vars"])
     full_vars["tritonops_build_host"] = "s1"
@@ -76,7 +77,7 @@ def inventory(lab, two_gpus, tmp_path_factory):
                  "tritonops_known_hosts_file": str(lab.known_hosts_file), **full_vars},
         "hosts": {"s1": {"ansible_host": full.address, "ansible_port": full.port, "tritonops_deployment": DEPLOYMENT,
                          "tritonops_model": host_vars.get("tritonops_model") or full_vars["tritonops_model"],
-                         "tritonops_replicas": 2, "tritonops_http_port": PORTS[0], "tritonops_grpc_port": 19001,
+                         "tritonops_replicas": "auto", "tritonops_http_port": PORTS[0], "tritonops_grpc_port": 19001,
                          "tritonops_metrics_port": 19002}},
     }}
     path = tmp_path_factory.mktemp("replicas") / "hosts.yml"
@@ -118,22 +119,22 @@ def running(host) -> dict:
     return found
 
 
-def test_both_replicas_serve_on_their_own_gpu_and_status_reads_both(capsys, inventory, host):
+def test_every_replica_serves_on_its_own_gpu_and_status_reads_them(capsys, inventory, host):
     code, report = cli(capsys, "deploy", "-i", inventory)
     assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
     assert task(report, "Triton serves")["status"] == "changed"
     release = current(host).removeprefix("releases/")
-    assert running(host) == {CONTAINERS[0]: (release, "[0]"), CONTAINERS[1]: (release, "[1]")}
+    assert running(host) == {name: (release, f"[{i}]") for i, name in enumerate(CONTAINERS)}
     assert all(answers(host, port) for port in PORTS)
     recorded = json.loads(host(f"cat {ROOT}/{DEPLOYMENT}/current/release.json").stdout)
-    assert recorded["serve"]["replicas"] == [{"index": 0, "gpus": [0], "ports": [19000, 19001, 19002]},
-                                             {"index": 1, "gpus": [1], "ports": [19010, 19011, 19012]}]
-    assert [g.get("replica") for g in recorded["gates"]] == [0, 1] and all(g["passed"] for g in recorded["gates"])
+    assert recorded["serve"]["replicas"] == [{"index": i, "gpus": [i], "ports": [19000 + 10 * i, 19001 + 10 * i,
+                                                                                 19002 + 10 * i]} for i in range(4)]
+    assert [g.get("replica") for g in recorded["gates"]] == [0, 1, 2, 3] and all(g["passed"] for g in recorded["gates"])
     code, state = cli(capsys, "status", "-i", inventory)
     (result,) = state["results"]
-    assert code == 0 and result["msg"] == "serving: 2 replicas ready", result
+    assert code == 0 and result["msg"] == "serving: 4 replicas ready", result
     assert [(r["index"], r["container"], r["ready"]) for r in result["payload"]["replicas"]] == \
-        [(0, "running", True), (1, "running", True)]
+        [(i, "running", True) for i in range(4)]
     code, again = cli(capsys, "deploy", "-i", inventory)
     assert code == 0 and task(again, "Triton serves")["status"] == "ok"  # a no-op with replicas restarts nothing
 
@@ -143,7 +144,7 @@ def test_a_changed_engine_argument_rolls_one_replica_at_a_time_while_the_other_a
     assert code == 0
     before = current(host)
     log = f"/tmp/{DEPLOYMENT}-traffic.log"
-    host(f"rm -f {log}; nohup python3 -c '{TRAFFIC}' {PORTS[0]},{PORTS[1]} {log} >/dev/null 2>&1 & "
+    host(f"rm -f {log}; nohup python3 -c '{TRAFFIC}' {','.join(map(str, PORTS))} {log} >/dev/null 2>&1 & "
          f"echo $! > {log}.pid")
     try:
         time.sleep(2)
@@ -157,35 +158,42 @@ def test_a_changed_engine_argument_rolls_one_replica_at_a_time_while_the_other_a
     samples = [(float(t), int(p), ok == "1") for t, p, ok in lines]
     failed = [(t, p) for t, p, ok in samples if not ok]
     answered = {port: sum(ok for _, p, ok in samples if p == port) for port in PORTS}
-    assert all(answered.values()) and failed, (answered, len(samples))  # each answered; each restart was seen
-    for t, port in failed:  # whenever one replica did not answer, the other one did within a second
+    assert all(answered.values()) and failed, (answered, len(samples))  # each answered; restarts were seen
+    assert {p for _, p in failed} == set(PORTS)  # every replica restarted, one at a time:
+    for t, port in failed:  # whenever one replica did not answer, another one did within a second
         assert any(ok and p != port and abs(s - t) <= 1.0 for s, p, ok in samples), (t, port)
 
 
-def test_a_replica_killed_in_its_gate_brings_every_replica_back(capsys, inventory, host):
+def test_the_last_replica_killed_in_its_gate_brings_every_replica_back(capsys, inventory, host):
     code, _ = cli(capsys, "deploy", "-i", inventory)
     assert code == 0
     before = current(host)
     old = before.removeprefix("releases/")
-    # kills replica 1's container as soon as it runs another release than `old` (the new one, in its gate)
+    # kills the last replica's container as soon as it runs another release than `old` (the new one, in its gate)
     watcher = (f"for i in $(seq 900); do r=$(docker inspect --format '{{{{.State.Running}}}} "
-               f"{{{{index .Config.Labels \"tritonops.release\"}}}}' {CONTAINERS[1]} 2>/dev/null); "
-               f"case \"$r\" in 'true {old}'|'') ;; true*) docker kill {CONTAINERS[1]}; exit 0;; esac; sleep 0.2; done")
+               f"{{{{index .Config.Labels \"tritonops.release\"}}}}' {LAST} 2>/dev/null); "
+               f"case \"$r\" in 'true {old}'|'') ;; true*) docker kill {LAST}; exit 0;; esac; sleep 0.2; done")
     host(f"nohup sh -c {shlex.quote(watcher)} >/dev/null 2>&1 &")
     code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=6")
     serve = task(report, "Triton serves")
     assert code == 2 and serve["status"] == "failed" and serve["msg"].startswith("rolled back: "), serve
     assert current(host) == before  # not switched
-    assert {name: release for name, (release, _) in running(host).items()} == {CONTAINERS[0]: old, CONTAINERS[1]: old}
+    assert {name: release for name, (release, _) in running(host).items()} == {name: old for name in CONTAINERS}
     assert all(answers(host, port) for port in PORTS)
 
 
-def test_scaling_two_to_one_to_two(capsys, inventory, host):
-    code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_replicas=1")
+def test_scaling_four_to_two_to_four_and_a_rollback_restores_the_releases_placement(capsys, inventory, host):
+    code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_replicas=2")
     assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
-    assert list(running(host)) == [CONTAINERS[0]] and answers(host, PORTS[0])
+    two = current(host).removeprefix("releases/")
+    assert running(host) == {CONTAINERS[0]: (two, "[0]"), CONTAINERS[1]: (two, "[1]")}  # 2 and 3 retired
+    assert all(answers(host, port) for port in PORTS[:2])
     code, state = cli(capsys, "status", "-i", inventory)
-    assert code == 0 and state["results"][0]["msg"] == "serving"
+    assert code == 0 and state["results"][0]["msg"] == "serving: 2 replicas ready"
     code, report = cli(capsys, "deploy", "-i", inventory)
     assert code == 0 and sorted(running(host)) == sorted(CONTAINERS)
     assert all(answers(host, port) for port in PORTS)
+    code, back = cli(capsys, "rollback", "-i", inventory, "--to", two)  # two replicas, from its release.json
+    assert code == 0, back["results"]
+    assert running(host) == {CONTAINERS[0]: (two, "[0]"), CONTAINERS[1]: (two, "[1]")}
+    assert all(answers(host, port) for port in PORTS[:2])
