@@ -21,8 +21,7 @@ from tritonops.values.names import safe_name
 
 if TYPE_CHECKING:
     from tritonops.facts.model import HostFacts, ProbeReport
-from tritonops.planning import HostDeployPlan
-from tritonops.planning.gpu_choice import describe
+    from tritonops.planning import HostDeployPlan
 
 REPORT_MAX_BYTES = 64 * 2**20   # a probe report is some kilobytes per host
 
@@ -131,6 +130,8 @@ def _host_json(hp: HostDeployPlan) -> dict:
 
 
 def _print_host(out, hp: HostDeployPlan) -> None:
+    from tritonops.planning.gpu_choice import describe
+
     out.print(styled(f"\n== {hp.host}", "bold"))
     if hp.error:
         out.print(line(styled("error:", "red"), " ", hp.error))

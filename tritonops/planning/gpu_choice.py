@@ -37,16 +37,6 @@ def replica_count(value, where: str | None) -> int | None:
     return int(value)
 
 
-def whole(value, var: str, default: int, where: str | None, low: int = 1, high: int = 65535) -> int:
-    if value is None or value == "":
-        return default
-    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())):
-        raise InputError(f"{var} {value!r} is not a whole number", where)
-    if not low <= int(value) <= high:
-        raise InputError(f"{var} {value!r} is not between {low} and {high}", where)
-    return int(value)
-
-
 def allowed_gpus(value, where: str | None) -> tuple[int, ...] | None:
     """`tritonops_gpus` as GPU indices: a list of whole numbers, or a string "0,1" / "2-5" / "0,2-3"; None
     (or unset) is every GPU."""

@@ -13,8 +13,9 @@ from tritonops.facts.model import HostFacts
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
 from tritonops.planning.gpu_choice import (GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, place_replicas,
-                                           replica_count, restrict_facts, whole)
+                                           replica_count, restrict_facts)
 from tritonops.planning.placement import Placement, ReplicaPorts
+from tritonops.values.numbers import whole_number
 from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
 from tritonops.planning.weights_spec import ControllerFolders, WeightsSpec, weights_spec
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
@@ -106,8 +107,9 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
     try:
         allowed = allowed_gpus(host.vars.get(GPUS_VAR), host_where(host, GPUS_VAR))
         replicas = replica_count(host.vars.get(REPLICAS_VAR), host_where(host, REPLICAS_VAR))
-        stride = whole(host.vars.get(STRIDE_VAR), STRIDE_VAR, 10, host_where(host, STRIDE_VAR), low=3, high=10000)
-        ports = ReplicaPorts(*(whole(host.vars.get(var), var, default, host_where(host, var))
+        given = lambda var, default: default if host.vars.get(var) in (None, "") else host.vars[var]  # noqa: E731
+        stride = whole_number(given(STRIDE_VAR, 10), STRIDE_VAR, host_where(host, STRIDE_VAR), minimum=3, maximum=10000)
+        ports = ReplicaPorts(*(whole_number(given(var, default), var, host_where(host, var), maximum=65535)
                                for var, default in PORT_VARS))
         facts = restrict_facts(facts, allowed)
         gpus = gpu_spec_from_facts(facts, f"probe facts of {name}")
