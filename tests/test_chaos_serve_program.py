@@ -128,16 +128,17 @@ def host(tmp_path):
 
         def serve(self, release, failing=None, loses_renamed=False, runs_release=None, wait_s=None, replicas=None,
                   failing_name=None):
-            spec = {"root": str(root), "container": "tritonops-d", "release": release, "image_id": "img",
-                    "run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "--label",
-                                 f"tritonops.release={release}", "img"],
+            one = [{"name": None, "container": "tritonops-d", "run_argv": [
+                        "docker", "run", "-d", "--name", "tritonops-d", "--label", f"tritonops.release={release}", "img"],
                     "fallback_run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "img"],
+                    "http_port": server.server_address[1], "ports": [], "gpu_processes": []}]
+            spec = {"root": str(root), "release": release, "image_id": "img", "replicas": one,
                     "log_driver": "json-file", "log_collector": None, "logging": "L", "logger_path": None,
-                    "logger_source": "", "admin_key_file": None, "http_port": server.server_address[1], "ports": [],
+                    "logger_source": "", "admin_key_file": None,
                     "bind": "127.0.0.1", "models": ["m"], "deadline_s": 20, **({"wait_s": wait_s} if wait_s else {}),
                     "stop_timeout_s": 1, "prompt": "p",
                     "max_tokens": 2, "predicted_kv_tokens": 100, "kv_patterns": [r"KV (\d+)", r"blocks: (\d+)"],
-                    "keep": 5, "gpu_processes": []}
+                    "keep": 5}
             if replicas:  # the same Triton answers for each: the rollout order and what comes back is the point
                 spec.update(deployment="d", replicas=[
                     {"name": i, "container": "tritonops-d" if i == 0 else f"tritonops-d-{i}",

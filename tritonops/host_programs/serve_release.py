@@ -240,15 +240,6 @@ def descendants(root_pid):
     return found
 
 
-def replicas_of(spec):
-    """The containers to serve, in order: `replicas` (one per GPU group), or the one container the spec
-    names."""
-    if spec.get("replicas"):
-        return spec["replicas"]
-    return [{"name": None, "container": spec["container"], "run_argv": spec["run_argv"],
-             "fallback_run_argv": spec["fallback_run_argv"], "http_port": spec["http_port"],
-             "ports": spec["ports"], "gpu_processes": spec.get("gpu_processes", [])}]
-
 def running_as_asked(state, release):
     return bool(state and state["running"] and state["release"] == release and state["image"] == spec["image_id"]
                 and state["logging"] == spec["logging"])
@@ -397,7 +388,7 @@ def main():
     started = time.time()
     serving_fd = one_at_a_time()  # noqa: F841 -- the flock lasts as long as this program
     release = spec["release"]
-    replicas = replicas_of(spec)
+    replicas = spec["replicas"]  # in rollout order; one for a host of one container
     for replica in replicas:  # every replica checked before any container is stopped
         why = refusal(replica, release)
         if why:

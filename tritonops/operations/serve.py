@@ -32,7 +32,7 @@ from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, loggi
 from tritonops.serving.outcome import serve_outcome
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
-from tritonops.values.containers import LABEL_DEPLOYMENT, container_name, replica_container
+from tritonops.values.containers import LABEL_DEPLOYMENT, replica_container, replica_label
 
 
 class ContainerSettings(Args):
@@ -105,21 +105,16 @@ class ServeArgs(ContainerSettings):
     replicas: list[dict] = []       # the placement: {index, gpus, ports: [http, grpc, metrics]}; none: one on gpus
 
 
-def inspect_argv(deployment: str, replica: str | None = None) -> tuple[str, ...]:
+def inspect_argv(deployment: str, index: int = 0) -> tuple[str, ...]:
     return ("docker", "inspect", "--format",
             "{{index .Config.Labels \"tritonops.release\"}} {{.State.Running}} {{.Image}} {{.RestartCount}} "
             "{{index .Config.Labels \"tritonops.logging\"}}",
-            container_name(deployment, replica))
+            replica_container(deployment, index))
 
 
 def deployment_containers_argv(deployment: str) -> tuple[str, ...]:
     """The deployment's running containers on the host, one name per line."""
     return ("docker", "ps", "--filter", f"label={LABEL_DEPLOYMENT}={deployment}", "--format", "{{.Names}}")
-
-
-def replica_label(index: int) -> str | None:
-    """The replica label of replica `index` (values.containers.replica_container names its container)."""
-    return None if index == 0 else str(index)
 
 
 def replicas_of(serve: dict, settings: "ContainerSettings") -> list[dict]:
@@ -172,7 +167,7 @@ class ServeOperation:
 
     def facts(self, args: ServeArgs) -> Iterable[Query]:
         releases = posixpath.join(args.release.root, "releases")
-        inspects = [CommandQuery(inspect_argv(args.deployment, replica_label(r["index"])))
+        inspects = [CommandQuery(inspect_argv(args.deployment, r["index"]))
                     for r in replicas_of(args.model_dump(), args)]
         return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
                 CommandQuery(deployment_containers_argv(args.deployment)),
@@ -191,7 +186,7 @@ class ServeOperation:
         surplus = [n for n in listed.stdout.split() if n not in names and "--" not in n] if listed.ok else []
 
         def serving(replica) -> bool:
-            running = facts.command(inspect_argv(args.deployment, replica_label(replica["index"])))
+            running = facts.command(inspect_argv(args.deployment, replica["index"]))
             words = running.stdout.split() if running.ok else []
             return (len(words) == 5 and words[0] == release and words[1] == "true"
                     and words[2] == args.release.image_id and words[4] == logging)
@@ -231,7 +226,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
     if len(replicas) == 1:
         replicas[0]["name"] = None  # one container: said as before replicas
     first = specs[0]
-    payload = {"root": root, "container": first.container, "release": release, "image_id": image_id,
+    payload = {"root": root, "release": release, "image_id": image_id,
                "replicas": replicas, "deployment": deployment,
                "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
                "logger_path": first.logger_path, "logger_source": LOGGER_SOURCE,

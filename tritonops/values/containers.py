@@ -20,7 +20,12 @@ def replica_name(model: str, index: int) -> str:
     return f"{model}-{index}"
 
 
+def replica_label(index: int) -> str | None:
+    """Replica `index` of a host's placement as its container's replica part: none for replica 0, which keeps
+    the deployment's one container name (what ran before replicas), `<i>` for replica i."""
+    return None if index == 0 else str(index)
+
+
 def replica_container(deployment: str, index: int) -> str:
-    """The container of replica `index` of a host's placement: replica 0 keeps the deployment's one container
-    name (what ran before replicas, and what logs find), replica i is `tritonops-<deployment>-<i>`."""
-    return container_name(deployment, None if index == 0 else str(index))
+    """The container of replica `index`: `tritonops-<deployment>`, then `tritonops-<deployment>-<i>`."""
+    return container_name(deployment, replica_label(index))
