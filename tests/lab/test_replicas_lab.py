@@ -15,9 +15,8 @@ import subprocess
 import time
 
 import pytest
-import yaml
 
-from tests.lab.test_serve_lab import cli, task
+from tests.lab.test_serve_lab import cli, full_host_inventory, task
 from tritonops.lab import containers as ct
 from tritonops.lab import engine
 from tritonops.lab.profile_file import render_profile
@@ -67,22 +66,9 @@ def four_gpus(lab):
 
 @pytest.fixture(scope="module")
 def inventory(lab, four_gpus, tmp_path_factory):
-    lab_vars = yaml.safe_load(lab.inventory_file.read_text())
-    full_vars = dict(lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["vars"])
-    full_vars["tritonops_build_host"] = "s1"
-    full = lab.host(FULL_2080TI)
-    host_vars = lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["hosts"][FULL_2080TI]
-    data = {"all": {
-        "vars": {"ansible_user": "root", "ansible_ssh_private_key_file": str(lab.key_file),
-                 "tritonops_known_hosts_file": str(lab.known_hosts_file), **full_vars},
-        "hosts": {"s1": {"ansible_host": full.address, "ansible_port": full.port, "tritonops_deployment": DEPLOYMENT,
-                         "tritonops_model": host_vars.get("tritonops_model") or full_vars["tritonops_model"],
-                         "tritonops_replicas": "auto", "tritonops_http_port": PORTS[0], "tritonops_grpc_port": 19001,
-                         "tritonops_metrics_port": 19002}},
-    }}
-    path = tmp_path_factory.mktemp("replicas") / "hosts.yml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
+    return full_host_inventory(lab, tmp_path_factory.mktemp("replicas") / "hosts.yml", DEPLOYMENT,
+                               tritonops_replicas="auto", tritonops_http_port=PORTS[0], tritonops_grpc_port=19001,
+                               tritonops_metrics_port=19002)
 
 
 @pytest.fixture(scope="module")

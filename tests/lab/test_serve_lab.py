@@ -22,24 +22,28 @@ DEPLOYMENT = "dep-serve"
 CONTAINER = f"tritonops-{DEPLOYMENT}"
 
 
-@pytest.fixture(scope="module")
-def inventory(lab, tmp_path_factory):
+def full_host_inventory(lab, path, deployment: str, **host_vars) -> str:
+    """An inventory of the test lab's full host as `s1` (it builds its own image), serving `deployment` with
+    the lab's model for it and `host_vars`."""
     lab_vars = yaml.safe_load(lab.inventory_file.read_text())
     full_vars = dict(lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["vars"])
     full_vars["tritonops_build_host"] = "s1"
     full = lab.host(FULL_2080TI)
-    host_vars = lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["hosts"][FULL_2080TI]
+    own = lab_vars["all"]["children"]["lab"]["children"]["lab_full"]["hosts"][FULL_2080TI]
     data = {"all": {
         "vars": {"ansible_user": "root", "ansible_ssh_private_key_file": str(lab.key_file),
                  "tritonops_known_hosts_file": str(lab.known_hosts_file), **full_vars},
-        "hosts": {"s1": {"ansible_host": full.address, "ansible_port": full.port, "tritonops_deployment": DEPLOYMENT,
-                         "tritonops_model": host_vars.get("tritonops_model") or full_vars["tritonops_model"],
-                         "tritonops_http_port": 18000, "tritonops_grpc_port": 18001,
-                         "tritonops_metrics_port": 18002}},
+        "hosts": {"s1": {"ansible_host": full.address, "ansible_port": full.port, "tritonops_deployment": deployment,
+                         "tritonops_model": own.get("tritonops_model") or full_vars["tritonops_model"], **host_vars}},
     }}
-    path = tmp_path_factory.mktemp("serve") / "hosts.yml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
+
+
+@pytest.fixture(scope="module")
+def inventory(lab, tmp_path_factory):
+    return full_host_inventory(lab, tmp_path_factory.mktemp("serve") / "hosts.yml", DEPLOYMENT,
+                               tritonops_http_port=18000, tritonops_grpc_port=18001, tritonops_metrics_port=18002)
 
 
 @pytest.fixture(scope="module")

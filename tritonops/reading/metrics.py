@@ -39,17 +39,19 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
     def phase(session: HostSession) -> HostResult:
         port, query = queries[session.name]
         address, releases = addresses[session.name], releases_queries[session.name]
+        read = read_facts(session.transport, [releases, query])  # the host's port with the releases: one trip
         try:
-            deployed = parse_releases(read_facts(session.transport, [releases]).command(releases.argv).stdout)
+            deployed = parse_releases(read.command(releases.argv).stdout)
         except TritonopsError:  # no release to read: the host's one metrics port, as it answers
             deployed = None
         release = deployed.release(deployed.current) if deployed and deployed.current else None
         ports = [r["ports"][2] for r in (release.serve or {}).get("replicas") or ()] if release else []
         fetches = [(p, fetch_query(address, p)) for p in ports] if len(ports) > 1 else [(port, query)]
-        read = read_facts(session.transport, [q for _, q in fetches])
+        more = [q for p, q in fetches if p != port]  # the other replicas' ports, read once they are known
+        others = read_facts(session.transport, more) if more else read
         answers = []
         for p, q in fetches:
-            result = read.command(q.argv)
+            result = (read if p == port else others).command(q.argv)
             if not result.ok:
                 last = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}"])[-1]
                 return HostResult(session.name, "failed", f"could not run python3 on the host: {last[:200]}")
