@@ -56,6 +56,9 @@ class Record:
     prompt_tokens: int | None = None  # where the path can tell (direct)
     error: str | None = None
     key: str | None = None          # prompt_key(text): finds the request in a backend trace
+    done: float | None = None       # direct: when vLLM's output handler handed over the final output
+    ready: float | None = None      # when its closed-loop client could send it: the worker's previous request
+                                    # done (direct) or ended (HTTP), or the round's start for its first request
 
 
 @dataclass
@@ -104,6 +107,7 @@ def summarize(level: Level) -> dict:
     begin, end = level.window
     tokens = sum(r.tokens for r in ok)
     ttft = [r.first - r.start for r in ok if r.first is not None]
+    ttft_ready = [r.first - r.ready for r in ok if r.first is not None and r.ready is not None]
     itl = [(r.last - r.first) / (r.tokens - 1) for r in ok if r.first is not None and r.tokens > 1]
     e2e = [r.end - r.start for r in ok]
     ms = lambda v: None if v is None else round(v * 1000, 2)  # noqa: E731
@@ -113,16 +117,18 @@ def summarize(level: Level) -> dict:
         "output_tokens": tokens, "seconds": round(end - begin, 3), "window": [begin, end],
         "output_tok_s": round(tokens / (end - begin), 1) if end > begin else None,
         "ttft_p50_ms": ms(percentile(ttft, 50)), "ttft_p99_ms": ms(percentile(ttft, 99)),
+        # the first token from when the client could send the request (Record.ready)
+        "ttft_ready_p50_ms": ms(percentile(ttft_ready, 50)), "ttft_ready_p99_ms": ms(percentile(ttft_ready, 99)),
         "itl_p50_ms": ms(percentile(itl, 50)), "itl_p99_ms": ms(percentile(itl, 99)),
         "e2e_p50_ms": ms(percentile(e2e, 50)),
         "events_per_request": round(sum(r.events for r in ok) / len(ok), 1) if ok else None,
         "tokens_per_request": sorted({r.tokens for r in ok}),
         "prompt_tokens": sorted({r.prompt_tokens for r in ok if r.prompt_tokens is not None}),
         "gpu_util_pct": level.gpu_util, "counters": level.counters, "sent": level.sent, "began": level.began,
-        # each timed request: [start, first, last, end, tokens, prompt key] (monotonic s; first/last None
+        # each timed request: [start, first, last, end, tokens, prompt key, ready] (monotonic s; first/last None
         # without text)
         "records": [[round(r.start, 6), r.first and round(r.first, 6), r.last and round(r.last, 6),
-                     round(r.end, 6), r.tokens, r.key] for r in level.records],
+                     round(r.end, 6), r.tokens, r.key, r.ready and round(r.ready, 6)] for r in level.records],
     }
 
 
@@ -164,13 +170,20 @@ class GpuSampler:
 
 # -- closed loop ------------------------------------------------------------------------------------
 async def closed_loop(one, texts: list, concurrency: int) -> list:
-    """`concurrency` workers take the texts in order until none is left; each `await one(text)` -> Record."""
+    """`concurrency` workers take the texts in order until none is left; each `await one(text)` -> Record, its
+    `ready` the moment the worker could have sent it: the round's start, then its previous request's end as
+    the engine handed it over (`done`, direct) or as its last event arrived (HTTP)."""
     queue = list(reversed(texts))
     records = []
+    begun = time.monotonic()
 
     async def worker():
+        ready = begun
         while queue:
-            records.append(await one(queue.pop()))
+            record = await one(queue.pop())
+            record.ready = ready
+            ready = record.done if record.done is not None else record.end
+            records.append(record)
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(texts)))))
     return records
@@ -186,6 +199,25 @@ def engine_config(version_dir: str) -> dict:
         if isinstance(value, str) and not os.path.isabs(value) and os.path.isdir(os.path.join(version_dir, value)):
             config[key] = os.path.join(version_dir, value)
     return config
+
+
+def hook_final_outputs(handed: dict):
+    """Times, per request id, the moment vLLM's output handler puts a request's final output in its collector
+    (vllm.v1.engine.output_processor.RequestOutputCollector.put): when an in-process client is told it is done,
+    before its coroutine gets the loop back. Returns the undo (a no-op where that class is not there)."""
+    try:
+        from vllm.v1.engine.output_processor import RequestOutputCollector
+    except ImportError:
+        return lambda: None
+    original = RequestOutputCollector.put
+
+    def put(self, output, *args, **kwargs):
+        if getattr(output, "finished", False):
+            handed.setdefault(getattr(output, "request_id", None), time.monotonic())
+        return original(self, output, *args, **kwargs)
+
+    RequestOutputCollector.put = put
+    return lambda: setattr(RequestOutputCollector, "put", original)
 
 
 class DirectEngine:
@@ -212,9 +244,13 @@ class DirectEngine:
         self.sampling = SamplingParams(max_tokens=self.workload.output_tokens, ignore_eos=True, temperature=0.0,
                                        output_kind=RequestOutputKind.DELTA)
         self.counter = iter(range(10 ** 9))
+        self.handed, self.timed_done = {}, 0
+        self.unhook = hook_final_outputs(self.handed)
         return self
 
     async def __aexit__(self, *exc) -> None:
+        self.unhook()
+        self.say(f"direct: {self.timed_done} requests' final outputs timed as vLLM's output handler put them")
         shutdown = getattr(self.engine, "shutdown", None) or getattr(self.engine, "shutdown_background_loop", None)
         if shutdown is not None:
             result = shutdown()
@@ -223,8 +259,9 @@ class DirectEngine:
 
     async def one(self, text: str) -> Record:
         record = Record(start=time.monotonic())
+        request_id = f"direct-{next(self.counter)}"
         try:
-            async for output in self.engine.generate(text, self.sampling, f"direct-{next(self.counter)}"):
+            async for output in self.engine.generate(text, self.sampling, request_id):
                 now = time.monotonic()
                 if record.prompt_tokens is None and output.prompt_token_ids is not None:
                     record.prompt_tokens = len(output.prompt_token_ids)
@@ -237,6 +274,8 @@ class DirectEngine:
         except Exception as err:
             record.error = f"{type(err).__name__}: {err}"[:200]
         record.end = time.monotonic()
+        record.done = self.handed.pop(request_id, None)
+        self.timed_done += record.done is not None
         return record
 
 
@@ -299,7 +338,7 @@ def joined_pieces(marks: list, records: list) -> dict:
     the client's first event (Triton's HTTP out). Pure."""
     by_key = {m[6]: m for m in marks if len(m) > 6 and m[6] is not None}
     pieces = {name: [] for name in ("in", "to_loop", "engine", "out", "http_out")}
-    for start, first, _last, _end, _tokens, key in (r for r in records if len(r) > 5):
+    for start, first, _last, _end, _tokens, key in (r[:6] for r in records if len(r) > 5):
         m = by_key.get(key)
         if m is None or first is None or None in m[:3] or m[4] is None:
             continue

@@ -195,3 +195,32 @@ def test_the_direct_path_starts_a_requests_clock_only_when_the_engines_loop_gets
     assert starts[-1] - starts[0] > 0.5
     triton = _by_c(_gz(f"{CALL12}/triton.json.gz"))[512]  # the HTTP clients sent theirs within a few ms
     assert sorted(r[0] for r in triton["records"])[511] - min(r[0] for r in triton["records"]) < 0.02
+
+
+def test_a_closed_loop_times_each_request_from_when_its_client_could_send_it():
+    # two workers, four texts: each worker's first request is ready when the round began, its next when the
+    # engine handed over the previous one's final output (done), or, without that, when the previous one ended
+    import asyncio
+    import time
+
+    base = time.monotonic() + 100  # the requests' own (made-up) times, all after the round began
+    starts = iter([base, base + 1, base + 2, base + 3])
+
+    async def one(text):
+        await asyncio.sleep(0)
+        start = next(starts)
+        done = start + 0.5 if text == "a" else None  # b has no done: its worker's next is ready at b's end
+        return load.Record(start=start, first=start + 0.2, last=start + 0.7, end=start + 0.8, tokens=2, done=done,
+                           key=text)
+
+    records = asyncio.run(load.closed_loop(one, ["a", "b", "c", "d"], 2))
+    ready = {r.key: r.ready for r in records}
+    assert ready["a"] == ready["b"] < base  # the round's start
+    # a (started at base) is followed on its worker by c, b (base + 1) by d: workers take texts in order
+    assert (round(ready["c"] - base, 6), round(ready["d"] - base, 6)) == (0.5, 1.8)
+    level = load.Level(2, records=[r for r in records if r.key in ("c", "d")], window=(base + 2, base + 3.8))
+    figures = load.summarize(level)
+    # c: first at base + 2.2, ready base + 0.5 -> 1,700 ms; d: base + 3.2 - (base + 1.8) -> 1,400 ms
+    assert sorted([figures["ttft_ready_p50_ms"], figures["ttft_ready_p99_ms"]]) == [1400.0, 1700.0]
+    assert figures["ttft_p50_ms"] == 200.0
+    assert [round(r[6] - base, 3) for r in figures["records"]] == [0.5, 1.8]
