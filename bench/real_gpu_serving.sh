@@ -16,7 +16,10 @@
 #            asked for), then runs its own closed loop (direct.json), on one engine; breakdown.txt sets them
 #            side by side. A later warm call can replay the last Triton run (kept in .gpukit-cache/last).
 #   env:     BATCHING=N: the Triton run's config.pbtxt gets max_batch_size N and dynamic_batching (figures in
-#            triton-batching-N.json); TRACE=1: the backend keeps its trace without a replay.
+#            triton-batching-N.json); TRACE=1: the backend keeps its trace without a replay. PROFILE=ROUNDS:
+#            the Triton run goes level by level (ROUNDS x c timed requests each) with py-spy (carried as
+#            .gpukit-cache/py-spy, from PyPI's py-spy wheel) recording the backend's stub twice per level, 8 s of
+#            every thread and 8 s of whichever holds the GIL (spy.tgz).
 #            BACKEND: another model.py to serve with (e.g. an older backend carried under .gpukit-cache/),
 #            its figures go to triton-<name of its folder>.json. PARAMS: KEY=VALUE[,KEY=VALUE] added to the
 #            model's config.pbtxt parameters (e.g. SENDER_THREADS=1); the figures go to triton-KEY-VALUE.json.
@@ -118,7 +121,26 @@ for pair in sys.argv[2].split(","):
     kill -0 "$SPID" 2>/dev/null || break
     sleep 1
   done
-  if [ $ready = 1 ]; then
+  if [ $ready = 1 ] && [ -n "${PROFILE:-}" ]; then  # per level, py-spy on the backend's stub while it runs
+    say "$NAME: ready; profiling each level ($(uname -m))"
+    STUB=$(pgrep -f triton_python_backend_stub | head -n 1)
+    for c in ${LEVELS//,/ }; do
+      PYTHONPATH=$R/site timeout 300 "$PY" bench/real_gpu_serving.py triton http://127.0.0.1:8000 \
+        http://127.0.0.1:8002/metrics "$MODEL" "$VERSION/tokenizer" "$OUT/$NAME-c$c.json" --levels "$c" \
+        --rounds "$PROFILE" >"$OUT/$NAME-c$c.log" 2>&1 &
+      BP=$!
+      sleep 8  # the warm-up round and the first timed requests
+      for how in all gil; do  # every thread, idle included; then only whichever holds the GIL
+        flag=--idle; [ $how = gil ] && flag=--gil
+        say "$NAME c=$c: py-spy $how"
+        .gpukit-cache/py-spy record -p "$STUB" --threads $flag -r 200 -d 8 -f raw -o "$OUT/spy-c$c-$how.txt" \
+          >>"$OUT/spy.log" 2>&1
+      done
+      wait $BP
+      grep -E '^triton|Traceback|Error' "$OUT/$NAME-c$c.log" | cut -c1-300 | tee -a "$OUT/serving.txt"
+    done
+    (cd "$OUT" && tar -czf spy.tgz spy-*.txt spy.log "$NAME"-c*.json && rm -f spy-*.txt "$NAME"-c*.json)
+  elif [ $ready = 1 ]; then
     say "$NAME: ready"
     PYTHONPATH=$R/site timeout 300 "$PY" bench/real_gpu_serving.py triton http://127.0.0.1:8000 \
       http://127.0.0.1:8002/metrics "$MODEL" "$VERSION/tokenizer" "$OUT/$NAME.json" --levels "$LEVELS" \
