@@ -13,6 +13,7 @@ command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v curl >/dev/null || need_apt+=(curl)
 command -v prometheus >/dev/null || need_apt+=(prometheus)  # the lab's Prometheus and promtool (docs/metrics.md)
+command -v haproxy >/dev/null || need_apt+=(haproxy)  # the front door: its configs are checked with haproxy -c (issue #31)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
