@@ -56,7 +56,7 @@ PY=$(command -v python3)
 if [[ ,$PATHS, == *,direct,* ]]; then
   say "direct: vLLM's AsyncLLM in one process"
   PYTHONPATH=$R/site timeout 300 "$PY" bench/real_gpu_serving.py direct "$VERSION" "$OUT/direct.json" \
-    --levels "$LEVELS" >"$OUT/direct.log" 2>&1
+    --levels "$LEVELS" ${ROUNDS:+--rounds "$ROUNDS"} >"$OUT/direct.log" 2>&1
   say "direct: exit $?"
   grep -E '^direct|GPU KV cache size|Traceback|Error' "$OUT/direct.log" | cut -c1-300 | tee -a "$OUT/serving.txt"
 fi
@@ -144,7 +144,7 @@ for pair in sys.argv[2].split(","):
     say "$NAME: ready"
     PYTHONPATH=$R/site timeout 300 "$PY" bench/real_gpu_serving.py triton http://127.0.0.1:8000 \
       http://127.0.0.1:8002/metrics "$MODEL" "$VERSION/tokenizer" "$OUT/$NAME.json" --levels "$LEVELS" \
-      >"$OUT/$NAME.log" 2>&1
+      ${ROUNDS:+--rounds "$ROUNDS"} >"$OUT/$NAME.log" 2>&1
     say "$NAME: exit $?"
     grep -E '^triton|Traceback|Error' "$OUT/$NAME.log" | cut -c1-400 | tee -a "$OUT/serving.txt"
     "$PY" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:8002/metrics").read().decode())' \

@@ -246,3 +246,60 @@ def test_the_triton_path_varies_from_run_to_run_more_than_the_goal_allows():
     assert min(ttft) < 700 and max(ttft) > 1200
     direct = [_by_c(_gz(f"{call}/direct.json.gz"))[256]["ttft_p50_ms"] for call in (CALL12, CALL14)]
     assert max(direct) / min(direct) < 1.05
+
+
+CALL15 = "call15-steady-state"
+
+
+def _steady() -> tuple[dict, dict]:
+    """Call 15's 12-round runs: direct per level from its two documents, Triton at 1, 16 and 512 from the
+    unprofiled run and at 64-256 from the level-by-level run py-spy watched."""
+    d1, d2 = _gz(f"{CALL15}/direct-64-128-256.json.gz"), _gz(f"{CALL15}/direct-1-16-512.json.gz")
+    direct = {"workload": d1["workload"], "levels": d1["levels"] + d2["levels"]}
+    both = _gz(f"{CALL15}/triton-1-16-512.json.gz")
+    levels = [level for level in both["levels"] if level["concurrency"] in (1, 16, 512)]
+    for c in (64, 128, 256):
+        levels += _gz(f"{CALL15}/triton-c{c}-profiled.json.gz")["levels"]
+    return direct, {"workload": both["workload"], "levels": levels}
+
+
+def test_in_a_steady_state_the_triton_path_keeps_the_engines_throughput_and_beats_the_lockstep_direct_loop():
+    direct, triton = _steady()
+    assert direct["workload"]["rounds"] == triton["workload"]["rounds"] == 12
+    rows = {c: (f, misses) for c, f, misses in serving.verdict(direct, triton, triton["workload"])}
+    assert sorted(rows) == [1, 16, 64, 128, 256, 512]
+    assert all(f["throughput"] >= 0.97 for f, _ in rows.values())
+    for c in (128, 256):  # the in-process clients stay in lockstep: prefill waves, slower decode steps
+        f, misses = rows[c]
+        assert f["throughput"] > 1.3 and f["itl"][0] < 0.75 * f["itl"][1] and not misses
+    assert [c for c, (_, misses) in sorted(rows.items()) if misses] == [16, 512]  # first tokens, still
+
+
+def test_the_same_512_stream_run_twice_moved_first_tokens_by_half():
+    once = _by_c(_gz(f"{CALL15}/triton-1-16-512.json.gz"))[512]
+    again = _by_c(_gz(f"{CALL15}/triton-c512-profiled.json.gz"))[512]
+    assert once["ttft_p50_ms"] > 1.9 * again["ttft_p50_ms"]
+    assert abs(once["output_tok_s"] / again["output_tok_s"] - 1) < 0.02
+
+
+def _loop_share(path: str, function: str) -> tuple[float, float]:
+    """From a py-spy raw profile of the stub (--threads --idle): the share of the engine loop's samples that are
+    not idle in its selector, and the share that runs `function` (anywhere in the stack)."""
+    import gzip
+    total = busy = inside = 0
+    for line in gzip.decompress((RUNS / path).read_bytes()).decode().splitlines():
+        stack, count = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        if "vllm-backend-loop" not in frames[0]:
+            continue
+        total += int(count)
+        busy += int(count) * ("EpollSelector.select" not in frames[-1])
+        inside += int(count) * any(f.startswith(function + " ") for f in frames)
+    return busy / total, inside / total
+
+
+def test_at_256_streams_the_engines_loop_is_nearly_always_busy_and_a_quarter_of_it_tokenizes_prompts():
+    busy, tokenizing = _loop_share(f"{CALL15}/py-spy/spy-c256-all.txt.gz", "InputPreprocessor._tokenize_prompt")
+    assert busy > 0.85 and tokenizing > 0.2
+    busy, tokenizing = _loop_share(f"{CALL15}/py-spy/spy-c512-all.txt.gz", "InputPreprocessor._tokenize_prompt")
+    assert 0.3 < busy < 0.7 and tokenizing > 0.05
