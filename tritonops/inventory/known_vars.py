@@ -57,6 +57,15 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_port_stride": "how far apart the replicas' ports are: replica i listens on the ports + i x stride "
                              "(default 10)",
     "tritonops_max_num_seqs": "maximum concurrent sequences per engine",
+    "tritonops_door_http_port": "a balancer's (group tritonops_balancers) HTTP door for the deployment (default 8000)",
+    "tritonops_door_grpc_port": "a balancer's gRPC door for the deployment (default 8001; off for none)",
+    "tritonops_queue_timeout_ms": "a balancer's circuit breaker: longest wait for a free replica, then 503 (default 2000)",
+    "tritonops_max_queue": "a balancer's circuit breaker: requests waiting at most, then 503 at once (default 256)",
+    "tritonops_longest_generation_s": "a balancer's limit on one answer from a replica, in seconds (default 900)",
+    "tritonops_api_keys_file": "file on a balancer with the bearer tokens that may call the deployment (empty: none needed)",
+    "tritonops_tls_pem": "certificate and key (one PEM file on the balancer) its doors serve TLS with (empty: plain)",
+    "tritonops_replica_address": "address balancers reach this host's replicas at (default: a specific "
+                                 "tritonops_bind_address, else ansible_host)",
     "tritonops_models": "several models on a host: a list of {name, model, version(s), engine overrides, engine_args}",
     "tritonops_engine_args": "extra vLLM engine arguments merged into model.json, checked against the vLLM version",
     "tritonops_swap_space_gib": "CPU memory for the KV cache, GiB per GPU: swap_space or KV-cache offloading (0: none)",

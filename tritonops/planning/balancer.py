@@ -1,0 +1,160 @@
+"""Each deployment's front door (issue #31): which replicas HAProxy balances and how, from the serving hosts'
+current releases (their placement, never variables) and the balancer hosts' variables.
+
+A balancer is a host of the inventory group `tritonops_balancers`. Its door settings are its variables:
+`tritonops_door_http_port` / `tritonops_door_grpc_port` (default 8000 / 8001; grpc `off` for none),
+`tritonops_queue_timeout_ms` (default 2000) and `tritonops_max_queue` (default 256), the circuit breaker;
+`tritonops_longest_generation_s` (default 900), above which HAProxy gives up on a replica's answer;
+`tritonops_api_keys_file` and `tritonops_tls_pem`, paths on the balancer. A serving host is reached at
+`tritonops_replica_address` (default: a specific `tritonops_bind_address`, else `ansible_host`, else its name),
+each replica at the ports its release recorded, taking as many requests at once as vLLM's `max_num_seqs`.
+
+Pure: no I/O; a bad value is an InputError naming the variable and where it was set.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tritonops.errors import InputError
+from tritonops.planning.entries import host_where
+from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig
+from tritonops.values.names import safe_name
+from tritonops.values.numbers import whole_number
+
+BALANCERS_GROUP = "tritonops_balancers"
+HTTP_PORT_VAR = "tritonops_door_http_port"
+GRPC_PORT_VAR = "tritonops_door_grpc_port"
+QUEUE_TIMEOUT_VAR = "tritonops_queue_timeout_ms"
+MAX_QUEUE_VAR = "tritonops_max_queue"
+LONGEST_VAR = "tritonops_longest_generation_s"
+KEYS_VAR = "tritonops_api_keys_file"
+TLS_VAR = "tritonops_tls_pem"
+ADDRESS_VAR = "tritonops_replica_address"
+BIND_VAR = "tritonops_bind_address"
+
+DEFAULT_QUEUE_TIMEOUT_MS = 2000
+DEFAULT_MAX_QUEUE = 256
+DEFAULT_LONGEST_S = 900
+_OFF = ("off", "none", "false", "no")
+
+
+@dataclass(frozen=True)
+class Door:
+    """One balancer's door settings, as its variables say."""
+    http_port: int = 8000
+    grpc_port: int | None = 8001
+    queue_timeout_ms: int = DEFAULT_QUEUE_TIMEOUT_MS
+    max_queue: int = DEFAULT_MAX_QUEUE
+    longest_generation_s: int = DEFAULT_LONGEST_S
+    keys_file: str | None = None
+    tls_pem: str | None = None
+
+
+@dataclass(frozen=True)
+class ServedHost:
+    """A serving host as its current release placed it: where balancers reach it, its replicas as
+    (index, http port, grpc port), and the requests each takes at once (vLLM's max_num_seqs)."""
+    name: str
+    address: str
+    replicas: tuple[tuple[int, int, int], ...]
+    max_num_seqs: int
+
+
+class Host(Protocol):
+    """An inventory host as planning reads it (tritonops.inventory.model.Host; the pure core imports no inventory
+    model, which knows transports)."""
+    name: str
+    groups: tuple[str, ...]
+    vars: dict[str, Any]
+
+
+def is_balancer(host: Host) -> bool:
+    return BALANCERS_GROUP in host.groups
+
+
+def _value(host: Host, name: str) -> tuple[Any, str | None]:
+    value = host.vars.get(name)
+    return (None if value == "" else value), host_where(host, name)
+
+
+def door(host: Host) -> Door:
+    """A balancer host's door from its variables (unset: the defaults)."""
+    def number(name: str, default: int, minimum: int, maximum: int) -> int:
+        value, where = _value(host, name)
+        return default if value is None else whole_number(value, name, where, minimum=minimum, maximum=maximum)
+
+    http_port = number(HTTP_PORT_VAR, 8000, 1, 65535)
+    grpc_value, grpc_where = _value(host, GRPC_PORT_VAR)
+    grpc_port: int | None
+    if isinstance(grpc_value, str) and grpc_value.strip().lower() in _OFF or grpc_value is False:
+        grpc_port = None
+    else:
+        grpc_port = 8001 if grpc_value is None else whole_number(grpc_value, GRPC_PORT_VAR, grpc_where, maximum=65535)
+    if grpc_port == http_port:
+        raise InputError(f"{GRPC_PORT_VAR} {grpc_port} is the same port as {HTTP_PORT_VAR}", grpc_where)
+    return Door(http_port, grpc_port,
+                number(QUEUE_TIMEOUT_VAR, DEFAULT_QUEUE_TIMEOUT_MS, 1, 3_600_000),
+                number(MAX_QUEUE_VAR, DEFAULT_MAX_QUEUE, 0, 1_000_000),
+                number(LONGEST_VAR, DEFAULT_LONGEST_S, 1, 7 * 86400),
+                _path(host, KEYS_VAR), _path(host, TLS_VAR))
+
+
+def _path(host: Host, name: str) -> str | None:
+    value, where = _value(host, name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith("/") or any(c.isspace() or c in "\"'\\#" for c in value):
+        raise InputError(f"{name} {value!r} is not an absolute path on the balancer without spaces or quotes", where)
+    return value
+
+
+def replica_address(host: Host) -> str:
+    """Where balancers reach a serving host's replicas: `tritonops_replica_address`, else a specific bind address,
+    else `ansible_host`, else the inventory name."""
+    for name in (ADDRESS_VAR, BIND_VAR, "ansible_host"):
+        value, where = _value(host, name)
+        if value is None or (name == BIND_VAR and str(value) in ("0.0.0.0", "::")):
+            continue
+        return _address(str(value), name, where)
+    return _address(host.name, "the host's name", None)
+
+
+def _address(value: str, field: str, where: str | None) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    labels = value.rstrip(".").split(".")
+    if value and len(value) <= 253 and all(label and len(label) <= 63 and label[0] != "-" and label[-1] != "-"
+                                           and all(c.isalnum() or c == "-" for c in label) for label in labels):
+        return value
+    raise InputError(f"{field} {value!r} is neither an IP address nor a host name", where)
+
+
+def server_name(host: str, index: int) -> str:
+    """HAProxy's name of a host's replica: `<host>-r<index>`, the name drain and ready address."""
+    return f"{safe_name(host, 'host name')}-r{index}"
+
+
+def balancer_config(deployment: str, settings: Door, hosts: Iterable[ServedHost]) -> BalancerConfig:
+    """The deployment's door over every replica of `hosts`, in the hosts' order then the replicas'."""
+    replicas = tuple(BalancedReplica(server_name(h.name, index), h.address, http, grpc, h.max_num_seqs)
+                     for h in hosts for index, http, grpc in h.replicas)
+    if not replicas:
+        raise InputError(f"deployment {deployment}: no serving host has a current release to balance")
+    return BalancerConfig(deployment=deployment, replicas=replicas, http_port=settings.http_port,
+                          grpc_port=settings.grpc_port, queue_timeout_ms=settings.queue_timeout_ms,
+                          max_queue=settings.max_queue, server_timeout_s=settings.longest_generation_s,
+                          keys_file=settings.keys_file, tls_pem=settings.tls_pem)
+
+
+def served_host(host: Host, release_replicas: Iterable[Mapping[str, Any]], max_num_seqs: int) -> ServedHost:
+    """A serving host from its current release's `serve.replicas` ([{index, gpus, ports: [http, grpc, metrics]}],
+    as serving/releases checks them when read back)."""
+    replicas = tuple((int(r["index"]), int(r["ports"][0]), int(r["ports"][1])) for r in release_replicas)
+    return ServedHost(host.name, replica_address(host), replicas,
+                      whole_number(max_num_seqs, f"{host.name}: max_num_seqs", None))
