@@ -108,3 +108,55 @@ def test_the_releases_helper_describes_a_host_and_fails_without_a_release():
            "max_model_len 1024, float16" in lines[2]
     assert describe(HostReleases("h", "/opt/tritonops/default")) == [
         "h: no release under /opt/tritonops/default/releases"]
+
+
+def _door_state(with_balancer: bool):
+    hosts = (LabHost("ws-2080ti", "2080ti", "full", 22201, "p-ws-2080ti", network_address="172.30.0.2"),
+             LabHost("light-01", "h200x8", "light", 22202, "p-light-01", network_address="172.30.0.3"),
+             LabHost("bastion", "nogpu", "bastion", 22203, "p-bastion", network_address="172.30.0.4"))
+    if with_balancer:
+        hosts += (LabHost("balancer-1", "nogpu", "balancer", 22204, "p-balancer-1", network_address="172.30.0.5"),)
+    return LabState("p", Path("/abs/.lab"), Path("/abs/lab.yml"), hosts)
+
+
+def test_a_lab_without_a_balancer_writes_the_inventory_it_always_did():
+    plain = tuple(LabHost(h.name, h.profile, h.kind, h.port, h.container) for h in _door_state(False).hosts)
+    state = _door_state(False)
+    assert render_inventory(state) == render_inventory(LabState("p", state.state_dir, state.inventory_file, plain))
+    assert "tritonops_balancers" not in render_inventory(state) and "172.30" not in render_inventory(state)
+
+
+def test_a_balancer_host_is_the_front_door_and_every_gpu_host_says_where_it_reaches_the_replicas():
+    doc = yaml.safe_load(render_inventory(_door_state(True)))
+    groups = doc["all"]["children"]["lab"]["children"]
+    assert list(groups) == ["lab_full", "lab_light", "tritonops_balancers"]
+    assert groups["tritonops_balancers"] == {"hosts": {"balancer-1": {
+        "ansible_host": "127.0.0.1", "ansible_port": 22204, "lab_kind": "balancer", "lab_door_address": "172.30.0.5"}}}
+    assert groups["lab_full"]["hosts"]["ws-2080ti"]["tritonops_replica_address"] == "172.30.0.2"
+    assert groups["lab_light"]["hosts"]["light-01"]["tritonops_replica_address"] == "172.30.0.3"
+    # otherwise the same inventory: only the replica addresses and the balancers' group are new
+    before = yaml.safe_load(render_inventory(_door_state(False)))["all"]["children"]["lab"]["children"]
+    for group in ("lab_full", "lab_light"):
+        for name, entry in groups[group]["hosts"].items():
+            assert {k: v for k, v in entry.items() if k != "tritonops_replica_address"} == \
+                before[group]["hosts"][name]
+
+
+def test_behind_a_bastion_the_balancer_is_reached_by_its_container_name_too():
+    state = _door_state(True)
+    doc = yaml.safe_load(render_inventory(state, state.host("bastion")))
+    door = doc["all"]["children"]["lab"]["children"]["tritonops_balancers"]["hosts"]["balancer-1"]
+    assert (door["ansible_host"], door["ansible_port"], door["lab_door_address"]) == ("p-balancer-1", 22, "172.30.0.5")
+
+
+def test_the_lab_inventory_with_a_balancer_loads_with_the_balancer_in_its_group(tmp_path):
+    from tritonops.inventory import load_inventory
+
+    path = tmp_path / "lab.yml"
+    path.write_text(render_inventory(_door_state(True), models=False))
+    inventory = load_inventory([str(path)])
+    assert inventory.groups["tritonops_balancers"].hosts == ("balancer-1",)
+    door = inventory.host("balancer-1")
+    assert {"all", "lab", "tritonops_balancers"} <= set(door.groups)
+    assert door.vars["lab_door_address"] == "172.30.0.5" and door.connection.port == 22204
+    assert inventory.host("light-01").vars["tritonops_replica_address"] == "172.30.0.3"

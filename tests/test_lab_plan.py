@@ -3,9 +3,11 @@
 import pytest
 
 from tritonops.errors import InputError
-from tritonops.lab.image_specs import base_spec, host_full_spec, host_light_spec, tritonserver_spec
+from tritonops.lab.image_specs import (base_spec, host_balancer_spec, host_full_spec, host_light_spec,
+                                       tritonserver_spec)
 from tritonops.lab.plan import ExistingHost, assign_ports, plan_hosts, spec_hash
-from tritonops.lab.request import DEFAULT_HOSTS, HostSpec, LabRequest, build_request, parse_hosts
+from tritonops.lab.request import (DEFAULT_HOSTS, HostSpec, LabRequest, balancer_hosts, build_request,
+                                    parse_hosts)
 
 
 def test_default_request_is_three_full_hosts():
@@ -23,8 +25,24 @@ def test_hosts_option_and_light_hosts():
     assert build_request(light=100).hosts[0].name == "light-001"
 
 
+def test_balancers_are_opt_in_hosts_without_a_gpu():
+    assert build_request(balancers=0) == build_request()
+    assert not build_request().needs_balancer_hosts and build_request().balancers == ()
+    request = build_request(light=1, balancers=2)
+    assert [(h.name, h.profile, h.kind) for h in request.hosts] == [
+        ("light-01", "h200x8", "light"), ("balancer-1", "nogpu", "balancer"), ("balancer-2", "nogpu", "balancer")]
+    assert request.needs_balancer_hosts and not request.needs_full_hosts
+    assert request.balancers == ("balancer-1", "balancer-2")
+    # the default GPU hosts stay when only balancers are added
+    assert build_request(balancers=1).hosts == DEFAULT_HOSTS + balancer_hosts(1)
+    assert parse_hosts("door=nogpu:balancer") == (HostSpec("door", "nogpu", "balancer"),)
+    with pytest.raises(InputError, match="--balancers"):
+        build_request(balancers=-1)
+
+
 @pytest.mark.parametrize("text, message", [
     ("a", "is not NAME=PROFILE"),
+    ("door=h200x8:balancer", "has no GPU: its profile is nogpu"),
     ("a=h9000", "unknown GPU profile 'h9000'"),
     ("a=t4:huge", "kind 'huge'"),
     ("A_B=t4", "lowercase"),
@@ -79,3 +97,17 @@ def test_image_tags_follow_their_inputs():
     assert triton.extra_tags == ("nvcr.io/nvidia/tritonserver:24.10-py3",)
     assert triton.labels["tritonops.lab.inputs"] == triton.inputs_hash
     assert f"FROM {base.tag}" in triton.dockerfile_text()
+
+
+def test_the_balancer_image_is_a_light_host_with_debians_haproxy_and_follows_its_parent():
+    base = base_spec()
+    light = host_light_spec(base, b"pynvml v1")
+    balancer = host_balancer_spec(light)
+    assert balancer.role == "host-balancer" and balancer.repository == "tritonops-lab/host-balancer"
+    assert balancer.tag == host_balancer_spec(host_light_spec(base, b"pynvml v1")).tag
+    assert balancer.tag != host_balancer_spec(host_light_spec(base, b"pynvml v2")).tag
+    assert balancer.inputs_hash not in {light.inputs_hash, host_full_spec(light).inputs_hash}
+    assert balancer.labels == {"tritonops.lab.inputs": balancer.inputs_hash, "tritonops.lab.image": "host-balancer"}
+    text = balancer.dockerfile_text()
+    assert f"FROM {light.tag}" in text.splitlines()
+    assert "apt-get install -y --no-install-recommends haproxy" in text and "docker.io" not in text

@@ -27,12 +27,15 @@ def register(subparsers, common) -> None:
                              "or DIR/inventory.yml with --state-dir)")
 
     up = actions.add_parser("up", parents=[common, shared], help="create or update the lab (idempotent)")
-    up.add_argument("--hosts", default=None, metavar="NAME=PROFILE[:full|light],...",
+    up.add_argument("--hosts", default=None, metavar="NAME=PROFILE[:full|light|bastion|balancer],...",
                     help="hosts to run (default: ws-2080ti=2080ti, node-a100x4=a100x4, node-h200x8=h200x8, all full)")
     up.add_argument("--light", type=int, default=0, metavar="N", help="add N light hosts light-01..N")
     up.add_argument("--light-profile", default="h200x8", metavar="PROFILE", help="GPU profile of --light hosts")
     up.add_argument("--bastion", action="store_true",
                     help="add a bastion host and write the inventory so the others are reached only through it")
+    up.add_argument("--balancers", type=int, default=0, metavar="N",
+                    help="add N balancer hosts balancer-1..N (sshd + Debian's haproxy, no GPU): the inventory's "
+                         "tritonops_balancers, the front door")
     up.add_argument("--port-base", type=int, default=PORT_BASE, help=f"first sshd port on 127.0.0.1 ({PORT_BASE})")
     up.set_defaults(run=run_up)
 
@@ -48,7 +51,8 @@ def run_up(args, out) -> int:
     from tritonops.lab import api
     from tritonops.lab.request import build_request
 
-    request = build_request(args.hosts, args.light, args.light_profile, bastion=args.bastion)
+    request = build_request(args.hosts, args.light, args.light_profile, bastion=args.bastion,
+                            balancers=args.balancers)
     if not args.json:
         out.info(f"lab up: {len(request.hosts)} host(s); the first run builds images (a few minutes)")
     state = api.up(request, state_dir=args.state_dir, name_prefix=args.prefix, inventory_out=args.inventory_out,

@@ -52,7 +52,8 @@ def _lab_hosts(client, prefix: str) -> list[LabHost]:
         running = c.status == "running"
         hosts.append(LabHost(c.labels[ct.LABEL_HOST], c.labels.get(ct.LABEL_PROFILE, "?"),
                              c.labels.get(ct.LABEL_KIND, "?"), port, c.name, running=running,
-                             healthy=running and bool(port) and sshd_answers("127.0.0.1", port)))
+                             healthy=running and bool(port) and sshd_answers("127.0.0.1", port),
+                             network_address=ct.network_address(c, prefix) if running else None))
     return sorted(hosts, key=lambda h: h.name)
 
 
@@ -92,7 +93,8 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     client, notes = engine.ensure_engine(sd)
 
-    images = ensure_images(client, request.needs_full_hosts, cache, sd / "build.log")
+    images = ensure_images(client, request.needs_full_hosts, cache, sd / "build.log",
+                           need_balancer=request.needs_balancer_hosts)
     notes += [f"built image {r.tag} in {r.elapsed_s:.0f} s" for r in images.results if r.built]
     preload_tar = None
     if images.tritonserver is not None:
@@ -104,7 +106,8 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
     ports = assign_ports([h.name for h in request.hosts], recorded, ct.ports_of_other_labs(client, name_prefix),
                          port_base)
     write_ports(sd, {**recorded, **ports})
-    image_of = {"full": images.host_full, "light": images.host_light, "bastion": images.host_light}
+    image_of = {"full": images.host_full, "light": images.host_light, "bastion": images.host_light,
+                "balancer": images.host_balancer}
     hashes = {h.name: spec_hash(h, image_of[h.kind].image_id) for h in request.hosts}
     actions = plan_hosts(request, ct.existing_hosts(client, name_prefix), hashes, ports)
 
@@ -241,7 +244,7 @@ def _purge_images(client) -> list[str]:
     notes = []
     images = client.images.list(filters={"label": LABEL_ROLE})
     # Children before parents: full hosts before light hosts before the base.
-    order = {"host-full": 0, "tritonserver": 0, "host-light": 1, "base": 2}
+    order = {"host-full": 0, "host-balancer": 0, "tritonserver": 0, "host-light": 1, "base": 2}
     for image in sorted(images, key=lambda i: order.get(i.labels.get(LABEL_ROLE), 0)):
         for tag in image.tags:
             if tag == TRITON_TAG or tag.startswith("tritonops-lab/"):

@@ -57,6 +57,12 @@ def published_port(container) -> int | None:
     return int(bindings[0]["HostPort"]) if bindings and bindings[0].get("HostPort") else None
 
 
+def network_address(container, prefix: str) -> str | None:
+    """The container's IP address on the lab network (None when it has none there)."""
+    networks = (container.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+    return (networks.get(network_name(prefix)) or {}).get("IPAddress") or None
+
+
 def existing_hosts(client, prefix: str) -> list[ExistingHost]:
     return [ExistingHost(c.labels[LABEL_HOST], c.name, c.labels.get(LABEL_SPEC, ""), c.status == "running",
                          published_port(c))

@@ -43,7 +43,7 @@ def digest(*parts: bytes | str) -> str:
 
 @dataclass(frozen=True)
 class ImageSpec:
-    role: str  # base | host-light | host-full | tritonserver | collector
+    role: str  # base | host-light | host-full | host-balancer | tritonserver | collector
     inputs_hash: str
     parent: "ImageSpec | None" = None
     dockerfile: str = ""  # asset name; empty for the debootstrapped base
@@ -86,6 +86,13 @@ def host_full_spec(light: ImageSpec) -> ImageSpec:
     spec = ImageSpec("host-full", "", light, "host-full.dockerfile.txt")
     inputs = digest(light.inputs_hash, spec.dockerfile_text(), *(asset_bytes(a) for a in HOST_FULL_ASSETS))
     return ImageSpec("host-full", inputs, light, spec.dockerfile)
+
+
+def host_balancer_spec(light: ImageSpec) -> ImageSpec:
+    """A light host plus Debian's haproxy package: the front door's host (no GPU, no inner engine)."""
+    spec = ImageSpec("host-balancer", "", light, "host-balancer.dockerfile.txt")
+    inputs = digest(light.inputs_hash, spec.dockerfile_text())
+    return ImageSpec("host-balancer", inputs, light, spec.dockerfile)
 
 
 def tritonserver_spec(base: ImageSpec, wheel_sha256: str) -> ImageSpec:

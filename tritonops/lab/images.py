@@ -40,6 +40,7 @@ class LabImages:
     host_full: ImageResult | None
     tritonserver: ImageResult | None
     results: tuple[ImageResult, ...]
+    host_balancer: ImageResult | None = None
 
 
 def _find(client: docker.DockerClient, spec: ImageSpec):
@@ -191,7 +192,7 @@ def ensure_image(client, spec: ImageSpec, cache_dir: Path, log_file: Path) -> Im
     return ImageResult(spec.role, spec.tag, image.id, built, time.monotonic() - started)
 
 
-def ensure_images(client, need_full: bool, cache_dir: Path, log_file: Path) -> LabImages:
+def ensure_images(client, need_full: bool, cache_dir: Path, log_file: Path, need_balancer: bool = False) -> LabImages:
     """The images a lab of this shape needs, built in order (each on its parent)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     base = specs.base_spec()
@@ -203,7 +204,11 @@ def ensure_images(client, need_full: bool, cache_dir: Path, log_file: Path) -> L
         wheel = pytriton_wheel(cache_dir, log_file)
         triton = ensure_image(client, specs.tritonserver_spec(base, _wheel_sha(wheel, cache_dir)), cache_dir, log_file)
         results += [full, triton]
-    return LabImages(results[1], full, triton, tuple(results))
+    balancer = None
+    if need_balancer:
+        balancer = ensure_image(client, specs.host_balancer_spec(light), cache_dir, log_file)
+        results.append(balancer)
+    return LabImages(results[1], full, triton, tuple(results), balancer)
 
 
 def saved_image(client, image: ImageResult, cache_dir: Path) -> Path:

@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from tritonops.lab.state import LabHost, LabState
+from tritonops.planning.balancer import ADDRESS_VAR, BALANCERS_GROUP
 from tritonops.transport.host_keys import known_hosts_name
 
 
@@ -69,10 +70,14 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
     through it with ProxyJump, "command" with a ProxyCommand running `ssh -W`. With `models`, the
     lab's models (tritonops.lab.models, under the state dir) as tritonops_model: the full hosts'
     group variable, and a host variable on hosts of a small-GPU profile (the 2080 Ti); and the multi-GPU full
-    hosts' replicas (REPLICA_VARS)."""
+    hosts' replicas (REPLICA_VARS). Balancer hosts form the group tritonops_balancers (with `lab_door_address`,
+    their lab-network address); with one, each GPU host says where the balancer reaches its replicas
+    (`tritonops_replica_address`, its lab-network address)."""
     from tritonops.lab.models import FULL_HOST_MODEL, host_model, model_path
 
-    groups: dict[str, dict] = {"lab_full": {"hosts": {}}, "lab_light": {"hosts": {}}}
+    groups: dict[str, dict] = {"lab_full": {"hosts": {}}, "lab_light": {"hosts": {}}, BALANCERS_GROUP: {"hosts": {}}}
+    # Only a lab with a balancer says where the replicas are reached: a lab without one is written as before.
+    with_door = any(h.kind == "balancer" for h in state.hosts)
     builder = build_host(state)
     if builder:
         groups["lab_full"]["vars"] = image_vars(builder)
@@ -82,12 +87,21 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
     for host in state.hosts:
         if host.kind == "bastion":
             continue
+        reach = {"ansible_host": host.container if bastion else host.address,
+                 "ansible_port": 22 if bastion else host.port}
+        if host.kind == "balancer":
+            door = groups[BALANCERS_GROUP]["hosts"][host.name] = {**reach, "lab_kind": host.kind}
+            if host.network_address:  # where this machine (tests, the demo) reaches the balancer's doors
+                door["lab_door_address"] = host.network_address
+            continue
         entry = groups[f"lab_{host.kind}"]["hosts"][host.name] = {
-            "ansible_host": host.container if bastion else host.address,
-            "ansible_port": 22 if bastion else host.port,
+            **reach,
             "lab_gpu_profile": host.profile,
             "lab_kind": host.kind,
         }
+        if with_door and host.network_address:
+            # the balancer container reaches the replicas' published ports at this host's lab-network address
+            entry[ADDRESS_VAR] = host.network_address
         if models and host_model(host.profile):
             entry["tritonops_model"] = str(model_path(state.state_dir, host_model(host.profile)))
         if models and host.kind == "full":

@@ -14,12 +14,15 @@ from tritonops.transport.spec import ConnectionSpec
 class LabHost:
     name: str
     profile: str
-    kind: str  # full | light | bastion
+    kind: str  # full | light | bastion | balancer
     port: int
     container: str
     address: str = "127.0.0.1"
     running: bool = True
     healthy: bool = False  # sshd answered with an SSH banner
+    # the container's IP address on the lab network: where the other lab containers reach its published
+    # ports (a balancer its replicas), and where this machine reaches them too (it routes to that network)
+    network_address: str | None = None
 
 
 @dataclass(frozen=True)
