@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tritonops import host_programs
-from tritonops.balancer import runtime_program
+from tritonops.balancer import door_program, runtime_program
 from tritonops.facts import query_program
 from tritonops.lab import faults, generate
 from tritonops.lab import releases as lab_releases
@@ -39,8 +39,9 @@ def run(name: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
 
 
 def test_every_python_program_is_there():
-    assert PROGRAMS == ["deployed_releases", "fact_queries", "file_steps", "haproxy_runtime", "lab_generate",
-                        "lab_release_listing", "metrics_page", "serve_release", "triton_health", "weights_files", "weights_hub"]
+    assert PROGRAMS == ["deployed_releases", "door_apply", "fact_queries", "file_steps", "haproxy_runtime",
+                        "lab_generate", "lab_release_listing", "metrics_page", "serve_release", "triton_health",
+                        "weights_files", "weights_hub"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS + SHARED)
@@ -92,7 +93,7 @@ def test_the_callers_send_the_packed_programs():
               "weights_files": programs.FILES, "weights_hub": programs.HUB,
               "lab_release_listing": lab_releases.LISTING, "lab_generate": generate.PROGRAM,
               "lab_snapshot.sh": faults.SNAPSHOT, "lab_read_current.sh": faults.READ_CURRENT,
-              "haproxy_runtime": runtime_program.PROGRAM}
+              "haproxy_runtime": runtime_program.PROGRAM, "door_apply": door_program.PROGRAM}
     assert {name: host_programs.source(name) for name in packed} == packed
 
 

@@ -50,7 +50,7 @@ def test_the_global_file_runs_master_worker_with_an_admin_socket_and_the_prometh
 # tritonops: the balancer's global section, defaults and metrics (rendered; edits are replaced)
 global
     master-worker
-    maxconn 20000
+    maxconn 8000
     stats socket /run/haproxy/tritonops-admin.sock mode 600 level admin expose-fd listeners
 
 defaults

@@ -19,7 +19,9 @@ fails a phase leaving the run while the others go on:
   9. events  this run's events per host (deploy.events) to the controller's audit log and, where the
             host ships its Triton logs, the same way to the same collector (deploy.event_log);
  10. targets the Prometheus file_sd file, where the inventory names one (deploy.targets), read through
-            the same sessions.
+            the same sessions;
+ 11. door   every balancer (the hosts of `tritonops_balancers`, which serve nothing themselves) in front of
+            the replicas the serving hosts' current releases placed (deploy.door).
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from tritonops import __version__
+from tritonops.deploy.door import update_doors
 from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
+from tritonops.planning.balancer import is_balancer
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
@@ -59,17 +63,18 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
     record = stream.phase
     started = clock()
 
-    hosts = inputs.hosts
+    balancers = [host for host in inputs.hosts if is_balancer(host)]
+    hosts = [host for host in inputs.hosts if not is_balancer(host)]
     deployments = {host.name: deployment_of(host) for host in hosts}
     refs = model_refs(hosts, options.default_model, options.model_name)
     models, model_errors = load_models(refs)
     folders = controller_folders(hosts, refs)
     created = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
 
-    with SessionPool([host.connection for host in hosts], forks=options.forks,
+    with SessionPool([host.connection for host in hosts + balancers], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         probed = {}
-        for result in pool.run(_facts_phase, task="facts"):
+        for result in pool.run(_facts_phase, [host.name for host in hosts], task="facts"):
             record(result)
             if result.ok:
                 probed[result.host] = result.payload
@@ -102,6 +107,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=clock(), on_phase=record)
                 write_targets(pool, hosts, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)
+                update_doors(pool, hosts, balancers, record)  # HAProxy on the balancers (tritonops_balancers)
         finally:
             report.traffic = pool.traffic()
     return report

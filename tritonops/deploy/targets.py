@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import fcntl
 import os
-import posixpath
 import tempfile
 from contextlib import contextmanager
 from typing import Iterator
 
 from tritonops.deploy.run import DeployReport, Record
+from tritonops.deploy.served import read_current
 from tritonops.errors import InputError
-from tritonops.facts.query_program import read_facts
 from tritonops.metrics.rules import RULES_FILE, render_rules
 from tritonops.metrics.targets import HostTarget, merged_groups, read_targets, render_targets, scrape_address
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
-from tritonops.serving.releases import parse_releases, releases_query
-from tritonops.transport.sessions import HostSession, SessionPool
+from tritonops.transport.sessions import SessionPool
 from tritonops.values.numbers import whole_number
 
 FILE_VAR = "tritonops_prometheus_file_sd"
@@ -105,18 +103,15 @@ def _settings(host) -> dict:
 def _read_served(pool: SessionPool, hosts):
     """host -> result whose payload is (current release or None, its Triton model names, its replicas' metrics
     ports: none for a release made before replicas)."""
-    by_name = {host.name: host for host in hosts}
-
-    def phase(session: HostSession) -> HostResult:
-        root, deployment = deployment_of(by_name[session.name])
-        query = releases_query(posixpath.join(root, deployment), deployment)
-        deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
-        release = deployed.release(deployed.current) if deployed.current else None
-        models = tuple((release.serve or {}).get("models") or release.models) if release else ()
-        ports = tuple(r["ports"][2] for r in (release.serve or {}).get("replicas") or ()) if release else ()
-        return HostResult(session.name, "ok", "", (deployed.current if release else None, models, ports))
-
-    return {result.host: result for result in pool.run(phase, [host.name for host in hosts], task=TASK)}
+    read = {}
+    for name, result in read_current(pool, hosts, TASK).items():
+        release = result.payload if result.ok else None
+        if result.ok:
+            models = tuple((release.serve or {}).get("models") or release.models) if release else ()
+            ports = tuple(r["ports"][2] for r in (release.serve or {}).get("replicas") or ()) if release else ()
+            result = HostResult(name, "ok", "", (release.id if release else None, models, ports))
+        read[name] = result
+    return read
 
 
 def _gpus(facts) -> tuple[str, int]:

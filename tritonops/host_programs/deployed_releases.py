@@ -30,6 +30,8 @@ def main():
         releases.append({"id": name, "created": body.get("created"), "image_id": body.get("image_id"),
                          "serve": body.get("serve"),
                          "models": [m.get("name") for m in models if isinstance(m, dict)],
+                         "max_num_seqs": [(m.get("engine") or {}).get("max_num_seqs") for m in models
+                                          if isinstance(m, dict) and isinstance(m.get("engine"), dict)],
                          "gates": [{k: g.get(k) for k in ("at", "passed", "why", "ready_s", "kv_cache_tokens")}
                                    for g in gates if isinstance(g, dict)]})
     link = os.path.join(root, "current")

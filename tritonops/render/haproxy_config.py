@@ -98,7 +98,9 @@ class BalancerGlobals:
 
     stats_socket: str = "/run/haproxy/tritonops-admin.sock"
     metrics_port: int = 8405  # HAProxy's Prometheus exporter (/metrics)
-    maxconn: int = 20000
+    # connections at once; HAProxy wants about twice as many file descriptors and will not start without them:
+    # 8000 fits a 20,000-descriptor limit (the lab's containers, which cannot raise theirs)
+    maxconn: int = 8000
     metrics_address: str = "*"  # "*" for all addresses, or one IP address
 
 

@@ -29,6 +29,13 @@ class ReleaseRecord:
     models: tuple[str, ...] = ()
     gates: tuple[dict, ...] = ()
     damaged: str | None = None   # why its release.json cannot be used (it is never gone back to)
+    max_num_seqs: tuple[int, ...] = ()  # each model engine's, as release.json records them
+
+    @property
+    def capacity(self) -> int | None:
+        """Requests a replica of this release serves at once: its engines' max_num_seqs together (None: not
+        recorded)."""
+        return sum(self.max_num_seqs) if self.max_num_seqs else None
 
     @property
     def passed(self) -> bool:
@@ -83,7 +90,10 @@ def _record(item: Any) -> ReleaseRecord:
     gates = tuple(g for g in item.get("gates") or () if isinstance(g, dict))
     if why:
         return ReleaseRecord(release_id, created, None, None, models, gates, damaged=f"release.json: {why}")
-    return ReleaseRecord(release_id, created, image, item.get("serve"), models, gates)
+    seqs = item.get("max_num_seqs") or ()
+    seqs = tuple(n for n in seqs if isinstance(n, int) and not isinstance(n, bool) and n > 0) \
+        if isinstance(seqs, list) and len(seqs) == len(models) else ()
+    return ReleaseRecord(release_id, created, image, item.get("serve"), models, gates, max_num_seqs=seqs)
 
 
 def _serve_problem(serve: Any) -> str | None:

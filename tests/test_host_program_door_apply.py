@@ -1,0 +1,211 @@
+"""The door program (host_programs/door_apply.py) against the real HAProxy of this machine: it starts haproxy
+(master-worker, daemon) on the rendered files, leaves it alone when nothing changed, reloads it without cutting a
+request in flight, refuses files haproxy -c refuses with the running balancer untouched, and makes an API key file
+on first use. Paths are a temporary folder's; the replica is a small HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.haproxy_harness import free_port
+from tritonops import host_programs
+from tritonops.balancer import door_program
+from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
+
+MODEL_PATH = "/v2/models/m/generate"
+
+
+class Replica(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        self._answer()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._answer()
+
+    def _answer(self):
+        if self.path.endswith("/generate_stream"):  # 5 events, 0.3 s apart: a request in flight for 1.5 s
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(5):
+                data = f"data: {json.dumps({'text_output': f'w{i}'})}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+                time.sleep(0.3)
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        body = json.dumps({"text_output": "hello", "port": self.server.server_address[1]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def place(tmp_path):
+    """Folders of a balancer in tmp_path, a replica, and whatever haproxy the program started, stopped after."""
+    replica = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Replica)
+    replica.daemon_threads = True
+    threading.Thread(target=replica.serve_forever, daemon=True).start()
+    where = {"dir": str(tmp_path / "etc" / "tritonops"), "pidfile": str(tmp_path / "run" / "haproxy.pid"),
+             "socket": str(tmp_path / "run" / "admin.sock"), "replica": replica.server_address[1],
+             "door": free_port(), "metrics": free_port(), "tmp": tmp_path}
+    yield where
+    replica.shutdown()
+    try:
+        os.kill(int(Path(where["pidfile"]).read_text().split()[0]), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+
+
+def files(place, replicas=1, keys_file=None, tls_pem=None) -> dict:
+    # the one replica server twice, by two names (the renderer refuses one address and port listed twice)
+    members = tuple(BalancedReplica(f"node-r{i}", ("127.0.0.1", "localhost")[i], place["replica"],
+                                    place["replica"] + 1, 8) for i in range(replicas))
+    config = BalancerConfig("chat", members, http_port=place["door"], grpc_port=None, keys_file=keys_file,
+                            tls_pem=tls_pem, check_interval_ms=200, bind_address="127.0.0.1")
+    return render_balancer_files(BalancerGlobals(stats_socket=place["socket"], metrics_port=place["metrics"],
+                                                 maxconn=1000, metrics_address="127.0.0.1"), [config])
+
+
+def apply(place, wanted, keys_files=(), env=None, **extra):
+    body = {"dir": place["dir"], "files": wanted, "remove": [], "pidfile": place["pidfile"],
+            "socket": place["socket"], "install": False, "keys_files": list(keys_files), **extra}
+    done = subprocess.run([sys.executable, "-c", host_programs.source("door_apply")], input=json.dumps(body),
+                          capture_output=True, text=True, timeout=60, env=env)
+    return done
+
+
+def through(place, path=MODEL_PATH, key=None, timeout=5.0):
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(f"http://127.0.0.1:{place['door']}{path}", data=b'{"text_input": "hi"}',
+                                 headers=headers)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as reply:
+                return reply.status, reply.read()
+        except urllib.error.HTTPError as err:
+            if err.code != 503 or time.monotonic() > deadline:  # 503 until the first health check passed
+                return err.code, err.read()
+        time.sleep(0.1)
+
+
+def test_it_starts_haproxy_then_leaves_it_alone_when_nothing_changed(place):
+    first = apply(place, files(place))
+    assert first.returncode == 0, first.stderr
+    answer = json.loads(first.stdout)
+    assert answer["action"] == "started" and answer["installed"] is False and answer["version"].startswith("2.")
+    assert door_program.read_answer(0, first.stdout, "").changed
+    status, body = through(place)
+    assert status == 200 and json.loads(body)["port"] == place["replica"]
+    again = apply(place, files(place))
+    assert json.loads(again.stdout)["action"] == "unchanged"
+    assert not door_program.read_answer(0, again.stdout, "").changed
+    assert sorted(os.listdir(place["dir"])) == ["00-tritonops.cfg", "10-chat.cfg"]
+
+
+def test_a_reload_keeps_a_stream_in_flight_whole_and_serves_the_new_configuration(place):
+    assert apply(place, files(place)).returncode == 0
+    assert through(place)[0] == 200
+    got = {}
+
+    def stream():
+        req = urllib.request.Request(f"http://127.0.0.1:{place['door']}/v2/models/m/generate_stream",
+                                     data=b'{"text_input": "hi"}', headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as reply:
+            got["body"] = reply.read().decode()
+
+    reader = threading.Thread(target=stream)
+    reader.start()
+    time.sleep(0.4)  # the stream has begun
+    reloaded = apply(place, files(place, replicas=2))
+    reader.join(timeout=10)
+    assert reloaded.returncode == 0, reloaded.stderr
+    assert json.loads(reloaded.stdout)["action"] == "reloaded"
+    assert got["body"].count("data: ") == 5  # every event of the stream begun before the reload
+    assert "node-r1" in Path(place["dir"], "10-chat.cfg").read_text()
+    assert through(place)[0] == 200
+
+
+def test_files_haproxy_refuses_change_nothing_and_the_running_balancer_keeps_answering(place):
+    assert apply(place, files(place)).returncode == 0
+    before = Path(place["dir"], "10-chat.cfg").read_text()
+    refused = apply(place, files(place, tls_pem=str(place["tmp"] / "missing.pem")))
+    assert refused.returncode == door_program.REFUSED
+    assert "haproxy -c refused the new configuration (nothing changed)" in refused.stderr
+    assert "missing.pem" in refused.stderr and refused.stderr.count("\n") == 1
+    with pytest.raises(door_program.DoorRefused):
+        door_program.read_answer(refused.returncode, refused.stdout, refused.stderr)
+    assert Path(place["dir"], "10-chat.cfg").read_text() == before
+    assert not os.path.exists(place["dir"] + ".next")
+    assert through(place)[0] == 200
+
+
+def test_a_keys_file_is_made_on_first_use_private_and_its_key_opens_the_door(place):
+    keys = str(place["tmp"] / "secret" / "keys")
+    done = apply(place, files(place, keys_file=keys), keys_files=[keys])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["keys_created"] == [keys]
+    key = Path(keys).read_text().strip()
+    assert key not in done.stdout + done.stderr and len(key) >= 32
+    assert stat.S_IMODE(os.stat(keys).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(keys)).st_mode) == 0o700
+    assert through(place, key=key)[0] == 200
+    status, body = through(place)
+    assert status == 401 and json.loads(body)["reason"] == "unauthorized"
+    again = apply(place, files(place, keys_file=keys), keys_files=[keys])
+    assert json.loads(again.stdout) == {**json.loads(again.stdout), "action": "unchanged", "keys_created": []}
+    assert Path(keys).read_text().strip() == key  # never replaced
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"dir": "relative/dir"}, "dir 'relative/dir' is not an absolute path"),
+    ({"files": {"../evil.cfg": "x"}}, "file name '../evil.cfg' is not a .cfg name"),
+    ({"files": {"run.sh": "x"}}, "file name 'run.sh' is not a .cfg name"),
+])
+def test_bad_input_is_refused_in_one_line_before_anything_is_touched(place, change, said):
+    done = apply(place, {}, **change)
+    assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1
+    assert not os.path.exists(place["dir"]) and not os.path.exists(place["pidfile"])
+
+
+def test_without_haproxy_and_not_allowed_to_install_it_says_so(place):
+    done = apply(place, files(place), env={"PATH": str(place["tmp"])})
+    assert done.returncode == door_program.NOT_INSTALLED and done.stderr.strip() == "haproxy is not installed"
+
+
+def test_the_request_names_the_balancers_folders_and_the_answer_reads_back_typed():
+    body = json.loads(door_program.request({"10-chat.cfg": "x"}, remove=["10-old.cfg", "10-old.cfg"],
+                                           keys_files=["/etc/tritonops/keys"]))
+    assert body == {"dir": "/etc/haproxy/tritonops", "files": {"10-chat.cfg": "x"}, "remove": ["10-old.cfg"],
+                    "pidfile": "/run/haproxy-tritonops.pid", "socket": "/run/haproxy/tritonops-admin.sock",
+                    "install": True, "keys_files": ["/etc/tritonops/keys"]}
+    applied = door_program.read_answer(0, '{"action": "unchanged", "installed": true, "keys_created": [], '
+                                          '"version": "2.6.12"}', "")
+    assert applied == door_program.DoorApplied("unchanged", True, (), "2.6.12") and applied.changed
+    with pytest.raises(door_program.TritonopsError, match="haproxy did not start: bind failed"):
+        door_program.read_answer(4, "", "haproxy did not start: bind failed\n")

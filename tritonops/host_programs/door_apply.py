@@ -1,0 +1,208 @@
+"""A balancer's HAProxy brought to the configuration the controller rendered (issue #31): installed when missing,
+the new files checked by `haproxy -c` before anything live changes, then started (master-worker, daemon) or
+reloaded hitlessly (SIGUSR2 to the master: a new worker takes the listeners, the old one finishes its requests).
+
+    python3 -c SOURCE            stdin: JSON {"dir", "files": {name: text}, "remove": [name], "pidfile",
+                                              "socket", "install": bool, "keys_files": [path]}
+    stdout: JSON {"action": "started" | "reloaded" | "unchanged" | "running", "installed": bool,
+                  "keys_created": [path], "version"}
+
+`dir` holds every deployment's file on this balancer: the files given replace theirs, `remove` goes, the others
+stay. A keys file that does not exist is made (0600, in a 0700 folder) with one new key, never printed.
+Exit codes: 0 done; 2 bad input (one line on stderr); 3 haproxy -c refused the new files (its words on stderr;
+nothing live changed); 4 haproxy did not start or reload in time (stderr); 5 haproxy is missing and could not
+be installed (stderr).
+"""
+
+import json, os, secrets, shutil, signal, socket, subprocess, sys, time
+
+NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+READY_S = 20
+
+
+def fail(code, message):
+    sys.stderr.write(" ".join(str(message).split())[:2000] + "\n")
+    sys.exit(code)
+
+
+def checked(request):
+    """The request's values, or exit 2: absolute paths without odd characters; file names of the safe alphabet."""
+    def path(value, what):
+        if not isinstance(value, str) or not value.startswith("/") or any(c.isspace() or ord(c) < 32 for c in value):
+            fail(2, "%s %r is not an absolute path" % (what, value))
+        return os.path.normpath(value)
+
+    files = request.get("files") or {}
+    remove = request.get("remove") or []
+    for name in list(files) + list(remove):
+        if not isinstance(name, str) or not name.endswith(".cfg") or set(name) - NAME_OK or name.startswith("."):
+            fail(2, "file name %r is not a .cfg name of letters, digits, '-', '_' and '.'" % (name,))
+    if not all(isinstance(text, str) for text in files.values()):
+        fail(2, "file contents must be text")
+    return (path(request.get("dir"), "dir"), files, remove, path(request.get("pidfile"), "pidfile"),
+            path(request.get("socket"), "socket"), bool(request.get("install")),
+            [path(p, "keys file") for p in request.get("keys_files") or []])
+
+
+def haproxy_version():
+    found = shutil.which("haproxy")
+    if not found:
+        return None
+    done = subprocess.run([found, "-v"], capture_output=True, text=True)
+    words = done.stdout.split()
+    return words[2] if len(words) > 2 and words[:2] == ["HAProxy", "version"] else "?"
+
+
+def install():
+    """Debian's or Ubuntu's package; the package's own service is left alone (ours has its own files)."""
+    if not shutil.which("apt-get"):
+        fail(5, "haproxy is not installed and this host has no apt-get: install HAProxy 2.6 or later")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for argv in (["apt-get", "update", "-qq"],
+                 ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "haproxy"]):
+        done = subprocess.run(argv, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            fail(5, "haproxy is not installed and %s failed: %s" % (" ".join(argv[:2]), (done.stderr or done.stdout)[-400:]))
+
+
+def make_key(path):
+    """A keys file made on first use: one key, 0600, its folder 0700. False when it was already there."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(handle, "w") as out:
+        out.write(secrets.token_urlsafe(32) + "\n")
+    return True
+
+
+def read_dir(folder):
+    if not os.path.isdir(folder):
+        return {}
+    found = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".cfg"):
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                found[name] = handle.read()
+    return found
+
+
+def write_dir(folder, files):
+    os.makedirs(folder, mode=0o755)
+    for name, text in files.items():
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as out:
+            out.write(text)
+
+
+def master_pid(pidfile):
+    """The running master's pid from our pidfile, or None."""
+    try:
+        with open(pidfile) as handle:
+            pid = int(handle.read().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            if b"haproxy" not in handle.read():
+                return None
+    except OSError:
+        pass
+    return pid
+
+
+def answers(path):
+    """Whether the stats socket answers `show info`, and the worker's pid it names."""
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(2)
+        conn.connect(path)
+        conn.sendall(b"show info\n")
+        data = b""
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        conn.close()
+    except OSError:
+        return None
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.startswith("Pid:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def wait_for_worker(sock, not_pid):
+    deadline = time.monotonic() + READY_S
+    while time.monotonic() < deadline:
+        pid = answers(sock)
+        if pid is not None and pid != not_pid:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def main():
+    try:
+        request = json.loads(sys.stdin.read() or "{}")
+    except ValueError as err:
+        fail(2, "the request is not JSON: %s" % err)
+    if not isinstance(request, dict):
+        fail(2, "the request is not a JSON object")
+    folder, files, remove, pidfile, sock, may_install, keys_files = checked(request)
+    installed = False
+    if haproxy_version() is None:
+        if not may_install:
+            fail(5, "haproxy is not installed")
+        install()
+        installed = True
+    version = haproxy_version()
+    created = [path for path in keys_files if make_key(path)]
+
+    live = read_dir(folder)
+    wanted = dict(live)
+    wanted.update(files)
+    for name in remove:
+        wanted.pop(name, None)
+    pid = master_pid(pidfile)
+    if wanted == live and pid is not None and not created:
+        print(json.dumps({"action": "unchanged", "installed": installed, "keys_created": created, "version": version}))
+        return
+    stage = folder + ".next"
+    shutil.rmtree(stage, ignore_errors=True)
+    write_dir(stage, wanted)
+    check = subprocess.run(["haproxy", "-c", "-f", stage], capture_output=True, text=True)
+    if check.returncode != 0:
+        shutil.rmtree(stage, ignore_errors=True)
+        fail(3, "haproxy -c refused the new configuration (nothing changed): " + (check.stderr or check.stdout))
+    if wanted != live or not os.path.isdir(folder):
+        old = folder + ".prev"
+        shutil.rmtree(old, ignore_errors=True)
+        if os.path.isdir(folder):
+            os.rename(folder, old)
+        os.rename(stage, folder)
+    else:
+        shutil.rmtree(stage, ignore_errors=True)
+    os.makedirs(os.path.dirname(sock), exist_ok=True)
+    os.makedirs(os.path.dirname(pidfile), exist_ok=True)
+    if pid is not None:
+        before = answers(sock)
+        os.kill(pid, signal.SIGUSR2)
+        if not wait_for_worker(sock, before):
+            fail(4, "haproxy was told to reload (pid %d) but no new worker answered on %s within %d s"
+                 % (pid, sock, READY_S))
+        action = "reloaded"
+    else:
+        done = subprocess.run(["haproxy", "-W", "-D", "-f", folder, "-p", pidfile], capture_output=True, text=True)
+        if done.returncode != 0 or not wait_for_worker(sock, None):
+            fail(4, "haproxy did not start: " + ((done.stderr or done.stdout).strip() or
+                                                  "no worker answered on %s within %d s" % (sock, READY_S)))
+        action = "started"
+    print(json.dumps({"action": action, "installed": installed, "keys_created": created, "version": version}))
+
+
+if __name__ == "__main__":
+    main()
