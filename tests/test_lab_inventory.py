@@ -131,7 +131,8 @@ def test_a_balancer_host_is_the_front_door_and_every_gpu_host_says_where_it_reac
     groups = doc["all"]["children"]["lab"]["children"]
     assert list(groups) == ["lab_full", "lab_light", "tritonops_balancers"]
     assert groups["tritonops_balancers"] == {"hosts": {"balancer-1": {
-        "ansible_host": "127.0.0.1", "ansible_port": 22204, "lab_kind": "balancer", "lab_door_address": "172.30.0.5"}}}
+        "ansible_host": "127.0.0.1", "ansible_port": 22204, "lab_kind": "balancer",
+        "tritonops_api_keys_file": "/etc/tritonops/lab-door.keys", "lab_door_address": "172.30.0.5"}}}
     assert groups["lab_full"]["hosts"]["ws-2080ti"]["tritonops_replica_address"] == "172.30.0.2"
     assert groups["lab_light"]["hosts"]["light-01"]["tritonops_replica_address"] == "172.30.0.3"
     # otherwise the same inventory: only the replica addresses and the balancers' group are new

@@ -17,10 +17,12 @@ def inventory_paths(given: list[str] | None) -> list[str]:
 
 
 def selected_hosts(args):
-    """The inventory's hosts that --limit selects, in inventory order; at least one."""
+    """The inventory's hosts that --limit selects, in inventory order, but the balancers (they serve nothing); at
+    least one."""
     from tritonops.inventory import load_inventory
+    from tritonops.planning.balancer import is_balancer
 
-    hosts = load_inventory(inventory_paths(args.inventory)).select(args.limit)
+    hosts = [h for h in load_inventory(inventory_paths(args.inventory)).select(args.limit) if not is_balancer(h)]
     if not hosts:
         raise InputError(f"no host matches {args.limit!r}", "--limit")
     return hosts

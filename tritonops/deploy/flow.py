@@ -42,7 +42,6 @@ from tritonops.deploy.targets import write_targets
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
-from tritonops.planning.balancer import is_balancer
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
@@ -63,8 +62,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
     record = stream.phase
     started = clock()
 
-    balancers = [host for host in inputs.hosts if is_balancer(host)]
-    hosts = [host for host in inputs.hosts if not is_balancer(host)]
+    hosts, balancers = list(inputs.hosts), list(inputs.balancers)  # the balancers serve nothing: their doors last
     deployments = {host.name: deployment_of(host) for host in hosts}
     refs = model_refs(hosts, options.default_model, options.model_name)
     models, model_errors = load_models(refs)

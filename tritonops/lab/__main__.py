@@ -1,10 +1,10 @@
-"""`python -m tritonops.lab releases|generate|prometheus|collector ...`: lab helpers that are not tritonops commands."""
+"""`python -m tritonops.lab releases|generate|door|prometheus|collector ...`: lab helpers that are not tritonops commands."""
 
 import sys
 
-from tritonops.lab import collector, generate, prometheus, releases
+from tritonops.lab import collector, door, generate, prometheus, releases
 
-HELPERS = {"releases": releases.main, "generate": generate.main, "prometheus": prometheus.main,
+HELPERS = {"releases": releases.main, "generate": generate.main, "door": door.main, "prometheus": prometheus.main,
            "collector": collector.main}
 
 if __name__ == "__main__":

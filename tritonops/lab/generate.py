@@ -9,6 +9,7 @@ import posixpath
 import shlex
 
 from tritonops import host_programs
+from tritonops.planning.balancer import is_balancer
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -24,7 +25,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", default="vllm_model")
     parser.add_argument("prompt", nargs="?", default="The capital of France is")
     args = parser.parse_args(argv)
-    hosts = load_inventory(args.inventory).hosts
+    hosts = [host for host in load_inventory(args.inventory).hosts if not is_balancer(host)]  # they serve nothing
     by_name = {host.name: host for host in hosts}
 
     def ask(session: HostSession) -> HostResult:

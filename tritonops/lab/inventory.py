@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from tritonops.lab.state import LabHost, LabState
-from tritonops.planning.balancer import ADDRESS_VAR, BALANCERS_GROUP
+from tritonops.planning.balancer import ADDRESS_VAR, BALANCERS_GROUP, KEYS_VAR
 from tritonops.transport.host_keys import known_hosts_name
 
 
@@ -59,6 +59,8 @@ def constraints_text() -> str:
 
 # Every GPU of the lab's multi-GPU full hosts serves (issue #22): the A100 host a replica per GPU, the H200 host
 # four at tensor parallel 2 on NVLinked pairs.
+LAB_KEYS_FILE = "/etc/tritonops/lab-door.keys"  # a balancer's API keys (made on first use, 0600)
+
 REPLICA_VARS = {"a100x4": {"tritonops_replicas": "auto"},
                 "h200x8": {"tritonops_replicas": 4, "tritonops_tensor_parallel_size": 2}}
 
@@ -90,7 +92,9 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
         reach = {"ansible_host": host.container if bastion else host.address,
                  "ansible_port": 22 if bastion else host.port}
         if host.kind == "balancer":
-            door = groups[BALANCERS_GROUP]["hosts"][host.name] = {**reach, "lab_kind": host.kind}
+            # the demo's door takes API keys: a key made on first use in this file on the balancer
+            door = groups[BALANCERS_GROUP]["hosts"][host.name] = {**reach, "lab_kind": host.kind,
+                                                                   KEYS_VAR: LAB_KEYS_FILE}
             if host.network_address:  # where this machine (tests, the demo) reaches the balancer's doors
                 door["lab_door_address"] = host.network_address
             continue

@@ -14,6 +14,7 @@ from tritonops.inventory import load_inventory
 from tritonops.inventory.model import Host, Inventory
 from tritonops.inventory.role_defaults import with_role_defaults
 from tritonops.playbook.loader import load_playbook
+from tritonops.planning.balancer import is_balancer
 from tritonops.playbook.model import Play, Playbook
 
 
@@ -21,11 +22,12 @@ from tritonops.playbook.model import Play, Playbook
 class RunInputs:
     playbook: Playbook
     inventory: Inventory             # every play's role defaults as its lowest layer, provenance kept
-    hosts: tuple[Host, ...]          # what --limit selects of it, in inventory order
+    hosts: tuple[Host, ...]          # what --limit selects of it, in inventory order: the hosts that serve
     paths: tuple[str, ...]           # the inventory files and folders as given (-i)
     limit: str | None = None
     extra_vars: Mapping[str, Any] = field(default_factory=dict)
     loaded: Inventory | None = field(default=None, repr=False)  # as read, without role defaults
+    balancers: tuple[Host, ...] = ()  # what --limit selects of the group tritonops_balancers: they serve nothing
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -47,4 +49,5 @@ def load_run_inputs(playbook_path: str, inventory_paths: Sequence[str], *, roles
     defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
     inventory = with_role_defaults(loaded, defaults)
     hosts = inventory.select(limit) if limit else inventory.hosts
-    return RunInputs(playbook, inventory, tuple(hosts), tuple(inventory_paths), limit, extra_vars, loaded)
+    return RunInputs(playbook, inventory, tuple(h for h in hosts if not is_balancer(h)), tuple(inventory_paths), limit,
+                     extra_vars, loaded, tuple(h for h in hosts if is_balancer(h)))

@@ -1,0 +1,192 @@
+"""The front door on the lab (issue #31): a deploy of the test lab's full host (real Triton, the lab engine) with a
+balancer host (Debian's HAProxy, its own small lab joined to the test lab's network) in `tritonops_balancers`: the
+door answers inference through HAProxy with an API key made on first use, refuses without one (401) and the admin
+paths (403), streams generate_stream unbuffered, answers gRPC with the key in its metadata; a redeploy leaves it
+alone; a TLS certificate that does not exist is refused by haproxy -c and the running door keeps answering."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import docker
+import pytest
+import yaml
+
+from tests.lab.test_serve_lab import cli, full_host_inventory, task
+from tritonops.lab import api
+from tritonops.lab.containers import network_name
+from tritonops.lab.request import LabRequest, balancer_hosts
+from tritonops.lab.testing import FULL_2080TI
+
+PREFIX = "tritonops-labdoor"
+PORT_BASE = 22450
+BALANCER = "balancer-1"
+DEPLOYMENT = "dep-door"
+ROOT = "/opt/tritonops"
+DOOR_HTTP, DOOR_GRPC = 18180, 18181
+KEYS = "/etc/tritonops/dep-door.keys"
+MODEL = "vllm_model"
+
+
+@pytest.fixture(scope="module")
+def balancer(lab):
+    """A lab of one balancer host, its container also on the test lab's network (where the full host is)."""
+    state_dir = Path(tempfile.gettempdir()) / PREFIX
+    try:
+        state = api.up(LabRequest(balancer_hosts(1)), state_dir=state_dir, name_prefix=PREFIX, port_base=PORT_BASE)
+        if state.results.failed:
+            pytest.fail("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
+        client = docker.from_env()
+        network = client.networks.get(network_name(lab.prefix))
+        container = client.containers.get(state.host(BALANCER).container)
+        if network.name not in container.attrs["NetworkSettings"]["Networks"]:
+            network.connect(container)
+        yield state
+    finally:
+        if not os.environ.get("TRITONOPS_LAB_KEEP"):
+            api.down(state_dir=state_dir, name_prefix=PREFIX)
+
+
+def lab_address(lab, host: str) -> str:
+    container = docker.from_env().containers.get(lab.host(host).container)
+    return container.attrs["NetworkSettings"]["Networks"][network_name(lab.prefix)]["IPAddress"]
+
+
+@pytest.fixture(scope="module")
+def inventory(lab, balancer, tmp_path_factory):
+    path = tmp_path_factory.mktemp("door") / "hosts.yml"
+    full_host_inventory(lab, path, DEPLOYMENT, tritonops_http_port=18100, tritonops_grpc_port=18101,
+                        tritonops_metrics_port=18102, tritonops_replica_address=lab_address(lab, FULL_2080TI))
+    data = yaml.safe_load(path.read_text())
+    door = balancer.host(BALANCER)
+    data["all"]["children"] = {"tritonops_balancers": {"hosts": {"door-1": {
+        "ansible_host": door.address, "ansible_port": door.port, "ansible_ssh_private_key_file": str(balancer.key_file),
+        "tritonops_known_hosts_file": str(balancer.known_hosts_file), "tritonops_deployment": DEPLOYMENT,
+        "tritonops_door_http_port": DOOR_HTTP, "tritonops_door_grpc_port": DOOR_GRPC,
+        "tritonops_api_keys_file": KEYS}}}}
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def clean(lab, balancer):
+    def on(state, host, command):
+        return subprocess.run(state.ssh_argv(host, command), capture_output=True, text=True, timeout=60)
+
+    on(lab, FULL_2080TI, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
+                         f"rm -rf {ROOT}/{DEPLOYMENT}")
+    yield lambda command: on(balancer, BALANCER, command)
+    on(lab, FULL_2080TI, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
+                         f"rm -rf {ROOT}/{DEPLOYMENT}")
+
+
+def door_url(balancer, path: str, port: int = DOOR_HTTP) -> str:
+    return f"http://{balancer.host(BALANCER).network_address}:{port}{path}"
+
+
+def call(balancer, path: str, key: str | None = None, body: dict | None = None, timeout: float = 30):
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(door_url(balancer, path), data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return reply.status, reply.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def until_up(balancer, key: str) -> None:
+    """The door's first health checks (every 2 s, rise 2) before it sends requests on."""
+    deadline = time.monotonic() + 30
+    while call(balancer, f"/v2/models/{MODEL}/ready", key)[0] != 200:
+        assert time.monotonic() < deadline, "the door never saw the replica up"
+        time.sleep(0.5)
+
+
+GENERATE = {"text_input": "hello", "parameters": {"max_tokens": 4}}
+
+
+def test_deploy_opens_a_door_with_a_key_made_on_first_use_and_answers_only_inference(capsys, inventory, clean,
+                                                                                      balancer):
+    code, report = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+    door = task(report, "door")
+    assert door["host"] == "door-1" and door["status"] == "changed", door
+    assert f"{DEPLOYMENT}: 1 replica(s) behind :{DOOR_HTTP}, gRPC :{DOOR_GRPC} (API keys)" in door["msg"]
+    assert "HAProxy 2.6" in door["msg"] and "started" in door["msg"] and KEYS in door["msg"]
+    assert not [r for r in report["results"] if r["host"] == "door-1" and r["task"] != "door"]  # serves nothing
+    key = clean(f"cat {KEYS}").stdout.strip()
+    assert len(key) >= 32 and key not in json.dumps(report)
+    assert clean(f"stat -c %a {KEYS}").stdout.strip() == "600"
+    until_up(balancer, key)
+
+    status, body = call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)
+    assert status == 200 and json.loads(body)["text_output"]
+    status, body = call(balancer, f"/v2/models/{MODEL}/generate", None, GENERATE)
+    assert status == 401 and json.loads(body)["reason"] == "unauthorized"
+    status, body = call(balancer, f"/v2/models/{MODEL}/generate", "not-" + key, GENERATE)
+    assert status == 401
+    for path in ("/v2/repository/index", "/metrics", f"/v2/models/{MODEL}/config", "/v2/logging"):
+        status, body = call(balancer, path, key)
+        assert status == 403 and json.loads(body)["reason"] == "not_exposed", path
+    assert call(balancer, "/v2/health/ready")[0] == 200  # health stays open
+
+
+def test_generate_stream_comes_through_the_door_event_by_event(inventory, clean, balancer):
+    key = clean(f"cat {KEYS}").stdout.strip()
+    request = urllib.request.Request(door_url(balancer, f"/v2/models/{MODEL}/generate_stream"),
+                                     data=json.dumps({"text_input": "hello", "parameters": {
+                                         "max_tokens": 8, "stream": True}}).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    events = []
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        assert reply.headers.get("Content-Type", "").startswith("text/event-stream")
+        for line in reply:
+            if line.startswith(b"data:"):
+                events.append((time.monotonic(), json.loads(line[5:])))
+    assert len(events) >= 2 and all("text_output" in e for _, e in events)
+
+
+def test_grpc_comes_through_the_door_with_the_key_in_its_metadata(inventory, clean, balancer):
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    key = clean(f"cat {KEYS}").stdout.strip()
+    client = grpcclient.InferenceServerClient(f"{balancer.host(BALANCER).network_address}:{DOOR_GRPC}")
+    try:
+        assert client.is_model_ready(MODEL, headers={"authorization": f"Bearer {key}"})
+        with pytest.raises(InferenceServerException) as refused:
+            client.is_model_ready(MODEL)
+        assert "unauthorized" in str(refused.value)
+        with pytest.raises(InferenceServerException) as admin:
+            client.get_model_repository_index(headers={"authorization": f"Bearer {key}"})
+        assert "not_exposed" in str(admin.value)
+    finally:
+        client.close()
+
+
+def test_a_redeploy_leaves_the_door_alone_and_a_missing_certificate_changes_nothing(capsys, inventory, clean,
+                                                                                     balancer, tmp_path):
+    key = clean(f"cat {KEYS}").stdout.strip()
+    code, again = cli(capsys, "deploy", "-i", inventory)
+    assert code == 0
+    assert task(again, "door")["status"] == "ok" and "unchanged" in task(again, "door")["msg"]
+    data = yaml.safe_load(Path(inventory).read_text())
+    data["all"]["children"]["tritonops_balancers"]["hosts"]["door-1"]["tritonops_tls_pem"] = "/etc/tritonops/none.pem"
+    bad = tmp_path / "hosts.yml"
+    bad.write_text(yaml.safe_dump(data))
+    code, refused = cli(capsys, "deploy", "-i", str(bad))
+    assert code == 2
+    door = task(refused, "door")
+    assert door["status"] == "failed" and "haproxy -c refused" in door["msg"] and "none.pem" in door["msg"]
+    status, body = call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)
+    assert status == 200  # the running door, untouched
