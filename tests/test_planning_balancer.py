@@ -89,3 +89,16 @@ def test_a_host_name_haproxy_could_not_address_is_refused():
     with pytest.raises(InputError):
         balancer.server_name("node a", 0)
     assert balancer.server_name("gpu-07.rack2", 3) == "gpu-07.rack2-r3"
+
+
+def test_a_runs_inputs_keep_the_balancers_apart_from_the_hosts_that_serve(tmp_path):
+    from tests.test_deploy_cli import write_playbook
+    from tritonops.playbook import load_run_inputs
+
+    hosts(tmp_path)
+    playbook = write_playbook(tmp_path, "- name: t\n  put_file: {path: /tmp/x, content: y}\n")
+    inputs = load_run_inputs(playbook, [str(tmp_path / "hosts.yml")])
+    assert inputs.names == ("node-a", "node-b", "node-c")
+    assert [host.name for host in inputs.balancers] == ["door-1"]
+    limited = load_run_inputs(playbook, [str(tmp_path / "hosts.yml")], limit="node-b:door-1")
+    assert limited.names == ("node-b",) and [host.name for host in limited.balancers] == ["door-1"]
