@@ -190,3 +190,42 @@ def test_a_redeploy_leaves_the_door_alone_and_a_missing_certificate_changes_noth
     assert door["status"] == "failed" and "haproxy -c refused" in door["msg"] and "none.pem" in door["msg"]
     status, body = call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)
     assert status == 200  # the running door, untouched
+
+
+def test_overload_gets_fast_503s_naming_the_reason_and_admitted_requests_finish(capsys, inventory, clean, balancer,
+                                                                                tmp_path):
+    # the replica takes 2 requests at once (max_num_seqs 2 -> HAProxy's maxconn), 2 may wait up to 1 s; each
+    # admitted request streams 300 tokens at the lab engine's 200 tokens/s (1.5 s): of 8 sent at once, 2 are
+    # served, 2 wait their second and get queue_timeout, 4 find the queue full
+    data = yaml.safe_load(Path(inventory).read_text())
+    data["all"]["hosts"]["s1"]["tritonops_max_num_seqs"] = 2
+    door_vars = data["all"]["children"]["tritonops_balancers"]["hosts"]["door-1"]
+    door_vars.update(tritonops_max_queue=2, tritonops_queue_timeout_ms=1000)
+    tight = tmp_path / "hosts.yml"
+    tight.write_text(yaml.safe_dump(data))
+    code, report = cli(capsys, "deploy", "-i", str(tight))
+    assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+    assert task(report, "door")["status"] == "changed"
+    key = clean(f"cat {KEYS}").stdout.strip()
+    until_up(balancer, key)
+    time.sleep(2.5)  # the health checks of the reload settle
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(_):
+        started = time.monotonic()
+        status, body = call(balancer, f"/v2/models/{MODEL}/generate", key,
+                            {"text_input": "hello", "parameters": {"max_tokens": 300, "ignore_eos": True}})
+        reason = None if status == 200 else json.loads(body).get("reason")
+        return status, reason, time.monotonic() - started
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(8)))
+    by = {}
+    for status, reason, took in answers:
+        by.setdefault((status, reason), []).append(took)
+    assert sorted((k, len(v)) for k, v in by.items()) == [((200, None), 2), ((503, "queue_full"), 4),
+                                                          ((503, "queue_timeout"), 2)], answers
+    assert max(by[(503, "queue_full")]) < 0.5, by  # at once, not after the queue's second
+    assert all(0.9 < took < 1.6 for took in by[(503, "queue_timeout")]), by
+    assert all(took > 1.4 for took in by[(200, None)]), by
