@@ -127,7 +127,7 @@ def host(tmp_path):
             return [float(t) for t in Path(str(self.state) + ".runs").read_text().split()]
 
         def serve(self, release, failing=None, loses_renamed=False, runs_release=None, wait_s=None, replicas=None,
-                  failing_name=None):
+                  failing_name=None, step=None, earlier=None):
             one = [{"name": None, "container": "tritonops-d", "run_argv": [
                         "docker", "run", "-d", "--name", "tritonops-d", "--label", f"tritonops.release={release}", "img"],
                     "fallback_run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "img"],
@@ -146,6 +146,8 @@ def host(tmp_path):
                                   "--label", f"tritonops.release={release}", "img"],
                      "fallback_run_argv": ["docker", "run", "-d", "img"], "http_port": server.server_address[1],
                      "ports": [], "gpu_processes": []} for i in range(replicas)])
+            if step is not None:  # a rollout the controller paces: this replica only (a balancer drained it)
+                spec.update(step=step, earlier=earlier or [])
             env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_DOCKER_STATE=str(self.state),
                        FAKE_DOCKER_FAILING_RELEASE=failing or "",
                        FAKE_DOCKER_LOSES_RENAMED="1" if loses_renamed else "",
@@ -325,3 +327,38 @@ def test_replicas_that_all_run_the_release_are_unchanged_and_a_missing_one_is_st
         {"replica": 0, "status": "unchanged"}, {"replica": 1, "status": "switched"}], outcome
     assert len(host.runs()) == 1
     assert host.serve("r2", replicas=2)["status"] == "unchanged" and len(host.runs()) == 1
+
+
+def test_a_paced_rollout_serves_one_replica_a_run_and_switches_current_after_the_last(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d": _running("r1"), "tritonops-d-1": _running("r1")})
+
+    first = host.serve("r2", replicas=2, step=0)
+    assert first["status"] == "stepped" and first["step"] == 0 and first["result"]["status"] == "switched"
+    found = host.containers()
+    assert {n: c["release"] for n, c in found.items() if c["running"]} == {"tritonops-d": "r2", "tritonops-d-1": "r1"}
+    assert host.current() == "releases/r1"  # not before every replica passed
+
+    last = host.serve("r2", replicas=2, step=1, earlier=[[0, first["result"]]])
+    assert last["status"] == "switched" and last["replicas"] == [
+        {"replica": 0, "status": "switched"}, {"replica": 1, "status": "switched"}], last
+    assert last["previous"] == "r1" and host.current() == "releases/r2"
+    found = host.containers()
+    assert {n: c["release"] for n, c in found.items() if c["running"]} == {"tritonops-d": "r2", "tritonops-d-1": "r2"}
+
+
+def test_a_paced_rollout_whose_last_replica_fails_brings_the_earlier_ones_back(host):
+    host.release("r1", [{"passed": True}])
+    host.release("r2", [])
+    os.symlink("releases/r1", host.root / "current")
+    host.containers({"tritonops-d": _running("r1"), "tritonops-d-1": _running("r1")})
+
+    first = host.serve("r2", replicas=2, step=0, failing_name="tritonops-d-1")
+    assert first["status"] == "stepped"
+    last = host.serve("r2", replicas=2, step=1, earlier=[[0, first["result"]]], failing_name="tritonops-d-1")
+    assert last["status"] == "rolled_back" and last["replicas_back"] == [{"replica": 0, "back": True, "why": ""}]
+    found = host.containers()
+    assert {n: c["release"] for n, c in found.items() if c["running"]} == {"tritonops-d": "r1", "tritonops-d-1": "r1"}
+    assert host.current() == "releases/r1"

@@ -82,6 +82,9 @@ def clean(lab, balancer):
 
     on(lab, FULL_2080TI, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
                          f"rm -rf {ROOT}/{DEPLOYMENT}")
+    # a balancer kept from an earlier run (TRITONOPS_LAB_KEEP) starts as a new one: no haproxy, no key
+    on(balancer, BALANCER, "kill $(cat /run/haproxy-tritonops.pid) 2>/dev/null; sleep 0.5; "
+                           "rm -rf /etc/haproxy/tritonops /etc/haproxy/tritonops.prev /etc/tritonops")
     yield lambda command: on(balancer, BALANCER, command)
     on(lab, FULL_2080TI, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
                          f"rm -rf {ROOT}/{DEPLOYMENT}")
@@ -229,3 +232,71 @@ def test_overload_gets_fast_503s_naming_the_reason_and_admitted_requests_finish(
     assert max(by[(503, "queue_full")]) < 0.5, by  # at once, not after the queue's second
     assert all(0.9 < took < 1.6 for took in by[(503, "queue_timeout")]), by
     assert all(took > 1.4 for took in by[(200, None)]), by
+
+
+def test_a_rolling_deploy_behind_the_door_drops_no_request(capsys, inventory, clean, balancer, lab, tmp_path):
+    # two replicas on the full host (its profile made four A100s for this test), load through the door the whole
+    # time a changed release rolls across them: each is drained in HAProxy before it stops, set ready once its
+    # gate passed and HAProxy saw it UP, then the next
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.lab.test_replicas_lab import _put_profile
+
+    data = yaml.safe_load(Path(inventory).read_text())
+    data["all"]["hosts"]["s1"]["tritonops_replicas"] = 2
+    two = tmp_path / "two.yml"
+    two.write_text(yaml.safe_dump(data))
+    data["all"]["hosts"]["s1"]["tritonops_max_num_seqs"] = 64  # a new release: every replica restarts
+    changed = tmp_path / "changed.yml"
+    changed.write_text(yaml.safe_dump(data))
+    _put_profile(lab, "a100x4")
+    try:
+        code, report = cli(capsys, "deploy", "-i", str(two))
+        assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+        assert "2 replica(s) behind" in task(report, "door")["msg"]
+        key = clean(f"cat {KEYS}").stdout.strip()
+        until_up(balancer, key)
+        time.sleep(5)  # both replicas seen UP (2 health checks each)
+
+        stop = {"at": None}
+        started = time.monotonic()
+
+        def load(worker):
+            seen = []
+            while (stop["at"] is None or time.monotonic() < stop["at"]) and time.monotonic() - started < 300 \
+                    and len(seen) < 2000:
+                if worker % 2:
+                    status, body = call(balancer, f"/v2/models/{MODEL}/generate", key,
+                                        {"text_input": "hi", "parameters": {"max_tokens": 16}})
+                    seen.append(("generate", status, status == 200 and bool(json.loads(body).get("text_output"))))
+                    continue
+                request = urllib.request.Request(
+                    door_url(balancer, f"/v2/models/{MODEL}/generate_stream"),
+                    data=json.dumps({"text_input": "hi", "parameters": {"max_tokens": 16, "stream": True}}).encode(),
+                    headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+                try:
+                    with urllib.request.urlopen(request, timeout=60) as reply:
+                        events = [line for line in reply if line.startswith(b"data:")]
+                    whole = bool(events) and all(b"error" not in e for e in events)
+                    seen.append(("stream", 200, whole))
+                except Exception as err:  # noqa: BLE001 - counted, shown on failure
+                    seen.append(("stream", getattr(err, "code", 0), False))
+            return seen
+
+        with ThreadPoolExecutor(4) as pool:
+            running = [pool.submit(load, worker) for worker in range(4)]
+            time.sleep(2)
+            code, rolled = cli(capsys, "deploy", "-i", str(changed))
+            stop["at"] = time.monotonic() + 2
+            answers = [answer for future in running for answer in future.result()]
+        assert code == 0, [r["msg"] for r in rolled["results"] if r["status"] == "failed"]
+        serve = task(rolled, "Triton serves")
+        assert serve["status"] == "changed", serve
+        failed = [a for a in answers if not a[2]]
+        assert not failed and len(answers) > 50, (len(answers), failed[:10])
+        drain = task(rolled, "drain")["msg"]  # each replica drained on the balancer before it restarted
+        for server in ("s1-r0", "s1-r1"):
+            assert f"tritonops_{DEPLOYMENT}_http/{server} on door-1" in drain, drain
+        assert "still had" not in drain and "could not" not in drain, drain
+    finally:
+        _put_profile(lab, "2080ti")

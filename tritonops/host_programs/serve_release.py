@@ -389,19 +389,26 @@ def main():
     serving_fd = one_at_a_time()  # noqa: F841 -- the flock lasts as long as this program
     release = spec["release"]
     replicas = spec["replicas"]  # in rollout order; one for a host of one container
-    for replica in replicas:  # every replica checked before any container is stopped
-        why = refusal(replica, release)
-        if why:
-            prefix = "replica %s: " % replica["name"] if replica.get("name") is not None else ""
-            finish({"status": "refused", "why": prefix + why})
-    ensure_admin_key(spec.get("admin_key_file"))  # read in the container by the container logger
-    if spec.get("logger_path"):
-        install_logger(spec["logger_path"], spec["logger_source"])
-    done = []
-    for replica in replicas:
+    # a rollout the controller paces (a balancer drains each replica first): this run serves the replica at
+    # position `step` only; `earlier` holds what the runs before it answered for the replicas before it
+    step = spec.get("step")
+    earlier = spec.get("earlier") or []
+    if step is None or step == 0:
+        for replica in replicas:  # every replica checked before any container is stopped
+            why = refusal(replica, release)
+            if why:
+                prefix = "replica %s: " % replica["name"] if replica.get("name") is not None else ""
+                finish({"status": "refused", "why": prefix + why})
+        ensure_admin_key(spec.get("admin_key_file"))  # read in the container by the container logger
+        if spec.get("logger_path"):
+            install_logger(spec["logger_path"], spec["logger_source"])
+    done = [(replicas[i], result) for i, result in earlier]
+    for replica in (replicas if step is None else [replicas[step]]):
         result = serve_replica(replica, release)
         if result["status"] in ("unchanged", "switched"):
             done.append((replica, result))
+            if step is not None and step < len(replicas) - 1:
+                finish({"status": "stepped", "step": step, "result": result})
             continue
         if replica.get("name") is not None:
             result["replica"] = replica["name"]

@@ -62,6 +62,7 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_queue_timeout_ms": "a balancer's circuit breaker: longest wait for a free replica, then 503 (default 2000)",
     "tritonops_max_queue": "a balancer's circuit breaker: requests waiting at most, then 503 at once (default 256)",
     "tritonops_longest_generation_s": "a balancer's limit on one answer from a replica, in seconds (default 900)",
+    "tritonops_drain_timeout_s": "a balancer's wait for a drained replica's requests to finish before it restarts (default 120)",
     "tritonops_api_keys_file": "file on a balancer with the bearer tokens that may call the deployment (empty: none needed)",
     "tritonops_tls_pem": "certificate and key (one PEM file on the balancer) its doors serve TLS with (empty: plain)",
     "tritonops_replica_address": "address balancers reach this host's replicas at (default: a specific "

@@ -145,15 +145,34 @@ class ServeStep:
         return f"start release {self.spec.release} on {len(self.specs)} replicas one at a time and gate each: {each}"
 
     def run_on(self, transport: Transport) -> Learned:
+        stepped, learned = self._run(transport, self.payload)
+        assert learned is not None  # the program steps only when asked to
+        return learned
+
+    @property
+    def replica_indices(self) -> tuple[int, ...]:
+        """The replicas' indices in rollout order (a balancer's server names end in them)."""
+        return tuple(int(r["name"] or 0) for r in self.payload["replicas"])
+
+    def run_replica(self, transport: Transport, position: int, earlier: list) -> tuple[dict | None, Learned | None]:
+        """The replica at `position` of the rollout only, for a controller that paces it (a balancer drains each
+        replica first): (what the program answered for that replica, None) while later ones remain, (None, the
+        step's result) for the last; StepFailed when it failed (the program put back the replicas of `earlier`,
+        the answers of the runs before, that had switched)."""
+        return self._run(transport, {**self.payload, "step": position, "earlier": earlier})
+
+    def _run(self, transport: Transport, payload: dict) -> tuple[dict | None, Learned | None]:
         command = shlex.join(("python3", "-c", program.SOURCE))
-        result = transport.run(command, stdin=json.dumps(self.payload).encode(),
-                               timeout=self.payload["deadline_s"] * 2 + 180)
+        result = transport.run(command, stdin=json.dumps(payload).encode(), timeout=payload["deadline_s"] * 2 + 180)
         if not result.ok:
             raise TritonopsError(f"the serve program failed (exit {result.exit_code}): {result.tail(3)}")
-        outcome = serve_outcome(json.loads(result.stdout), self.spec.release, self.predicted_kv_tokens)
+        answer = json.loads(result.stdout)
+        if answer.get("status") == "stepped":
+            return answer["result"], None
+        outcome = serve_outcome(answer, self.spec.release, self.predicted_kv_tokens)
         if not outcome.served:
             raise StepFailed(outcome.failure, outcome)
-        return Learned(result.command, result.exit_code, result.stdout, result.stderr, outcome)
+        return None, Learned(result.command, result.exit_code, result.stdout, result.stderr, outcome)
 
 
 def serve_verdict(answer: dict[str, Any], predicted_kv_tokens: int) -> str | None:

@@ -5,6 +5,7 @@ A balancer is a host of the inventory group `tritonops_balancers`. Its door sett
 `tritonops_door_http_port` / `tritonops_door_grpc_port` (default 8000 / 8001; grpc `off` for none),
 `tritonops_queue_timeout_ms` (default 2000) and `tritonops_max_queue` (default 256), the circuit breaker;
 `tritonops_longest_generation_s` (default 900), above which HAProxy gives up on a replica's answer;
+`tritonops_drain_timeout_s` (default 120), how long a rolling deploy lets a drained replica finish its requests;
 `tritonops_api_keys_file` and `tritonops_tls_pem`, paths on the balancer. A serving host is reached at
 `tritonops_replica_address` (default: a specific `tritonops_bind_address`, else `ansible_host`, else its name),
 each replica at the ports its release recorded, taking as many requests at once as vLLM's `max_num_seqs`.
@@ -31,6 +32,7 @@ GRPC_PORT_VAR = "tritonops_door_grpc_port"
 QUEUE_TIMEOUT_VAR = "tritonops_queue_timeout_ms"
 MAX_QUEUE_VAR = "tritonops_max_queue"
 LONGEST_VAR = "tritonops_longest_generation_s"
+DRAIN_VAR = "tritonops_drain_timeout_s"
 KEYS_VAR = "tritonops_api_keys_file"
 TLS_VAR = "tritonops_tls_pem"
 ADDRESS_VAR = "tritonops_replica_address"
@@ -39,6 +41,7 @@ BIND_VAR = "tritonops_bind_address"
 DEFAULT_QUEUE_TIMEOUT_MS = 2000
 DEFAULT_MAX_QUEUE = 256
 DEFAULT_LONGEST_S = 900
+DEFAULT_DRAIN_S = 120
 _OFF = ("off", "none", "false", "no")
 
 
@@ -52,6 +55,7 @@ class Door:
     longest_generation_s: int = DEFAULT_LONGEST_S
     keys_file: str | None = None
     tls_pem: str | None = None
+    drain_timeout_s: int = DEFAULT_DRAIN_S
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ def door(host: Host) -> Door:
                 number(QUEUE_TIMEOUT_VAR, DEFAULT_QUEUE_TIMEOUT_MS, 1, 3_600_000),
                 number(MAX_QUEUE_VAR, DEFAULT_MAX_QUEUE, 0, 1_000_000),
                 number(LONGEST_VAR, DEFAULT_LONGEST_S, 1, 7 * 86400),
-                _path(host, KEYS_VAR), _path(host, TLS_VAR))
+                _path(host, KEYS_VAR), _path(host, TLS_VAR), number(DRAIN_VAR, DEFAULT_DRAIN_S, 0, 86400))
 
 
 def _path(host: Host, name: str) -> str | None:

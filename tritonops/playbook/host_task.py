@@ -25,8 +25,8 @@ from tritonops.playbook.diffs import file_diffs
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession
 
-MSG_STEPS = 5
-PREFETCH = "prefetched_facts"  # HostSession.extras key of the batch's prefetched facts  # steps named in a result's one-line msg; the payload has all of them
+MSG_STEPS = 5  # steps named in a result's one-line msg; the payload has all of them
+PREFETCH = "prefetched_facts"  # HostSession.extras key of the batch's prefetched facts
 
 
 OUTPUT_CHARS = 4000  # of a step's command output kept for -vv (its end: where errors are)
@@ -58,6 +58,13 @@ class TaskOutcome:
         return found[-1] if found else None
 
 
+STEP_RUNNER = "step_runner"  # session.extras: (session, step) -> result, where the run paces some steps itself
+
+
+def _plain(session: HostSession, step):
+    return run_step(session.transport, step)
+
+
 def run_host_task(session: HostSession, operation: Operation, args_list: Sequence[Args], *, check: bool,
                   diff: bool) -> HostResult[TaskOutcome]:
     done: list[str] = []
@@ -77,7 +84,7 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
             if not check:
                 session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
                 started = time.monotonic()
-                result = run_step(session.transport, step)
+                result = session.extras.get(STEP_RUNNER, _plain)(session, step)
                 runs.append(StepRun(said, time.monotonic() - started, _output(result)))
                 outcome = _outcome(step, result)
                 if outcome is not None:

@@ -1,0 +1,127 @@
+"""Zero-downtime rolling behind the balancers (issue #31): when a deploy has balancers, a host's serve step runs
+replica by replica, and before each replica stops, every balancer drains it (HAProxy's runtime API over SSH: no
+new request goes to it, the ones in flight finish, bounded by `tritonops_drain_timeout_s`); once it has passed its
+gate, or its previous release is back, the balancers set it ready again; then the next one. The other replicas
+answer meanwhile.
+
+A balancer that does not know the replica yet (the first deploy behind it: its door is made after the run), or
+whose HAProxy is not running, has nothing to drain: the replica restarts as it would without one.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, field
+
+from tritonops.balancer.runtime import RuntimeApiError, find_server, parse_stat, set_server_state, show_stat
+from tritonops.balancer.runtime_program import read_send, read_wait, send_argv, wait_drained_argv
+from tritonops.operations.execute import run_step
+from tritonops.operations.serve import ServeStep
+from tritonops.planning.balancer import server_name
+from tritonops.render.haproxy_config import grpc_backend, http_backend
+from tritonops.transport.base import CommandTimeout, Unreachable
+from tritonops.transport.sessions import HostSession, SessionPool
+
+RUNTIME_TIMEOUT_S = 30
+UP_WAIT_S = 15  # for HAProxy's health checks to see a replica that passed its gate (every 2 s, 2 passes)
+
+
+@dataclass
+class DoorRollout:
+    """The deploy's step runner for its GPU hosts (playbook.host_task.STEP_RUNNER)."""
+    pool: SessionPool
+    balancers: tuple[str, ...]             # inventory names of the run's balancer hosts
+    deployments: dict[str, str]            # GPU host -> its deployment
+    drain_timeout_s: float = 120.0
+    notes: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> what draining said (not failures)
+    drained: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> each replica drained, and how long
+
+    def summary(self, host: str) -> str | None:
+        """What draining did on a host's rollout, one line (None: nothing was drained or said)."""
+        said = [f"drained {', '.join(self.drained[host])} before each restart"] if self.drained.get(host) else []
+        return "; ".join(said + self.notes.get(host, [])) or None
+
+    def __call__(self, session: HostSession, step):
+        if not isinstance(step, ServeStep) or not self.balancers:
+            return run_step(session.transport, step)
+        earlier: list = []
+        for position, index in enumerate(step.replica_indices):
+            servers = self._drain(session.name, index)
+            try:
+                stepped, learned = step.run_replica(session.transport, position, earlier)
+            finally:
+                self._ready(session.name, servers)
+            if learned is not None:
+                return learned
+            earlier.append([position, stepped])
+        raise AssertionError("the serve program never answered for the last replica")  # it always does
+
+    def _backends(self, host: str, index: int) -> list[tuple[str, str]]:
+        deployment = self.deployments[host]
+        server = server_name(host, index)
+        return [(http_backend(deployment), server), (grpc_backend(deployment), server)]
+
+    def _drain(self, host: str, index: int) -> list[tuple[str, str, str]]:
+        """Every (balancer, backend, server) that now drains this replica, once its requests finished (or the
+        drain timeout passed: said in the notes)."""
+        drained = []
+        for balancer in self.balancers:
+            for backend, server in self._backends(host, index):
+                try:
+                    self._send(balancer, set_server_state(backend, server, "drain"))
+                except RuntimeApiError:
+                    continue  # no such server there yet, or no HAProxy running: nothing to drain
+                except (Unreachable, CommandTimeout) as err:  # the deploy goes on: said, not failed
+                    self.notes.setdefault(host, []).append(f"{balancer} could not drain {server}: {err}")
+                    break
+                drained.append((balancer, backend, server))
+        for balancer, backend, server in drained:
+            argv = wait_drained_argv(backend, server, self.drain_timeout_s)
+            try:
+                result = self.pool.session(balancer).transport.run(
+                    shlex.join(argv), timeout=self.drain_timeout_s + RUNTIME_TIMEOUT_S)
+                waited = read_wait(result.exit_code, result.stdout, result.stderr)
+            except (RuntimeApiError, Unreachable, CommandTimeout) as err:
+                self.notes.setdefault(host, []).append(f"{balancer}: {server}: {err}")
+                continue
+            if waited.drained:
+                self.drained.setdefault(host, []).append(f"{backend}/{server} on {balancer} ({waited.waited_s:.1f} s)")
+            else:
+                self.notes.setdefault(host, []).append(
+                    f"{balancer}: {backend}/{server} still had {waited.scur} request(s) after {self.drain_timeout_s:g} s "
+                    "of draining")
+        return drained
+
+    def _ready(self, host: str, servers: list[tuple[str, str, str]]) -> None:
+        """Each drained server ready again, then, before the next replica drains, seen UP by HAProxy's health
+        checks (a replica still DOWN there while the next one drains would leave the door with one less)."""
+        back = []
+        for balancer, backend, server in servers:
+            try:
+                self._send(balancer, set_server_state(backend, server, "ready"))
+                back.append((balancer, backend, server))
+            except (RuntimeApiError, Unreachable, CommandTimeout) as err:
+                self.notes.setdefault(host, []).append(f"{balancer}: {server} could not be set ready: {err}")
+        deadline = time.monotonic() + UP_WAIT_S
+        for balancer, backend, server in back:
+            while True:
+                try:
+                    answer = self._send(balancer, show_stat(backend))
+                    status = find_server(parse_stat(answer), backend, server).status
+                except (RuntimeApiError, Unreachable, CommandTimeout) as err:
+                    self.notes.setdefault(host, []).append(f"{balancer}: {server}: {err}")
+                    break
+                if status == "UP":
+                    break
+                if time.monotonic() > deadline:
+                    self.notes.setdefault(host, []).append(f"{balancer}: {backend}/{server} was {status} "
+                                                           f"{UP_WAIT_S} s after it was set ready")
+                    break
+                time.sleep(0.5)
+
+    def _send(self, balancer: str, command: str) -> str:
+        """HAProxy's answer to one runtime command on the balancer."""
+        transport = self.pool.session(balancer).transport
+        result = transport.run(shlex.join(send_argv([command])), timeout=RUNTIME_TIMEOUT_S)
+        return read_send(result.exit_code, result.stdout, result.stderr)[0].text
