@@ -234,12 +234,51 @@ def test_overload_gets_fast_503s_naming_the_reason_and_admitted_requests_finish(
     assert all(took > 1.4 for took in by[(200, None)]), by
 
 
-def test_a_rolling_deploy_behind_the_door_drops_no_request(capsys, inventory, clean, balancer, lab, tmp_path):
-    # two replicas on the full host (its profile made four A100s for this test), load through the door the whole
-    # time a changed release rolls across them: each is drained in HAProxy before it stops, set ready once its
-    # gate passed and HAProxy saw it UP, then the next
+def under_load(balancer, key: str, action) -> tuple[object, list]:
+    """`action()` while 4 clients (2 generating, 2 streaming) call through the door, until 2 s after it is done
+    (at most 300 s, 2,000 requests each): its value, and every request's (kind, status, whole)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    stop = {"at": None}
+    started = time.monotonic()
+
+    def load(worker):
+        seen = []
+        while (stop["at"] is None or time.monotonic() < stop["at"]) and time.monotonic() - started < 300 \
+                and len(seen) < 2000:
+            if worker % 2:
+                status, body = call(balancer, f"/v2/models/{MODEL}/generate", key,
+                                    {"text_input": "hi", "parameters": {"max_tokens": 16}})
+                seen.append(("generate", status, status == 200 and bool(json.loads(body).get("text_output"))))
+                continue
+            request = urllib.request.Request(
+                door_url(balancer, f"/v2/models/{MODEL}/generate_stream"),
+                data=json.dumps({"text_input": "hi", "parameters": {"max_tokens": 16, "stream": True}}).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as reply:
+                    events = [line for line in reply if line.startswith(b"data:")]
+                seen.append(("stream", 200, bool(events) and all(b"error" not in e for e in events)))
+            except Exception as err:  # noqa: BLE001 - counted, shown on failure
+                seen.append(("stream", getattr(err, "code", 0), False))
+        return seen
+
+    with ThreadPoolExecutor(4) as pool:
+        running = [pool.submit(load, worker) for worker in range(4)]
+        time.sleep(2)
+        try:
+            value = action()
+        finally:
+            stop["at"] = time.monotonic() + 2
+        answers = [answer for future in running for answer in future.result()]
+    return value, answers
+
+
+def test_a_rolling_deploy_and_a_rollback_behind_the_door_drop_no_request(capsys, inventory, clean, balancer, lab,
+                                                                          tmp_path):
+    # two replicas on the full host (its profile made four A100s for this test), load through the door the whole
+    # time a changed release rolls across them, then the rollback: each replica is drained in HAProxy before it
+    # stops, set ready once its gate passed and HAProxy saw it UP, then the next
     from tests.lab.test_replicas_lab import _put_profile
 
     data = yaml.safe_load(Path(inventory).read_text())
@@ -258,45 +297,14 @@ def test_a_rolling_deploy_behind_the_door_drops_no_request(capsys, inventory, cl
         until_up(balancer, key)
         time.sleep(5)  # both replicas seen UP (2 health checks each)
 
-        stop = {"at": None}
-        started = time.monotonic()
-
-        def load(worker):
-            seen = []
-            while (stop["at"] is None or time.monotonic() < stop["at"]) and time.monotonic() - started < 300 \
-                    and len(seen) < 2000:
-                if worker % 2:
-                    status, body = call(balancer, f"/v2/models/{MODEL}/generate", key,
-                                        {"text_input": "hi", "parameters": {"max_tokens": 16}})
-                    seen.append(("generate", status, status == 200 and bool(json.loads(body).get("text_output"))))
-                    continue
-                request = urllib.request.Request(
-                    door_url(balancer, f"/v2/models/{MODEL}/generate_stream"),
-                    data=json.dumps({"text_input": "hi", "parameters": {"max_tokens": 16, "stream": True}}).encode(),
-                    headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
-                try:
-                    with urllib.request.urlopen(request, timeout=60) as reply:
-                        events = [line for line in reply if line.startswith(b"data:")]
-                    whole = bool(events) and all(b"error" not in e for e in events)
-                    seen.append(("stream", 200, whole))
-                except Exception as err:  # noqa: BLE001 - counted, shown on failure
-                    seen.append(("stream", getattr(err, "code", 0), False))
-            return seen
-
-        with ThreadPoolExecutor(4) as pool:
-            running = [pool.submit(load, worker) for worker in range(4)]
-            time.sleep(2)
-            code, rolled = cli(capsys, "deploy", "-i", str(changed))
-            stop["at"] = time.monotonic() + 2
-            answers = [answer for future in running for answer in future.result()]
-        assert code == 0, [r["msg"] for r in rolled["results"] if r["status"] == "failed"]
-        serve = task(rolled, "Triton serves")
-        assert serve["status"] == "changed", serve
-        failed = [a for a in answers if not a[2]]
-        assert not failed and len(answers) > 50, (len(answers), failed[:10])
-        drain = task(rolled, "drain")["msg"]  # each replica drained on the balancer before it restarted
-        for server in ("s1-r0", "s1-r1"):
-            assert f"tritonops_{DEPLOYMENT}_http/{server} on door-1" in drain, drain
-        assert "still had" not in drain and "could not" not in drain, drain
+        for argv in (("deploy", "-i", str(changed)), ("rollback", "-i", str(changed))):
+            (code, rolled), answers = under_load(balancer, key, lambda: cli(capsys, *argv))
+            assert code == 0, [r["msg"] for r in rolled["results"] if r["status"] == "failed"]
+            failed = [a for a in answers if not a[2]]
+            assert not failed and len(answers) > 50, (argv[0], len(answers), failed[:10])
+            drain = task(rolled, "drain")["msg"]  # each replica drained on the balancer before it restarted
+            for server in ("s1-r0", "s1-r1"):
+                assert f"tritonops_{DEPLOYMENT}_http/{server} on door-1" in drain, (argv[0], drain)
+            assert "still had" not in drain and "could not" not in drain, drain
     finally:
         _put_profile(lab, "2080ti")

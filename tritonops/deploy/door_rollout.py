@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 
 from tritonops.balancer.runtime import RuntimeApiError, find_server, parse_stat, set_server_state, show_stat
 from tritonops.balancer.runtime_program import read_send, read_wait, send_argv, wait_drained_argv
+from tritonops.errors import InputError
 from tritonops.operations.execute import run_step
 from tritonops.operations.serve import ServeStep
-from tritonops.planning.balancer import server_name
+from tritonops.planning.balancer import DEFAULT_DRAIN_S, door, server_name
+from tritonops.playbook.host_task import STEP_RUNNER
 from tritonops.render.haproxy_config import grpc_backend, http_backend
+from tritonops.results import HostResult
 from tritonops.transport.base import CommandTimeout, Unreachable
 from tritonops.transport.sessions import HostSession, SessionPool
 
@@ -125,3 +128,28 @@ class DoorRollout:
         transport = self.pool.session(balancer).transport
         result = transport.run(shlex.join(send_argv([command])), timeout=RUNTIME_TIMEOUT_S)
         return read_send(result.exit_code, result.stdout, result.stderr)[0].text
+
+
+def door_rollout(pool: SessionPool, ready, balancers, deployments, options) -> DoorRollout | None:
+    """With balancers, the serve steps of the `ready` hosts run replica by replica, each drained on every balancer
+    first; None without any, or in --check. `deployments`: host -> (root, deployment)."""
+    if not balancers or options.check:
+        return None
+    timeouts = []
+    for host in balancers:
+        try:
+            timeouts.append(door(host).drain_timeout_s)
+        except InputError:
+            continue  # said by the door phase, for that balancer
+    rollout = DoorRollout(pool, tuple(host.name for host in balancers), {name: deployments[name][1] for name in ready},
+                          max(timeouts, default=DEFAULT_DRAIN_S))
+    for name in ready:
+        pool.session(name).extras[STEP_RUNNER] = rollout
+    return rollout
+
+
+def said_drained(rollout: DoorRollout | None, hosts, record) -> None:
+    """A `drain` result for each host whose rollout drained something, or has something to say about it."""
+    for name in (hosts if rollout else ()):
+        if said := rollout.summary(name):
+            record(HostResult(name, "ok", said, task="drain"))

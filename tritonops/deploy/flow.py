@@ -37,20 +37,17 @@ from typing import Any, Callable, Sequence
 
 from tritonops import __version__
 from tritonops.deploy.door import update_doors
-from tritonops.deploy.door_rollout import DoorRollout
+from tritonops.deploy.door_rollout import door_rollout, said_drained
 from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
-from tritonops.errors import InputError
-from tritonops.planning.balancer import DEFAULT_DRAIN_S, door
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
-from tritonops.playbook.host_task import STEP_RUNNER
 from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -105,11 +102,9 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                 images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
                 ready = [name for name in ready if name in images]
                 report.host_facts, compiled = compiled_for(ready, images)
-                rollout = _door_rollout(pool, ready, balancers, deployments, options)
+                rollout = door_rollout(pool, ready, balancers, deployments, options)
                 report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream)
-                for name in (ready if rollout else ()):
-                    if said := rollout.summary(name):
-                        record(HostResult(name, "ok", said, task="drain"))
+                said_drained(rollout, ready, record)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=clock(), on_phase=record)
@@ -118,24 +113,6 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
         finally:
             report.traffic = pool.traffic()
     return report
-
-
-def _door_rollout(pool: SessionPool, ready, balancers, deployments, options: DeployOptions) -> DoorRollout | None:
-    """With balancers, the serve steps of the ready hosts run replica by replica, each drained on every balancer
-    first (deploy.door_rollout); None without any, or in --check."""
-    if not balancers or options.check:
-        return None
-    timeouts = []
-    for host in balancers:
-        try:
-            timeouts.append(door(host).drain_timeout_s)
-        except InputError:
-            continue  # said by the door phase, for that balancer
-    rollout = DoorRollout(pool, tuple(host.name for host in balancers), {name: deployments[name][1] for name in ready},
-                          max(timeouts, default=DEFAULT_DRAIN_S))
-    for name in ready:
-        pool.session(name).extras[STEP_RUNNER] = rollout
-    return rollout
 
 
 def _facts_phase(session: HostSession) -> HostResult:

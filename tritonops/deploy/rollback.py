@@ -4,9 +4,11 @@ back to the named release, or to the newest earlier one that passed its gate."""
 from __future__ import annotations
 
 import time
+from tritonops.deploy.door import update_doors
+from tritonops.deploy.door_rollout import door_rollout, said_drained
 from tritonops.deploy.event_log import events_phase
-from tritonops.deploy.targets import write_targets
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
+from tritonops.deploy.targets import write_targets
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
@@ -26,23 +28,26 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
     stream = EventStream([report.subscriber(), on_event])
     record = stream.phase
     started = time.time()
-    hosts = inputs.hosts
+    hosts, balancers = inputs.hosts, list(inputs.balancers)
     deployments = {host.name: deployment_of(host) for host in hosts}
 
     def compiled_for(names=None):
         return compile_playbook(inputs, tags=options.tags, skip_tags=options.skip_tags, only_hosts=names)
 
     compiled = compiled_for()  # every error before any host is contacted
-    with SessionPool(list(compiled.connections), forks=options.forks,
+    with SessionPool(list(compiled.connections) + [host.connection for host in balancers], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         try:
             with locked(pool, [spec.name for spec in compiled.connections], deployments, options, record) as ready:
+                rollout = door_rollout(pool, ready, balancers, deployments, options)  # each replica drained first
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
                                           on_event=stream)
+                said_drained(rollout, ready, record)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=time.time(), on_phase=record)
                 write_targets(pool, hosts, report, record)  # the release label of the rolled-back hosts
+                update_doors(pool, hosts, balancers, record)  # the replicas of the releases gone back to
         finally:
             report.traffic = pool.traffic()
     return report
