@@ -119,7 +119,7 @@ def main() -> int:
         time.sleep(args.quiet_s)
         stop.set()
     print(f"deploy exit {done.returncode} in {took:.1f} s: {' '.join(shlex.quote(a) for a in deploy[1:])}")
-    for line in done.stdout.splitlines():
+    for line in (done.stderr + done.stdout).splitlines():  # the task lines are on stderr
         if line.startswith(("drain", "door")):
             print("  " + line.strip()[:300])
     print(f"{'phase':8} {'ok':>6} {'failed':>7} {'cut':>5} {'p50 ms':>8} {'p99 ms':>8}")
