@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The front door's own cost and its circuit breaker, measured through a balancer (issue #31).
+
+    python bench/overload.py -i inventory/lab.yml [-e VAR=VALUE ...] [--requests 300] [--tokens 400] [--factor 2]
+        [--max-threads 200]
+
+1. Added latency at low load: `--requests` generate requests of one token, one at a time, straight to a replica
+   (its address and port as HAProxy has it) and through the door, alternating: p50 / p99 of each and the difference
+   (goal: the door adds <= 1 ms at p50).
+2. Overload: `--factor` x (the replicas' maxconn together + the door's max_queue) requests of `--tokens` tokens sent
+   at once (at most `--max-threads`): how many were served, and how many got each 503 reason; the 503s' latency
+   p50 / p99 (goal: p99 <= 50 ms at the balancer; measured here from the client), and the door's queue time as
+   HAProxy reports it (`show stat`: qtime, the average of the last 1,024 queued requests, and qmax) against
+   `tritonops_queue_timeout_ms`.
+
+The balancer's capacity is read from its own `show stat` (HAProxy's runtime API over SSH). Only private and loopback
+addresses are called; every phase is bounded in count and time. Deploy with small engines first to keep the
+overload small, e.g. `tritonops deploy -i inventory/lab.yml -e tritonops_max_num_seqs=4 -e tritonops_max_queue=8`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import shlex
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+MAX_REQUESTS = 2000
+
+
+def pct(values: list[float], q: float) -> str:
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    return f"{ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] * 1000:.1f}"
+
+
+def private(address: str) -> str:
+    ip = ipaddress.ip_address(address)
+    if not (ip.is_private or ip.is_loopback):
+        raise SystemExit(f"{address} is not a lab or loopback address: load goes only there")
+    return address
+
+
+def call(url: str, key: str | None, tokens: int) -> tuple[int, str | None, float]:
+    """(status, the 503's reason, seconds) of one generate request."""
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    body = json.dumps({"text_input": "hi", "parameters": {"max_tokens": tokens, "ignore_eos": True}}).encode()
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=300) as reply:
+            reply.read()
+            return reply.status, None, time.monotonic() - started
+    except urllib.error.HTTPError as err:
+        try:
+            reason = json.loads(err.read() or b"{}").get("reason")
+        except ValueError:
+            reason = None
+        return err.code, reason, time.monotonic() - started
+    except (urllib.error.URLError, OSError):
+        return 0, "connection", time.monotonic() - started
+
+
+def main() -> int:
+    from tritonops.balancer.runtime import parse_stat, show_stat
+    from tritonops.balancer.runtime_program import read_send, send_argv
+    from tritonops.inventory import load_inventory
+    from tritonops.planning.balancer import door, is_balancer
+    from tritonops.planning.deployment import deployment_of
+    from tritonops.render.haproxy_config import http_backend
+    from tritonops.transport.sessions import SessionPool
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-i", "--inventory", action="append", required=True)
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--tokens", type=int, default=400)
+    parser.add_argument("--factor", type=float, default=2.0)
+    parser.add_argument("--max-threads", type=int, default=200)
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], help="as given to the deploy")
+    args = parser.parse_args()
+    from tritonops.playbook import parse_extra_vars
+
+    hosts = load_inventory(args.inventory, extra_vars=parse_extra_vars(args.extra_vars)).hosts
+    balancer = next((host for host in hosts if is_balancer(host)), None)
+    serving = next((host for host in hosts if not is_balancer(host)), None)
+    if balancer is None or serving is None:
+        raise SystemExit("the inventory needs a host in tritonops_balancers and one that serves")
+    settings, deployment = door(balancer), deployment_of(serving)[1]
+    address = private(str(balancer.vars.get("lab_door_address") or balancer.connection.host))
+    backend = http_backend(deployment)
+    with SessionPool([balancer.connection]) as pool:
+        transport = pool.session(balancer.name).transport
+
+        def stat() -> tuple:
+            result = transport.run(shlex.join(send_argv([show_stat(backend)])), timeout=30)
+            return parse_stat(read_send(result.exit_code, result.stdout, result.stderr)[0].text)
+
+        key = None
+        if settings.keys_file:
+            key = transport.run(shlex.join(("head", "-n", "1", settings.keys_file))).stdout.strip() or None
+        servers = [row for row in stat() if row.kind == "server" and row.state == "UP"]
+        if not servers:
+            raise SystemExit(f"no replica UP in {backend} on {balancer.name}")
+        capacity = sum(row.slim or 0 for row in servers)
+        door_url = f"http://{address}:{settings.http_port}/v2/models/vllm_model/generate"
+        replica = servers[0].address or ""
+        replica_url = f"http://{private(replica.rsplit(':', 1)[0])}:{replica.rsplit(':', 1)[1]}/v2/models/vllm_model/generate"
+
+        # 1. added latency, one request at a time, alternating
+        direct, through = [], []
+        for _ in range(min(args.requests, MAX_REQUESTS)):
+            status, _, seconds = call(replica_url, None, 1)
+            if status == 200:
+                direct.append(seconds)
+            status, _, seconds = call(door_url, key, 1)
+            if status == 200:
+                through.append(seconds)
+        gap = (sorted(through)[len(through) // 2] - sorted(direct)[len(direct) // 2]) * 1000 if direct and through \
+            else float("nan")
+        print(f"added latency ({len(direct)} direct to {replica}, {len(through)} through the door, 1 token each): "
+              f"direct p50 {pct(direct, 50)} / p99 {pct(direct, 99)} ms, door p50 {pct(through, 50)} / "
+              f"p99 {pct(through, 99)} ms: the door adds {gap:.2f} ms at p50")
+
+        # 2. overload
+        count = min(int(args.factor * (capacity + settings.max_queue)), args.max_threads, MAX_REQUESTS)
+        print(f"overload: {len(servers)} replicas, maxconn {capacity} in all, max_queue {settings.max_queue}, "
+              f"queue timeout {settings.queue_timeout_ms} ms; {count} requests of {args.tokens} tokens at once")
+        with ThreadPoolExecutor(count) as threads:
+            answers = list(threads.map(lambda _: call(door_url, key, args.tokens), range(count)))
+        rows = {row.server: row for row in stat()}
+        by: dict[tuple, list[float]] = {}
+        for status, reason, seconds in answers:
+            by.setdefault((status, reason), []).append(seconds)
+        for (status, reason), seconds in sorted(by.items(), key=lambda item: (item[0][0], str(item[0][1]))):
+            print(f"  {status} {reason or '':14} {len(seconds):5}  p50 {pct(seconds, 50):>8} ms  "
+                  f"p99 {pct(seconds, 99):>8} ms")
+        fast = [s for (status, reason), seconds in by.items() if status == 503 and reason != "queue_timeout"
+                for s in seconds]
+        backend_row = rows.get("BACKEND")
+        print(f"  refused at once (queue_full, no_replica): {len(fast)}, p50 {pct(fast, 50)} / p99 {pct(fast, 99)} ms "
+              f"from the client ({count} client threads on this machine)")
+        if backend_row is not None:
+            print(f"  HAProxy {backend}: 5xx {backend_row.hrsp_5xx} since start")
+        queue = transport.run(shlex.join(send_argv([f"show stat {backend} 2 -1"])), timeout=30)
+        for line in read_send(queue.exit_code, queue.stdout, queue.stderr)[0].text.splitlines():
+            if line.startswith("# "):
+                header = line[2:].split(",")
+            elif line.strip():
+                values = dict(zip(header, line.split(",")))
+                print(f"  HAProxy's queue time: qtime {values.get('qtime')} ms (average of the last 1,024 "
+                      f"queued), qmax {values.get('qmax')}, against the timeout {settings.queue_timeout_ms} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
