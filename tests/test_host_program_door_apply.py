@@ -209,3 +209,16 @@ def test_the_request_names_the_balancers_folders_and_the_answer_reads_back_typed
     assert applied == door_program.DoorApplied("unchanged", True, (), "2.6.12") and applied.changed
     with pytest.raises(door_program.TritonopsError, match="haproxy did not start: bind failed"):
         door_program.read_answer(4, "", "haproxy did not start: bind failed\n")
+
+
+def test_a_key_rotated_in_the_keys_file_reloads_haproxy_and_only_the_new_key_opens(place):
+    keys = str(place["tmp"] / "secret" / "keys")
+    assert apply(place, files(place, keys_file=keys), keys_files=[keys]).returncode == 0
+    old = Path(keys).read_text().strip()
+    assert through(place, key=old)[0] == 200
+    Path(keys).write_text("a-new-key-of-enough-length-0123456789\n")  # what rotating by hand does
+    rotated = apply(place, files(place, keys_file=keys), keys_files=[keys])
+    assert json.loads(rotated.stdout)["action"] == "reloaded", rotated.stderr
+    assert through(place, key="a-new-key-of-enough-length-0123456789")[0] == 200
+    assert through(place, key=old)[0] == 401
+    assert json.loads(apply(place, files(place, keys_file=keys), keys_files=[keys]).stdout)["action"] == "unchanged"

@@ -8,7 +8,8 @@ reloaded hitlessly (SIGUSR2 to the master: a new worker takes the listeners, the
                   "keys_created": [path], "version"}
 
 `dir` holds every deployment's file on this balancer: the files given replace theirs, `remove` goes, the others
-stay. A keys file that does not exist is made (0600, in a 0700 folder) with one new key, never printed.
+stay. A keys file that does not exist is made (0600, in a 0700 folder) with one new key, never printed; a keys file
+whose content changed since haproxy last loaded it (a key added or rotated by hand) reloads haproxy.
 Exit codes: 0 done; 2 bad input (one line on stderr); 3 haproxy -c refused the new files (its words on stderr;
 nothing live changed); 4 haproxy did not start or reload in time (stderr); 5 haproxy is missing and could not
 be installed (stderr).
@@ -76,6 +77,24 @@ def make_key(path):
     with os.fdopen(handle, "w") as out:
         out.write(secrets.token_urlsafe(32) + "\n")
     return True
+
+
+def keys_digest(paths):
+    """A digest of the keys files' contents: a key added, rotated or removed on the balancer reloads haproxy (it
+    reads ACL files only when it starts)."""
+    import hashlib
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.encode() + b"\0" + (read_text(path) or "").encode() + b"\0")
+    return digest.hexdigest()
+
+
+def read_text(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def read_dir(folder):
@@ -168,7 +187,9 @@ def main():
     for name in remove:
         wanted.pop(name, None)
     pid = master_pid(pidfile)
-    if wanted == live and pid is not None and not created:
+    keys_now = keys_digest(keys_files)
+    stamp = pidfile + ".keys"  # the keys files' digest when haproxy last loaded them
+    if wanted == live and pid is not None and not created and read_text(stamp) == keys_now:
         print(json.dumps({"action": "unchanged", "installed": installed, "keys_created": created, "version": version}))
         return
     stage = folder + ".next"
@@ -201,6 +222,8 @@ def main():
             fail(4, "haproxy did not start: " + ((done.stderr or done.stdout).strip() or
                                                   "no worker answered on %s within %d s" % (sock, READY_S)))
         action = "started"
+    with open(stamp, "w") as out:
+        out.write(keys_now)
     print(json.dumps({"action": action, "installed": installed, "keys_created": created, "version": version}))
 
 
