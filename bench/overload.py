@@ -70,7 +70,8 @@ def main() -> int:
     from tritonops.balancer.runtime import parse_stat, show_stat
     from tritonops.balancer.runtime_program import read_send, send_argv
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import door, is_balancer
+    from tritonops.lab.door import door_key
+    from tritonops.planning.balancer import balancers_among, door, serving_hosts
     from tritonops.planning.deployment import deployment_of
     from tritonops.render.haproxy_config import http_backend
     from tritonops.transport.sessions import SessionPool
@@ -86,8 +87,8 @@ def main() -> int:
     from tritonops.playbook import parse_extra_vars
 
     hosts = load_inventory(args.inventory, extra_vars=parse_extra_vars(args.extra_vars)).hosts
-    balancer = next((host for host in hosts if is_balancer(host)), None)
-    serving = next((host for host in hosts if not is_balancer(host)), None)
+    balancer = next(iter(balancers_among(hosts)), None)
+    serving = next(iter(serving_hosts(hosts)), None)
     if balancer is None or serving is None:
         raise SystemExit("the inventory needs a host in tritonops_balancers and one that serves")
     settings, deployment = door(balancer), deployment_of(serving)[1]
@@ -100,9 +101,7 @@ def main() -> int:
             result = transport.run(shlex.join(send_argv([show_stat(backend)])), timeout=30)
             return parse_stat(read_send(result.exit_code, result.stdout, result.stderr)[0].text)
 
-        key = None
-        if settings.keys_file:
-            key = transport.run(shlex.join(("head", "-n", "1", settings.keys_file))).stdout.strip() or None
+        key = door_key(transport, settings.keys_file)
         servers = [row for row in stat() if row.kind == "server" and row.state == "UP"]
         if not servers:
             raise SystemExit(f"no replica UP in {backend} on {balancer.name}")

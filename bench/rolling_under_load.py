@@ -32,11 +32,12 @@ MAX_PER_CLIENT = 5000
 def doors(inventory: list[str]) -> list[tuple[str, int, str | None, str]]:
     """(address, port, key, model) of every balancer's HTTP door."""
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import door, is_balancer
+    from tritonops.lab.door import door_key
+    from tritonops.planning.balancer import balancers_among, door
     from tritonops.transport.sessions import SessionPool
 
     found = []
-    balancers = [host for host in load_inventory(inventory).hosts if is_balancer(host)]
+    balancers = balancers_among(load_inventory(inventory).hosts)
     with SessionPool([host.connection for host in balancers]) as pool:
         for host in balancers:
             settings = door(host)
@@ -44,11 +45,8 @@ def doors(inventory: list[str]) -> list[tuple[str, int, str | None, str]]:
             ip = ipaddress.ip_address(address)
             if not (ip.is_private or ip.is_loopback):
                 raise SystemExit(f"{host.name}: {address} is not a lab or loopback address: load goes only there")
-            key = None
-            if settings.keys_file:
-                result = pool.session(host.name).transport.run(shlex.join(("head", "-n", "1", settings.keys_file)))
-                key = result.stdout.strip() or None
-            found.append((address, settings.http_port, key, "vllm_model"))
+            found.append((address, settings.http_port, door_key(pool.session(host.name).transport, settings.keys_file),
+                          "vllm_model"))
     if not found:
         raise SystemExit("no host in tritonops_balancers: nothing to load")
     return found
@@ -118,7 +116,7 @@ def main() -> int:
         phase["name"] = "after"
         time.sleep(args.quiet_s)
         stop.set()
-    print(f"deploy exit {done.returncode} in {took:.1f} s: {' '.join(shlex.quote(a) for a in deploy[1:])}")
+    print(f"deploy exit {done.returncode} in {took:.1f} s: {shlex.join(deploy[1:])}")
     for line in (done.stderr + done.stdout).splitlines():  # the task lines are on stderr
         if line.startswith(("drain", "door")):
             print("  " + line.strip()[:300])

@@ -21,6 +21,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 BACKEND = "replicas"
 SERVERS = ("r0", "r1")
 SLOW_S = 1.0
@@ -237,3 +239,14 @@ def capture(out: Path) -> None:
 
 if __name__ == "__main__":
     capture(Path(sys.argv[1]))
+
+
+@pytest.fixture(scope="module")
+def balancer(tmp_path_factory, request) -> Balancer:
+    """A test module's haproxy (Debian's, which scripts/bootstrap.sh installs) and its replicas, stopped after the
+    module. `from tests.haproxy_harness import balancer` makes it a fixture there."""
+    if not shutil.which("haproxy"):
+        pytest.fail("haproxy is not installed: scripts/bootstrap.sh installs Debian's")
+    started = start_balancer(tmp_path_factory.mktemp("haproxy"))
+    request.addfinalizer(started.stop)
+    return started

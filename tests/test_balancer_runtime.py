@@ -2,12 +2,11 @@
 the real HAProxy 2.6 (tests/fixtures/haproxy/, README there), and a live haproxy that still answers
 the way those files say."""
 
-import shutil
 
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.haproxy_harness import BACKEND, start_balancer
+from tests.haproxy_harness import BACKEND, balancer  # noqa: F401 - the module's haproxy, a fixture
 from tritonops.balancer import runtime_program
 from tritonops.balancer.runtime import (RuntimeApiError, RuntimeRefused, ServerState, StatRow, check_answer,
                                         drained, find_server, parse_servers_state, parse_stat, server_status,
@@ -190,15 +189,6 @@ def test_reading_the_runtime_program_answers():
 
 
 # --- the captured answers are still what a live HAProxy answers ------------------------------------
-
-@pytest.fixture(scope="module")
-def balancer(tmp_path_factory, request):
-    if not shutil.which("haproxy"):
-        pytest.skip("haproxy is not installed (bootstrap installs Debian's)")
-    started = start_balancer(tmp_path_factory.mktemp("haproxy"))
-    request.addfinalizer(started.stop)
-    return started
-
 
 @pytest.mark.parametrize("name, command", [
     ("refused_no_such_backend.txt", "set server nope/r0 state drain"),

@@ -4,7 +4,6 @@ in one line when the socket is not there or HAProxy refuses a command."""
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import time
 
 import pytest
 
-from tests.haproxy_harness import BACKEND, SLOW_S, start_balancer
+from tests.haproxy_harness import BACKEND, SLOW_S, balancer  # noqa: F401 - the module's haproxy, a fixture
 from tritonops.balancer import runtime_program
 from tritonops.balancer.runtime import (RuntimeRefused, RuntimeUnreachable, find_server, parse_stat,
                                         server_status, set_server_state, show_stat)
@@ -22,15 +21,6 @@ def run(argv: tuple[str, ...]) -> subprocess.CompletedProcess:
     """The packed program with nothing of tritonops on the path, as on a host."""
     return subprocess.run((sys.executable, *argv[1:]), capture_output=True, text=True, timeout=30, cwd="/",
                           env={"PATH": os.environ.get("PATH", "")})
-
-
-@pytest.fixture(scope="module")
-def balancer(tmp_path_factory, request):
-    if not shutil.which("haproxy"):
-        pytest.skip("haproxy is not installed (bootstrap installs Debian's)")
-    started = start_balancer(tmp_path_factory.mktemp("haproxy"))
-    request.addfinalizer(started.stop)
-    return started
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ def selected_hosts(args):
     """The inventory's hosts that --limit selects, in inventory order, but the balancers (they serve nothing); at
     least one."""
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import is_balancer
+    from tritonops.planning.balancer import serving_hosts
 
-    hosts = [h for h in load_inventory(inventory_paths(args.inventory)).select(args.limit) if not is_balancer(h)]
+    hosts = serving_hosts(load_inventory(inventory_paths(args.inventory)).select(args.limit))
     if not hosts:
         raise InputError(f"no host matches {args.limit!r}", "--limit")
     return hosts

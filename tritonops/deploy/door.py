@@ -16,7 +16,7 @@ from tritonops.balancer.door_program import ARGV, DoorApplied, read_answer, requ
 from tritonops.deploy.run import Record
 from tritonops.deploy.served import read_current
 from tritonops.errors import InputError, TritonopsError
-from tritonops.planning.balancer import Door, ServedHost, balancer_config, door, replica_address
+from tritonops.planning.balancer import Door, ServedHost, balancer_config, door, served_host
 from tritonops.planning.deployment import deployment_of
 from tritonops.render.haproxy_config import BalancerGlobals, deployment_file, render_balancer_files
 from tritonops.results import HostResult
@@ -61,11 +61,8 @@ def update_doors(pool: SessionPool, serving, balancers, record: Record) -> None:
                 notes.append(f"{deployment}: {host.name}'s release {release.id} records no replicas (made before "
                              "tritonops placed them): redeploy it to balance it")
                 continue
-            hosts.append(ServedHost(host.name, replica_address(host),
-                                    tuple((int(r["index"]), int(r["ports"][0]), int(r["ports"][1])) for r in replicas),
-                                    release.capacity or DEFAULT_CAPACITY))
+            hosts.append(served_host(host, replicas, release.capacity or DEFAULT_CAPACITY))
         planned[deployment] = hosts
-    by_name = {host.name: host for host in balancers}
 
     def apply(session: HostSession) -> HostResult:
         settings = doors[session.name]
@@ -101,5 +98,5 @@ def update_doors(pool: SessionPool, serving, balancers, record: Record) -> None:
         return HostResult(session.name, "changed" if applied.changed else "ok",
                           "; ".join(said + notes + extra), applied, task=TASK)
 
-    for result in pool.run(apply, [name for name in doors if name in by_name], task=TASK):
+    for result in pool.run(apply, list(doors), task=TASK):
         record(result)

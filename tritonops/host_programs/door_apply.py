@@ -15,7 +15,7 @@ nothing live changed); 4 haproxy did not start or reload in time (stderr); 5 hap
 be installed (stderr).
 """
 
-import json, os, secrets, shutil, signal, socket, subprocess, sys, time
+import hashlib, json, os, secrets, shutil, signal, socket, subprocess, sys, time
 
 NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 READY_S = 20
@@ -82,7 +82,6 @@ def make_key(path):
 def keys_digest(paths):
     """A digest of the keys files' contents: a key added, rotated or removed on the balancer reloads haproxy (it
     reads ACL files only when it starts)."""
-    import hashlib
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.encode() + b"\0" + (read_text(path) or "").encode() + b"\0")

@@ -12,7 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
-from tritonops.planning.balancer import door, is_balancer
+from tritonops.lab.generate import print_answers
+from tritonops.planning.balancer import balancers_among, door
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 
@@ -38,6 +39,14 @@ def ask(address: str, port: int, model: str, prompt: str, key: str | None) -> tu
         return 0, {"error": str(err)}
 
 
+def door_key(transport, keys_file: str | None) -> str | None:
+    """The first key of the balancer's keys file (read over its session; never printed), None without one."""
+    if not keys_file:
+        return None
+    found = transport.run(shlex.join(("head", "-n", "1", keys_file)), timeout=30)
+    return (found.stdout.strip() or None) if found.ok else None
+
+
 def main(argv: list[str]) -> int:
     from tritonops.inventory import load_inventory
 
@@ -46,7 +55,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", default="vllm_model")
     parser.add_argument("prompt", nargs="?", default="The capital of France is")
     args = parser.parse_args(argv)
-    balancers = [host for host in load_inventory(args.inventory).hosts if is_balancer(host)]
+    balancers = balancers_among(load_inventory(args.inventory).hosts)
     if not balancers:
         print("no host in tritonops_balancers: no door to knock on")
         return 1
@@ -58,12 +67,9 @@ def main(argv: list[str]) -> int:
         address = str(host.vars.get("lab_door_address") or "")
         if not address:
             return HostResult(session.name, "failed", "no lab_door_address: not a lab balancer")
-        key = None
-        if settings.keys_file:
-            found = session.transport.run(shlex.join(("head", "-n", "1", settings.keys_file)), timeout=30)
-            key = found.stdout.strip() if found.ok else None
-            if not key:
-                return HostResult(session.name, "failed", f"no key in {settings.keys_file}")
+        key = door_key(session.transport, settings.keys_file)
+        if settings.keys_file and not key:
+            return HostResult(session.name, "failed", f"no key in {settings.keys_file}")
         deadline = time.monotonic() + READY_S
         while True:
             status, answer = ask(address, settings.http_port, args.model, args.prompt, key)
@@ -79,8 +85,4 @@ def main(argv: list[str]) -> int:
         return HostResult(session.name, "ok" if ok else "failed", "\n".join(lines))
 
     with SessionPool([host.connection for host in balancers]) as pool:
-        results = pool.run(knock)
-    for result in results:
-        for line in result.msg.splitlines() or [""]:
-            print(f"{result.host} {line}" if result.ok else f"{result.host}: FAILED {line}")
-    return 0 if results.all_ok else 1
+        return print_answers(pool.run(knock))

@@ -9,7 +9,7 @@ import posixpath
 import shlex
 
 from tritonops import host_programs
-from tritonops.planning.balancer import is_balancer
+from tritonops.planning.balancer import serving_hosts
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", default="vllm_model")
     parser.add_argument("prompt", nargs="?", default="The capital of France is")
     args = parser.parse_args(argv)
-    hosts = [host for host in load_inventory(args.inventory).hosts if not is_balancer(host)]  # they serve nothing
+    hosts = serving_hosts(load_inventory(args.inventory).hosts)
     by_name = {host.name: host for host in hosts}
 
     def ask(session: HostSession) -> HostResult:
@@ -40,6 +40,12 @@ def main(argv: list[str]) -> int:
 
     with SessionPool([host.connection for host in hosts]) as pool:
         results = pool.run(ask)
+    return print_answers(results)
+
+
+def print_answers(results) -> int:
+    """Each host's answer lines, prefixed with the host (FAILED where it failed); the exit code: 0 when every host
+    answered. A lab helper prints, like a command."""
     for result in results:
         for answer in result.msg.splitlines() or [""]:
             print(f"{result.host} {answer}" if result.ok else f"{result.host}: FAILED {answer}")

@@ -28,7 +28,7 @@ from pathlib import Path
 from tritonops.errors import TritonopsError
 from tritonops.lab.defaults import PROMETHEUS_PORT
 from tritonops.metrics.rules import LAB_TIMING, RULES_FILE, render_rules
-from tritonops.planning.balancer import is_balancer
+from tritonops.planning.balancer import serving_hosts
 from tritonops.values.ssh_target import host_address
 from tritonops.waiting import wait_until
 
@@ -247,7 +247,7 @@ def main(argv: list[str]) -> int:
                 parser.error("up needs -i INVENTORY (the lab's)")
             from tritonops.inventory import load_inventory
 
-            names = [host.name for host in load_inventory([args.inventory]).hosts if not is_balancer(host)]
+            names = [host.name for host in serving_hosts(load_inventory([args.inventory]).hosts)]
             found = {name: container_address(f"{args.prefix}-{name}", network_name(args.prefix)) for name in names}
             state = up(lab, {name: address for name, address in found.items() if address})
             print(f"prometheus {'started' if state['started'] else 'reloaded'}: {state['url']} (pid {state['pid']}); "

@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from tritonops import host_programs
-from tritonops.planning.balancer import is_balancer
+from tritonops.planning.balancer import serving_hosts
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", default="all", metavar="PATTERN")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    hosts = [host for host in load_inventory(args.inventory).select(args.limit) if not is_balancer(host)]
+    hosts = serving_hosts(load_inventory(args.inventory).select(args.limit))
     folders = {host.name: deployment_dir(host) for host in hosts}
     with SessionPool([host.connection for host in hosts]) as pool:
         results = pool.run(lambda session: read_host(session, folders[session.name]))

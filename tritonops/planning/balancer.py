@@ -80,6 +80,16 @@ def is_balancer(host: Host) -> bool:
     return BALANCERS_GROUP in host.groups
 
 
+def serving_hosts(hosts: Iterable[Host]) -> list:
+    """The hosts that serve models, in order: all but the balancers, which serve nothing themselves."""
+    return [host for host in hosts if not is_balancer(host)]
+
+
+def balancers_among(hosts: Iterable[Host]) -> list:
+    """The balancers among `hosts`, in order."""
+    return [host for host in hosts if is_balancer(host)]
+
+
 def _value(host: Host, name: str) -> tuple[Any, str | None]:
     value = host.vars.get(name)
     return (None if value == "" else value), host_where(host, name)

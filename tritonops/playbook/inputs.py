@@ -14,7 +14,7 @@ from tritonops.inventory import load_inventory
 from tritonops.inventory.model import Host, Inventory
 from tritonops.inventory.role_defaults import with_role_defaults
 from tritonops.playbook.loader import load_playbook
-from tritonops.planning.balancer import is_balancer
+from tritonops.planning.balancer import balancers_among, serving_hosts
 from tritonops.playbook.model import Play, Playbook
 
 
@@ -49,5 +49,5 @@ def load_run_inputs(playbook_path: str, inventory_paths: Sequence[str], *, roles
     defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
     inventory = with_role_defaults(loaded, defaults)
     hosts = inventory.select(limit) if limit else inventory.hosts
-    return RunInputs(playbook, inventory, tuple(h for h in hosts if not is_balancer(h)), tuple(inventory_paths), limit,
-                     extra_vars, loaded, tuple(h for h in hosts if is_balancer(h)))
+    return RunInputs(playbook, inventory, tuple(serving_hosts(hosts)), tuple(inventory_paths), limit, extra_vars,
+                     loaded, tuple(balancers_among(hosts)))
