@@ -635,3 +635,48 @@ def test_metric_updates_that_queue_up_go_out_together_and_add_up(backend, monkey
     assert m["vllm:prompt_tokens_total"].metrics[0].value == 20 * 2
     assert sum(metric.value for metric in m["vllm:request_success_total"].metrics) == 20
     assert len(calls) < 3 * 20  # 20 requests x 3 counters, merged while the thread was behind
+
+
+# -- prompts tokenized off the engine's loop (issue #21) -----------------------------------------
+def _record_tokenizing_threads(model) -> list:
+    """Every call of the stand-in engine's tokenizer, by thread name (the renderer and the engine share it)."""
+    tokenizer = model.engine._core.tokenizer
+    calls, encode = [], tokenizer.encode
+
+    def recorded(text):
+        calls.append(threading.current_thread().name)
+        return encode(text)
+
+    tokenizer.encode = recorded
+    return calls
+
+
+def test_where_vllm_has_a_renderer_prompts_are_tokenized_on_its_threads_not_on_the_engines_loop(backend):
+    model = backend(version="0.25.0", profile="a100x4")
+    calls = _record_tokenizing_threads(model)
+    requests = [Request(f"prompt number {i} with words", stream=i % 2 == 0, parameters={"max_tokens": 3})
+                for i in range(6)]
+    run(model, *requests)
+    assert len(calls) == 6 and all(name.startswith("lab-renderer") for name in calls), calls
+    (whole,) = run(model, Request("hello world", parameters={"max_tokens": 4}))
+    assert whole.sender.texts()[0].startswith("hello world ")  # the prompt's text still leads the answer
+    assert any("prompts tokenized on vLLM's renderer threads" in line for _, line in Logger.lines)
+
+
+def test_tokenize_on_loop_keeps_the_engines_own_tokenizing_and_the_answers_are_the_same(backend):
+    off = backend(version="0.25.0", profile="a100x4")
+    (a,) = run(off, Request("the same prompt", parameters={"max_tokens": 5, "temperature": 0}))
+    off.finalize()
+    on = backend(version="0.25.0", profile="a100x4", parameters={"TOKENIZE_ON_LOOP": "true"})
+    calls = _record_tokenizing_threads(on)
+    (b,) = run(on, Request("the same prompt", parameters={"max_tokens": 5, "temperature": 0}))
+    assert calls == ["vllm-backend-loop"]
+    assert a.sender.texts() == b.sender.texts()
+    assert _metrics()["vllm:prompt_tokens_total"].metrics[-1].value == 3  # counted from the engine's output
+
+
+def test_a_vllm_without_a_renderer_is_given_the_text_as_before(backend):
+    model = backend(version="0.11.0", profile="a100x4")
+    calls = _record_tokenizing_threads(model)
+    (req,) = run(model, Request("older engine", parameters={"max_tokens": 2}))
+    assert calls == ["vllm-backend-loop"] and req.sender.texts()[0].startswith("older engine ")
