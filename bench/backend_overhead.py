@@ -13,7 +13,7 @@ lag). Traffic stays on the container's loopback; the container is removed at the
 
     python bench/backend_overhead.py [--levels 1,16,64,128,256,512] [--rounds 3] [--backend FILE]
                                      [--sender-threads N] [--cpus 2] [--tokens-per-s R --ttft-s S] [--replay]
-                                     [--batching N] [--keep]
+                                     [--batching N] [--param KEY=VALUE ...] [--stand-in VERSION] [--keep]
 
 --tokens-per-s / --ttft-s pace the stand-in per request like a GPU would (e.g. 40 tokens/s, 0.05 s to the
 first token) instead of full speed: the engine's first-token time then stays put whatever the load, so what
@@ -57,13 +57,14 @@ deadline = time.monotonic() + 60
 while servers() and time.monotonic() < deadline:
     time.sleep(0.2)
 """  # the image has no pkill
-STAND_IN = "0.11.0"  # a V1-only version of the stand-in: AsyncLLM, as vLLM 0.25
+STAND_IN = "0.25.0"  # the stand-in as vLLM 0.25: the V1 AsyncLLM, with its renderer (render_cmpl_async)
 MODEL = "m"
 
 
-def stage(folder: Path, backend: Path, sender_threads: int | None, trace: bool = False, batching: int = 0) -> None:
+def stage(folder: Path, backend: Path, sender_threads: int | None, trace: bool = False, batching: int = 0,
+          stand_in: str = STAND_IN, parameters: tuple = ()) -> None:
     (folder / "out").mkdir(parents=True)
-    (folder / f"vllm-{STAND_IN}-py3-none-any.whl").write_bytes(wheel_bytes(STAND_IN))
+    (folder / f"vllm-{stand_in}-py3-none-any.whl").write_bytes(wheel_bytes(stand_in))
     tiny = folder / "tiny"
     tiny.mkdir()
     for name, data in tiny_model().items():
@@ -76,6 +77,8 @@ def stage(folder: Path, backend: Path, sender_threads: int | None, trace: bool =
         if path.endswith("config.pbtxt") and sender_threads:
             text += ('parameters: {\n  key: "SENDER_THREADS"\n  value: { string_value: "%d" }\n}\n'
                      % sender_threads)
+        for key, value in parameters if path.endswith("config.pbtxt") else ():
+            text += 'parameters: {\n  key: "%s"\n  value: { string_value: "%s" }\n}\n' % (key, value)
         if path.endswith("config.pbtxt") and batching:
             text += "max_batch_size: %d\ndynamic_batching { max_queue_delay_microseconds: 0 }\n" % batching
         if path.endswith("config.pbtxt") and trace:
@@ -107,8 +110,18 @@ def main() -> int:
     parser.add_argument("--replay", action="store_true", help="trace, then the engine alone at Triton's arrivals")
     parser.add_argument("--batching", type=int, default=0, metavar="N",
                         help="max_batch_size N with dynamic_batching: Triton hands queued requests to one execute")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config.pbtxt parameter for the backend (e.g. TOKENIZE_ON_LOOP=true); repeatable")
+    parser.add_argument("--stand-in", default=STAND_IN, metavar="VERSION",
+                        help=f"the stand-in vLLM's version (default {STAND_IN}; before 0.25 it has no renderer)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (server.log, the JSON, the trace)")
     args = parser.parse_args()
+    parameters = []
+    for pair in args.param:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.replace("_", "").isalnum() or not value.replace("_", "").replace(".", "").isalnum():
+            parser.error(f"--param {pair!r}: expected KEY=VALUE, letters, digits, '_' and '.' only")
+        parameters.append((key, value))
     client = docker.from_env()
     try:
         client.images.get(TRITON_TAG)
@@ -116,7 +129,7 @@ def main() -> int:
         print(f"no {TRITON_TAG} here: run `tritonops lab up` once (it builds the lab's Triton image)", file=sys.stderr)
         return 5
     work = Path(tempfile.mkdtemp(prefix="tritonops-overhead-"))
-    stage(work, Path(args.backend), args.sender_threads, args.replay, args.batching)
+    stage(work, Path(args.backend), args.sender_threads, args.replay, args.batching, args.stand_in, tuple(parameters))
     try:
         client.containers.get(NAME).remove(force=True)
     except docker.errors.NotFound:
@@ -129,7 +142,7 @@ def main() -> int:
     rounds = ["--rounds", str(args.rounds), "--levels", args.levels]
     try:
         run(container, ["python3", "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--break-system-packages",
-                        f"/bench/vllm-{STAND_IN}-py3-none-any.whl"])
+                        f"/bench/vllm-{args.stand_in}-py3-none-any.whl"])
         run(container, ["sh", "-c", f"mkdir -p {BACKEND_DIR} && cp /bench/model.py {BACKEND_DIR}/model.py"])
         print("engine alone ...", flush=True)
         print(run(container, ["python3", "/bench/real_gpu_serving.py", "direct", f"/bench/repo/{MODEL}/1",

@@ -651,8 +651,8 @@ def _record_tokenizing_threads(model) -> list:
     return calls
 
 
-def test_where_vllm_has_a_renderer_prompts_are_tokenized_on_its_threads_not_on_the_engines_loop(backend):
-    model = backend(version="0.25.0", profile="a100x4")
+def test_with_tokenize_on_renderer_prompts_are_tokenized_on_vllms_renderer_threads_not_on_the_loop(backend):
+    model = backend(version="0.25.0", profile="a100x4", parameters={"TOKENIZE_ON_RENDERER": "true"})
     calls = _record_tokenizing_threads(model)
     requests = [Request(f"prompt number {i} with words", stream=i % 2 == 0, parameters={"max_tokens": 3})
                 for i in range(6)]
@@ -663,20 +663,21 @@ def test_where_vllm_has_a_renderer_prompts_are_tokenized_on_its_threads_not_on_t
     assert any("prompts tokenized on vLLM's renderer threads" in line for _, line in Logger.lines)
 
 
-def test_tokenize_on_loop_keeps_the_engines_own_tokenizing_and_the_answers_are_the_same(backend):
-    off = backend(version="0.25.0", profile="a100x4")
+def test_by_default_the_engine_tokenizes_on_its_loop_and_the_answers_are_the_same_either_way(backend):
+    off = backend(version="0.25.0", profile="a100x4", parameters={"TOKENIZE_ON_RENDERER": "true"})
     (a,) = run(off, Request("the same prompt", parameters={"max_tokens": 5, "temperature": 0}))
     off.finalize()
-    on = backend(version="0.25.0", profile="a100x4", parameters={"TOKENIZE_ON_LOOP": "true"})
+    on = backend(version="0.25.0", profile="a100x4")
     calls = _record_tokenizing_threads(on)
     (b,) = run(on, Request("the same prompt", parameters={"max_tokens": 5, "temperature": 0}))
     assert calls == ["vllm-backend-loop"]
     assert a.sender.texts() == b.sender.texts()
     assert _metrics()["vllm:prompt_tokens_total"].metrics[-1].value == 3  # counted from the engine's output
+    assert any("prompts tokenized by the engine" in line for _, line in Logger.lines)
 
 
-def test_a_vllm_without_a_renderer_is_given_the_text_as_before(backend):
-    model = backend(version="0.11.0", profile="a100x4")
+def test_a_vllm_without_a_renderer_is_given_the_text_even_when_the_renderer_is_asked_for(backend):
+    model = backend(version="0.11.0", profile="a100x4", parameters={"TOKENIZE_ON_RENDERER": "true"})
     calls = _record_tokenizing_threads(model)
     (req,) = run(model, Request("older engine", parameters={"max_tokens": 2}))
     assert calls == ["vllm-backend-loop"] and req.sender.texts()[0].startswith("older engine ")
