@@ -303,3 +303,26 @@ def test_at_256_streams_the_engines_loop_is_nearly_always_busy_and_a_quarter_of_
     assert busy > 0.85 and tokenizing > 0.2
     busy, tokenizing = _loop_share(f"{CALL15}/py-spy/spy-c512-all.txt.gz", "InputPreprocessor._tokenize_prompt")
     assert 0.3 < busy < 0.7 and tokenizing > 0.05
+
+
+CALL16 = "call16-renderer"
+
+
+def _queue_ms(level: dict) -> float:
+    counters = level["counters"]
+    return counters["nv_inference_queue_duration_us"] / counters["nv_inference_request_success"] / 1000
+
+
+def test_tokenizing_on_vllms_renderer_thread_took_the_gil_from_the_loop_and_execute_at_256_streams():
+    # call 16, the same warm machine: direct, then Triton with the renderer path, then with the engine tokenizing
+    direct = _by_c(_gz(f"{CALL16}/direct-64-128-256.json.gz"))
+    renderer = _by_c(_gz(f"{CALL16}/triton-64-128-256.json.gz"))
+    on_loop = _by_c(_gz(f"{CALL16}/triton-on-loop-128-256.json.gz"))
+    engine = direct[256]["output_tok_s"]
+    assert renderer[256]["output_tok_s"] / engine < 0.9 and on_loop[256]["output_tok_s"] / engine > 0.97
+    assert renderer[256]["gpu_util_pct"] < 90 < on_loop[256]["gpu_util_pct"]
+    assert _queue_ms(renderer[256]) > 5 * _queue_ms(on_loop[256])  # execute() waited for the GIL
+    for run in (renderer, on_loop):
+        for c in (128, 256):
+            assert run[c]["requests_failed"] == 0 and run[c]["counters"]["nv_inference_request_failure"] == 0
+            assert run[c]["counters"]["vllm:generation_tokens_total"] == run[c]["sent"] * 128
