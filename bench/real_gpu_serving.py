@@ -47,6 +47,8 @@ def _workload(args) -> serving_load.Workload:
         workload = replace(workload, levels=tuple(int(c) for c in args.levels.split(",")))
     if args.rounds:
         workload = replace(workload, rounds=args.rounds)
+    if getattr(args, "think_ms", None):
+        workload = replace(workload, think_ms=args.think_ms)
     return workload
 
 
@@ -214,6 +216,7 @@ def main() -> int:
     for p in (direct, triton):
         p.add_argument("--levels")
         p.add_argument("--rounds", type=int)
+    direct.add_argument("--think-ms", type=float, help="each closed-loop client waits this long between requests")
     compare = sub.add_parser("compare")
     compare.add_argument("direct")
     compare.add_argument("triton")

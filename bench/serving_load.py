@@ -39,6 +39,7 @@ class Workload:
     rounds: int = 3          # timed requests per level = max(min_requests, rounds * c)
     min_requests: int = 16
     seed: int = 0
+    think_ms: float = 0.0    # a closed-loop client waits this long after a request ends before its next one
 
     def requests(self, concurrency: int) -> int:
         return max(self.min_requests, self.rounds * concurrency)
@@ -169,10 +170,12 @@ class GpuSampler:
 
 
 # -- closed loop ------------------------------------------------------------------------------------
-async def closed_loop(one, texts: list, concurrency: int) -> list:
+async def closed_loop(one, texts: list, concurrency: int, think_s: float = 0.0) -> list:
     """`concurrency` workers take the texts in order until none is left; each `await one(text)` -> Record, its
     `ready` the moment the worker could have sent it: the round's start, then its previous request's end as
-    the engine handed it over (`done`, direct) or as its last event arrived (HTTP)."""
+    the engine handed it over (`done`, direct) or as its last event arrived (HTTP), plus `think_s`: how long a
+    client waits before its next request (an in-process client sends at once; one over HTTP needs the answer to
+    travel back and the next request to travel in, which this lets the direct path imitate)."""
     queue = list(reversed(texts))
     records = []
     begun = time.monotonic()
@@ -180,8 +183,11 @@ async def closed_loop(one, texts: list, concurrency: int) -> list:
     async def worker():
         ready = begun
         while queue:
-            record = await one(queue.pop())
-            record.ready = ready
+            text = queue.pop()
+            if ready > begun and think_s > 0:
+                await asyncio.sleep(max(ready + think_s - time.monotonic(), 0.0))
+            record = await one(text)
+            record.ready = ready if ready == begun else ready + think_s
             ready = record.done if record.done is not None else record.end
             records.append(record)
 
@@ -281,8 +287,9 @@ class DirectEngine:
 
 async def run_direct(version_dir: str, workload: Workload, say=print) -> list:
     async with DirectEngine(version_dir, workload, say) as engine:
-        return await run_levels(lambda texts, c: closed_loop(engine.one, texts, c), engine.words, workload, say,
-                                "direct", OwnLoopLag())
+        think_s = workload.think_ms / 1000
+        return await run_levels(lambda texts, c: closed_loop(engine.one, texts, c, think_s), engine.words, workload,
+                                say, "direct", OwnLoopLag())
 
 
 # -- replay: the engine alone, fed the arrivals another run's engine saw ------------------------------

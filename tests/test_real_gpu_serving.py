@@ -326,3 +326,24 @@ def test_tokenizing_on_vllms_renderer_thread_took_the_gil_from_the_loop_and_exec
         for c in (128, 256):
             assert run[c]["requests_failed"] == 0 and run[c]["counters"]["nv_inference_request_failure"] == 0
             assert run[c]["counters"]["vllm:generation_tokens_total"] == run[c]["sent"] * 128
+
+
+def test_a_closed_loop_client_with_a_think_time_waits_it_and_its_clock_starts_after_it():
+    import asyncio
+    import time
+
+    sent = []
+
+    async def one(text):
+        sent.append((text, time.monotonic()))
+        start = time.monotonic()
+        await asyncio.sleep(0.01)
+        return load.Record(start=start, first=start + 0.005, last=start + 0.01, end=time.monotonic(), tokens=2,
+                           key=text)
+
+    records = asyncio.run(load.closed_loop(one, ["a", "b", "c"], 1, think_s=0.05))
+    at = dict(sent)
+    by_key = {r.key: r for r in records}
+    assert at["b"] - by_key["a"].end >= 0.05 and at["c"] - by_key["b"].end >= 0.05  # waited its think time
+    assert by_key["b"].ready == by_key["a"].end + 0.05  # ready once the think time is over, not when a ended
+    assert by_key["a"].ready < at["a"]  # the first request: the round's start, no wait
