@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 RULES_FILE = "tritonops.rules.yml"  # next to the targets file
-TARGETS = 'deployment!=""'
+TARGETS = 'deployment!="", role!="balancer"'  # Triton's targets: a balancer's group (role balancer) is HAProxy's
 BY = "instance, host, deployment"
 
 
