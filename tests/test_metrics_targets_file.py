@@ -83,6 +83,10 @@ def test_each_balancer_s_exporter_joins_the_targets_file_labelled_with_the_run_s
     assert [(r.host, r.task, r.status, r.msg) for r in results] == [
         ("door-1", "targets", "changed", f"10.0.0.2:8405 (HAProxy's exporter, chat) in {path}"),
         ("door-2", "targets", "changed", f"172.19.0.3:8405 (HAProxy's exporter, chat) in {path}")]
+    import yaml
+
+    door = yaml.safe_load((path.parent / "tritonops.rules.yml").read_text())["groups"][1]["rules"]
+    assert [r["labels"].get("queue_timeout_ms") for r in door if r["alert"] == "DoorQueueTimeHigh"] == ["500", "2000"]
     assert [r.status for r in run_targets(tmp_path)[1]] == ["ok", "ok"]  # a second run: unchanged
 
 

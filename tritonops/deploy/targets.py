@@ -11,7 +11,7 @@ each other's hosts.
 
 Each balancer (`tritonops_balancers`) with the variable set is a group of its own: HAProxy's Prometheus exporter
 (:8405), labelled `role: balancer`, the deployments the run gives doors to and its queue timeout. The alerting rules
-are rendered from the file's groups once merged (one queue-time rule per balancers' queue timeout).
+are rendered from the file's groups once merged (a queue-time rule for each queue timeout its balancers carry).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tritonops.deploy.run import DeployReport, Record
 from tritonops.deploy.served import read_current
 from tritonops.errors import InputError
 from tritonops.metrics.rules import RULES_FILE, render_rules
-from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups, read_targets,
+from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups, queue_timeouts, read_targets,
                                        render_targets, scrape_address)
 from tritonops.planning.balancer import door
 from tritonops.planning.deployment import deployment_of
@@ -86,13 +86,17 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
             ports = replica_ports or (settings["port"],)  # the release's placement, else the host's port
             targets.append(HostTarget(host.name, settings["address"], ports[0], settings["deployment"],
                                       current, tuple(models), gpu_type, count, tuple(ports[1:])))
+        merged: list[dict] = []  # the file's groups once merged: the rules follow its balancers' queue timeouts
+
         def targets_file(text: str) -> str:
-            return render_targets(merged_groups(read_targets(text, path), replaced, targets + balancer_targets,
-                                                [target.host for target in balancer_targets]))
+            merged[:] = merged_groups(read_targets(text, path), replaced, targets + balancer_targets,
+                                      [target.host for target in balancer_targets])
+            return render_targets(merged)
 
         try:
             changed = _replace(path, targets_file)
-            changed |= _replace(os.path.join(os.path.dirname(path), RULES_FILE), lambda _: render_rules())
+            changed |= _replace(os.path.join(os.path.dirname(path), RULES_FILE),
+                                lambda _: render_rules(queue_timeouts_ms=queue_timeouts(merged)))
         except (InputError, OSError) as err:  # the deploy itself is done: said per host, not raised
             why = str(err) if isinstance(err, InputError) else f"{path}: cannot write: {err.strerror or err}"
             for name in [host.name for host in members] + [target.host for target in balancer_targets]:
