@@ -101,18 +101,28 @@ def capture(out: Path) -> None:
         answers.append(code)
         return code
 
-    def at_once(*paths: str, after_s: float = 0.3) -> None:
+    def at_once(*paths: str, after_s: float = 0.3, during=None) -> None:
         threads = []
         for path in paths:
             threads.append(threading.Thread(target=send, args=(path,)))
             threads[-1].start()
             time.sleep(after_s)
+        if during:
+            during()
         for thread in threads:
             thread.join()
 
+    def keep(name: str) -> None:
+        (out / name).write_text(ask(socket, "show stat"))
+
+    def status_of(server: str) -> str | None:
+        lines = ask(socket, f"show stat {BACKEND} -1 -1").splitlines()
+        header = lines[0][2:].split(",")
+        rows = [dict(zip(header, line.split(","))) for line in lines[1:] if line]
+        return next((row["status"] for row in rows if row["svname"] == server), None)
+
     def up() -> bool:
-        rows = [line.split(",") for line in ask(socket, f"show stat {BACKEND} -1 -1").splitlines()[1:] if line]
-        return len(rows) == 3 and all(row[17] == "UP" for row in rows if row[1] != "BACKEND")
+        return all(status_of(server) == "UP" for server in ("node-a-r0", "node-a-r1"))
 
     try:
         deadline = time.monotonic() + 10
@@ -132,9 +142,10 @@ def capture(out: Path) -> None:
         send("/v2/models/m/generate", key=None)
         at_once("/v2/models/slow/generate", "/v2/models/slow/generate", "/v2/models/m/generate")
         at_once("/v2/models/slower/generate", "/v2/models/slower/generate", "/v2/models/m/generate",
-                "/v2/models/m/generate")
+                "/v2/models/m/generate", during=lambda: keep("door_show_stat_busy.txt"))
         for server in ("node-a-r0", "node-a-r1"):
             ask(socket, f"set server {BACKEND}/{server} state maint")
+        keep("door_show_stat_maint.txt")
         send("/v2/models/m/generate")
         ask(socket, f"set server {BACKEND}/node-a-r0 state ready")
         ask(socket, f"set server {BACKEND}/node-a-r1 state drain")
@@ -142,7 +153,16 @@ def capture(out: Path) -> None:
             raise RuntimeError(f"the door answered {answers}, not what the fixture's requests get")
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as page:
             (out / "door_metrics.txt").write_bytes(page.read())
-        (out / "door_show_stat.txt").write_text(ask(socket, "show stat"))
+        keep("door_show_stat.txt")
+        ask(socket, f"set server {BACKEND}/node-a-r1 state ready")
+        replicas[1].shutdown()
+        replicas[1].server_close()
+        deadline = time.monotonic() + 10
+        while status_of("node-a-r1") != "DOWN":
+            if time.monotonic() > deadline:
+                raise TimeoutError("node-a-r1 never went DOWN")
+            time.sleep(0.1)
+        keep("door_show_stat_down.txt")
         print(f"answers: {answers}")
     finally:
         process.terminate()
