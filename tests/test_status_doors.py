@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 from tests.conftest import closed_port
@@ -57,3 +58,26 @@ def test_a_door_row_s_payload_has_the_schema_s_door_status_shape():
         assert "'state' is a required property" in err.message
     else:
         raise AssertionError("a door row without a server's state passed the schema")
+
+
+def test_metrics_gives_each_balancer_a_door_row_too_with_the_schema_s_door_figures_shape(capsys, tmp_path):
+    from tritonops.balancer.door_figures import door_figures
+    from tritonops.balancer.runtime import parse_stat
+    from tritonops.results import json_data
+
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"tritonops_balancers": {"hosts": {
+        "door-here": {"ansible_connection": "local"}}}}}}))
+    code = main(["metrics", "-i", str(path), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    assert [(r["host"], r["task"], r["status"]) for r in doc["results"]] == [("door-here", "door", "failed")]
+    assert doc["results"][0]["msg"].startswith("haproxy runtime API: ") and code == 2
+
+    found = door_figures(parse_stat((Path(__file__).parent / "fixtures" / "haproxy" / "door_show_stat.txt").read_text()))
+    doc["results"][0].update(status="ok", payload=json_data(found))
+    doc.update(exit_code=0)
+    jsonschema.validate(doc, SCHEMA)
+    doc["results"][0]["payload"]["doors"][0]["requests"] = "14"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, SCHEMA)

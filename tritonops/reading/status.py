@@ -4,15 +4,13 @@ see each replica (HAProxy's `show stat` through the runtime program over SSH: ba
 from __future__ import annotations
 
 import posixpath
-import shlex
 
 from tritonops.balancer.door_servers import DoorStatus, door_status
-from tritonops.balancer.runtime import parse_stat, show_stat
-from tritonops.balancer.runtime_program import read_send, send_argv
 from tritonops.logs.shipping import shipping_of
 from tritonops.facts.query_program import read_facts
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
+from tritonops.reading.door import door_rows
 from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import parse_releases, releases_query
@@ -21,9 +19,6 @@ from tritonops.serving.status import (container_states_query, health_query, host
 from tritonops.values.containers import replica_container
 from tritonops.serving.verdict import kv_warning
 from tritonops.transport.sessions import HostSession
-
-
-RUNTIME_TIMEOUT_S = 30
 
 
 def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
@@ -76,9 +71,7 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
 def _door(session: HostSession, deployments: set[str]) -> HostResult[DoorStatus]:
     """The balancer's door servers of the run's deployments (all of them when the run selected no serving host);
     failed when a deployment has no replica UP (its door answers 503 no_replica) or no door there."""
-    answer = session.transport.run(shlex.join(send_argv([show_stat()])), timeout=RUNTIME_TIMEOUT_S)
-    found = door_status(parse_stat(read_send(answer.exit_code, answer.stdout, answer.stderr)[0].text),
-                        deployments or None)
+    found = door_status(door_rows(session), deployments or None)
     missing = sorted(deployments - set(found.deployments()))
     down = [d for d in found.deployments() if not found.up(d)]
     said = [found.summary()] if found.servers else []
