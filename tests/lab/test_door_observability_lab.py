@@ -1,6 +1,8 @@
 """Watching the front door on the lab (issue #31): one deploy of the door lab (test_door_lab.py's balancer and
 inventory, imported as fixtures) with the test lab's Prometheus (`lab_prometheus`) given the targets file: the real
-Prometheus scrapes the balancer's HAProxy exporter (target up, with the deployment's backend and its replica)."""
+Prometheus scrapes the balancer's HAProxy exporter (target up, with the deployment's backend and its replica);
+`tritonops status` shows the replica UP in both doors and `tritonops metrics` counts the door's requests and its
+refusals, both read over SSH from the balancer's HAProxy."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.lab.test_door_lab import (BALANCER, DEPLOYMENT, FULL_2080TI, KEYS, balancer, clean, inventory,  # noqa: F401
-                                     lab_address, until_up)
+from tests.lab.test_door_lab import (BALANCER, DEPLOYMENT, FULL_2080TI, GENERATE, KEYS, MODEL, balancer,  # noqa: F401
+                                     call, clean, inventory, lab_address, until_up)
 from tests.lab.test_serve_lab import cli, task
 from tritonops.lab import prometheus
 from tritonops.render.haproxy_config import http_backend
@@ -83,3 +85,27 @@ def test_prometheus_scrapes_the_balancer_s_exporter_with_the_deployment_s_backen
     found = wait_until(servers_up, timeout_s=30, interval_s=1)
     assert found and found[0]["metric"]["deployment"] == DEPLOYMENT, found
     assert task(report, "door")["status"] == "changed"
+
+
+def test_status_shows_each_replica_up_in_both_doors_read_from_the_balancer_s_haproxy(capsys, deployed, observed):
+    code, doc = cli(capsys, "status", "-i", observed)
+    door = [r for r in doc["results"] if r["task"] == "door"]
+    assert code == 0 and [r["host"] for r in door] == ["door-1"], doc["results"]
+    servers = door[0]["payload"]["servers"]
+    assert [(s["door"], s["server"], s["host"], s["replica"], s["state"]) for s in servers] == [
+        ("http", "s1-r0", "s1", 0, "UP"), ("grpc", "s1-r0", "s1", 0, "UP")]
+    assert door[0]["msg"] == f"{DEPLOYMENT}: 1/1 replicas UP"
+
+
+def test_metrics_counts_the_door_s_requests_and_its_refusals_by_reason(capsys, deployed, observed, balancer):
+    _, key = deployed
+    assert call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)[0] == 200
+    assert call(balancer, f"/v2/models/{MODEL}/generate", None, GENERATE)[0] == 401
+    assert call(balancer, "/v2/repository/index", key)[0] == 403
+    code, doc = cli(capsys, "metrics", "-i", observed)
+    door = [r for r in doc["results"] if r["task"] == "door"]
+    assert code == 0 and [r["host"] for r in door] == ["door-1"], doc["results"]
+    http = next(d for d in door[0]["payload"]["doors"] if d["door"] == "http")
+    assert (http["refused_4xx"], http["refused_503"], http["queue_timeouts"], http["replica_5xx"]) == (2, 0, 0, 0)
+    assert http["answered_2xx"] == http["requests"] - 2 >= 2  # the readiness knocks and the generate request
+    assert (http["replicas_up"], http["replicas"]) == (1, 1)

@@ -66,7 +66,7 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
     by_file: dict[str, list] = {}
     for host in hosts:
         by_file.setdefault(where[host.name]["file"], []).append(host)
-    for path, target in doors.values():
+    for path, _ in doors.values():  # a file only balancers name
         by_file.setdefault(path, [])
     for path, members in by_file.items():
         targets: list = []
