@@ -2,11 +2,13 @@
 inventory, imported as fixtures) with the test lab's Prometheus (`lab_prometheus`) given the targets file: the real
 Prometheus scrapes the balancer's HAProxy exporter (target up, with the deployment's backend and its replica);
 `tritonops status` shows the replica UP in both doors and `tritonops metrics` counts the door's requests and its
-refusals, both read over SSH from the balancer's HAProxy."""
+refusals, both read over SSH from the balancer's HAProxy; the replica put in maint reads MAINT in status and the
+lab Prometheus (its rules: tritonops' own, for: 3 s) fires DoorNoReplica for the deployment."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ import yaml
 from tests.lab.test_door_lab import (BALANCER, DEPLOYMENT, FULL_2080TI, GENERATE, KEYS, MODEL, balancer,  # noqa: F401
                                      call, clean, inventory, lab_address, until_up)
 from tests.lab.test_serve_lab import cli, task
+from tritonops.balancer.runtime import set_server_state
+from tritonops.balancer.runtime_program import send_argv
 from tritonops.lab import prometheus
 from tritonops.render.haproxy_config import http_backend
 from tritonops.waiting import wait_until
@@ -109,3 +113,32 @@ def test_metrics_counts_the_door_s_requests_and_its_refusals_by_reason(capsys, d
     assert (http["refused_4xx"], http["refused_503"], http["queue_timeouts"], http["replica_5xx"]) == (2, 0, 0, 0)
     assert http["answered_2xx"] == http["requests"] - 2 >= 2  # the readiness knocks and the generate request
     assert (http["replicas_up"], http["replicas"]) == (1, 1)
+
+
+def test_a_replica_in_maint_reads_maint_in_status_and_fires_door_no_replica(capsys, deployed, observed, clean,
+                                                                           balancer, lab_prometheus):  # noqa: F811
+    _, key = deployed
+    backend = http_backend(DEPLOYMENT)
+
+    def state(value: str) -> None:
+        done = clean(shlex.join(send_argv([set_server_state(backend, "s1-r0", value)])))
+        assert done.returncode == 0, done.stderr
+
+    def firing():
+        return [a for a in prometheus.alerts(lab_prometheus) if a["labels"].get("alertname") == "DoorNoReplica"
+                and a["state"] == "firing"] or None
+
+    state("maint")
+    try:
+        code, doc = cli(capsys, "status", "-i", observed)
+        (door,) = [r for r in doc["results"] if r["task"] == "door"]
+        assert code == 2 and door["status"] == "failed", door
+        assert [(s["door"], s["state"]) for s in door["payload"]["servers"]] == [("http", "MAINT"), ("grpc", "UP")]
+        assert f"{DEPLOYMENT}: no replica UP, the door answers 503 no_replica" in door["msg"]
+        alerts = wait_until(firing, timeout_s=60, interval_s=1)
+        assert alerts and alerts[0]["labels"]["deployment"] == DEPLOYMENT, prometheus.alerts(lab_prometheus)
+        assert alerts[0]["labels"]["host"] == "door-1" and alerts[0]["labels"]["proxy"] == backend
+    finally:
+        state("ready")
+    until_up(balancer, key)
+    assert wait_until(lambda: not firing(), timeout_s=60, interval_s=1)
