@@ -2,7 +2,7 @@
 inventory, imported as fixtures) with the test lab's Prometheus (`lab_prometheus`) given the targets file: the real
 Prometheus scrapes the balancer's HAProxy exporter (target up, with the deployment's backend and its replica);
 `tritonops status` shows the replica UP in both doors and `tritonops metrics` counts the door's requests and its
-refusals, both read over SSH from the balancer's HAProxy; the replica put in maint reads MAINT in status and the
+refusals (over gRPC: 200s, counted only together), both read over SSH from the balancer's HAProxy; the replica put in maint reads MAINT in status and the
 lab Prometheus (its rules: tritonops' own, for: 3 s) fires DoorNoReplica for the deployment."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.lab.test_door_lab import (BALANCER, DEPLOYMENT, FULL_2080TI, GENERATE, KEYS, MODEL, balancer,  # noqa: F401
-                                     call, clean, inventory, lab_address, until_up)
+from tests.lab.test_door_lab import (BALANCER, DEPLOYMENT, DOOR_GRPC, FULL_2080TI, GENERATE, KEYS, MODEL,  # noqa: F401
+                                     balancer, call, clean, inventory, lab_address, until_up)
 from tests.lab.test_serve_lab import cli, task
 from tritonops.balancer.runtime import set_server_state
 from tritonops.balancer.runtime_program import send_argv
@@ -101,7 +101,8 @@ def test_status_shows_each_replica_up_in_both_doors_read_from_the_balancer_s_hap
     assert door[0]["msg"] == f"{DEPLOYMENT}: 1/1 replicas UP"
 
 
-def test_metrics_counts_the_door_s_requests_and_its_refusals_by_reason(capsys, deployed, observed, balancer):
+def test_metrics_counts_the_door_s_requests_and_its_refusals_by_reason(capsys, deployed, observed, balancer,
+                                                                         grpc_knocks):  # noqa: F811
     _, key = deployed
     assert call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)[0] == 200
     assert call(balancer, f"/v2/models/{MODEL}/generate", None, GENERATE)[0] == 401
@@ -113,6 +114,26 @@ def test_metrics_counts_the_door_s_requests_and_its_refusals_by_reason(capsys, d
     assert (http["refused_4xx"], http["refused_503"], http["queue_timeouts"], http["replica_5xx"]) == (2, 0, 0, 0)
     assert http["answered_2xx"] == http["requests"] - 2 >= 2  # the readiness knocks and the generate request
     assert (http["replicas_up"], http["replicas"]) == (1, 1)
+    grpc = next(d for d in door[0]["payload"]["doors"] if d["door"] == "grpc")
+    assert (grpc["requests"], grpc["refused"], grpc["answered_2xx"], grpc["refused_4xx"]) == (3, 2, 3, 0), grpc
+
+
+@pytest.fixture(scope="module")
+def grpc_knocks(deployed, balancer):  # noqa: F811
+    """Through the gRPC door: one call with the key, one without (unauthorized), one not exposed."""
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    _, key = deployed
+    client = grpcclient.InferenceServerClient(f"{balancer.host(BALANCER).network_address}:{DOOR_GRPC}")
+    try:
+        assert client.is_model_ready(MODEL, headers={"authorization": f"Bearer {key}"})
+        for call_ in (lambda: client.is_model_ready(MODEL),
+                      lambda: client.get_model_repository_index(headers={"authorization": f"Bearer {key}"})):
+            with pytest.raises(InferenceServerException):
+                call_()
+    finally:
+        client.close()
 
 
 def test_a_replica_in_maint_reads_maint_in_status_and_fires_door_no_replica(capsys, deployed, observed, clean,
