@@ -66,7 +66,9 @@ def test_show_stat_reads_every_row_with_its_counters():
     assert front.weight is None and front.address is None and front.check_status is None
     assert r1 == StatRow(backend="replicas", server="r1", kind="server", status="UP", scur=0, qcur=0, stot=2,
                          hrsp_5xx=1, check_status="L4OK", check_desc="Layer4 check passed", weight=1, uweight=1,
-                         slim=None, qlimit=None, address=r1.address, lastchg=r1.lastchg)
+                         slim=None, qlimit=None, address=r1.address, lastchg=r1.lastchg, req_tot=2, hrsp_2xx=1,
+                         qtime=0, qtime_max=0, qmax=0)
+    assert (front.req_tot, front.req_rate, front.hrsp_2xx, front.intercepted, front.qtime) == (4, 4, 3, 0, None)
     assert r1.address.startswith("127.0.0.1:") and isinstance(r1.lastchg, int)
     assert (r0.hrsp_5xx, r0.stot, r0.state) == (0, 2, "UP")
     assert (backend.status, backend.slim, backend.weight, backend.stot) == ("UP", 999, 2, 4)

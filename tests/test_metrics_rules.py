@@ -8,7 +8,10 @@ import textwrap
 import pytest
 import yaml
 
-from tritonops.metrics.rules import LAB_TIMING, Timing, alert_rules, render_rules
+from pathlib import Path
+
+from tritonops.metrics.exposition import parse_exposition
+from tritonops.metrics.rules import LAB_TIMING, Timing, alert_rules, door_rules, render_rules
 
 promtool = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(promtool is None, reason="promtool (Debian's prometheus package) not installed; "
@@ -20,17 +23,17 @@ def test_one_rule_per_failure_users_care_about():
     assert [rule["alert"] for rule in rules] == ["TritonDown", "TritonModelNotReady", "TritonQueueTimeRising",
                                                  "VllmKvCacheFull"]
     assert all('deployment!=""' in rule["expr"] for rule in rules)  # tritonops' targets, whatever the job
-    assert yaml.safe_load(render_rules()) == alert_rules()
+    assert yaml.safe_load(render_rules())["groups"][0] == alert_rules()["groups"][0]
 
 
 @needs_promtool
 @pytest.mark.parametrize("timing", [Timing(), LAB_TIMING], ids=["shipped", "lab"])
 def test_promtool_accepts_the_rules(tmp_path, timing):
     path = tmp_path / "tritonops.rules.yml"
-    path.write_text(render_rules(timing))
+    path.write_text(render_rules(timing, queue_timeouts_ms=(500, 2000)))
     proc = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 4 rules found" in proc.stdout
+    assert "SUCCESS: 9 rules found" in proc.stdout  # Triton's 4, the door's 3 and a queue rule per timeout
 
 
 TARGET = 'instance="10.0.0.1:8002", job="triton", host="gpu-01", deployment="prod"'
@@ -143,3 +146,130 @@ def test_each_alert_fires_on_its_failure_and_not_on_a_healthy_host(tmp_path):
     (tmp_path / "cases.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
     proc = subprocess.run([promtool, "test", "rules", "cases.yml"], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, textwrap.shorten(proc.stdout + proc.stderr, 3000)
+
+
+DOOR_PAGE = Path(__file__).parent / "fixtures" / "haproxy" / "door_metrics.txt"  # HAProxy 2.6.12's own exporter
+
+
+def test_every_series_the_door_rules_read_is_on_haproxy_s_own_exporter_page_with_its_proxy_names():
+    page = parse_exposition(DOOR_PAGE.read_text())
+    assert not page.errors
+    exprs = " ".join(rule["expr"] for rule in door_rules(queue_timeouts_ms=(2000,))["rules"])
+    used = {name for name in page.types if name in exprs}
+    assert used == {"haproxy_backend_active_servers", "haproxy_backend_queue_time_average_seconds",
+                    "haproxy_frontend_http_responses_total", "haproxy_frontend_http_requests_total"}
+    proxies = {sample.label("proxy") for name in used for sample in page.family(name)}
+    assert {"tritonops_chat_http", "tritonops_chat_http_door"} <= proxies  # the renderer's names, as the rules read
+    assert {s.label("code") for s in page.family("haproxy_frontend_http_responses_total")} >= {"5xx"}
+
+
+def test_one_queue_rule_per_balancers_queue_timeout_at_its_share():
+    rules = door_rules(queue_timeouts_ms=(2000, 500, 2000))["rules"]
+    assert [rule["alert"] for rule in rules] == ["DoorDown", "DoorNoReplica", "DoorQueueTimeHigh", "DoorQueueTimeHigh",
+                                                 "DoorErrorRate"]
+    assert 'queue_timeout_ms="500"' in rules[2]["expr"] and rules[2]["expr"].split(" > ")[1].startswith("250,")
+    assert [rule["alert"] for rule in door_rules()["rules"]] == ["DoorDown", "DoorNoReplica", "DoorErrorRate"]
+
+
+DOOR = 'instance="10.0.0.2:8405", job="tritonops", host="door-1", role="balancer", deployment="chat,embed", ' \
+       'queue_timeout_ms="2000"'
+DOOR_2 = 'instance="10.0.0.3:8405", job="tritonops", host="door-2", role="balancer", deployment="chat", ' \
+         'queue_timeout_ms="500"'
+NO_REPLICA = "'HAProxy''s backend tritonops_chat_http has no server UP: the door answers 503 no_replica. `tritonops status` shows each replica''s state there.'"
+QUEUE = "'HAProxy''s average queue time in tritonops_chat_http (its last 1024 requests) is above 50% of the door''s queue timeout, {ms} ms; a request that would wait longer gets 503 queue_timeout. Add replicas or lower the load (`tritonops metrics`).'"
+DOOR_CASES = f"""
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'up{{{DOOR}}}'
+        values: '1 1 1 0 0 0'
+      - series: 'haproxy_backend_active_servers{{{DOOR}, proxy="tritonops_chat_http"}}'
+        values: '2 2 0 0 0 0'
+      - series: 'haproxy_backend_active_servers{{{DOOR}, proxy="tritonops_embed_http"}}'
+        values: '1 1 1 1 1 1'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: TritonModelNotReady   # a balancer's target serves no model: not Triton's
+        exp_alerts: []
+      - eval_time: 4m
+        alertname: DoorNoReplica
+        exp_alerts:
+          - exp_labels: {{severity: critical, instance: "10.0.0.2:8405", host: door-1, proxy: tritonops_chat_http,
+                         deployment: chat}}
+            exp_annotations:
+              summary: No replica of chat is up behind door-1
+              description: {NO_REPLICA}
+      - eval_time: 5m
+        alertname: TritonDown
+        exp_alerts: []
+      - eval_time: 5m
+        alertname: DoorDown
+        exp_alerts:
+          - exp_labels: {{severity: critical, {DOOR.replace('="', ': "')}}}
+            exp_annotations:
+              summary: HAProxy on door-1 (chat,embed) is down
+              description: 'Prometheus cannot scrape HAProxy''s exporter on 10.0.0.2:8405: haproxy is not running there or the balancer is down, and its doors answer nothing. `tritonops deploy` starts it again.'
+  - interval: 1m
+    input_series:
+      - series: 'haproxy_backend_queue_time_average_seconds{{{DOOR}, proxy="tritonops_chat_http"}}'
+        values: '0.1 0.1 1.2 1.2 1.2 1.2 1.2 1.2 1.2 1.2'
+      - series: 'haproxy_backend_queue_time_average_seconds{{{DOOR}, proxy="tritonops_embed_http"}}'
+        values: '0.9 0.9 0.9 0.9 0.9 0.9 0.9 0.9 0.9 0.9'
+      - series: 'haproxy_backend_queue_time_average_seconds{{{DOOR_2}, proxy="tritonops_chat_http"}}'
+        values: '0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: DoorQueueTimeHigh
+        exp_alerts:
+          - exp_labels: {{severity: warning, instance: "10.0.0.3:8405", host: door-2, proxy: tritonops_chat_http,
+                         deployment: chat, queue_timeout_ms: "500"}}
+            exp_annotations:
+              summary: Requests to chat wait 300 ms for a replica at door-2
+              description: {QUEUE.format(ms=500)}
+      - eval_time: 8m
+        alertname: DoorQueueTimeHigh
+        exp_alerts:
+          - exp_labels: {{severity: warning, instance: "10.0.0.2:8405", host: door-1, proxy: tritonops_chat_http,
+                         deployment: chat, queue_timeout_ms: "2000"}}
+            exp_annotations:
+              summary: Requests to chat wait 1.2k ms for a replica at door-1
+              description: {QUEUE.format(ms=2000)}
+          - exp_labels: {{severity: warning, instance: "10.0.0.3:8405", host: door-2, proxy: tritonops_chat_http,
+                         deployment: chat, queue_timeout_ms: "500"}}
+            exp_annotations:
+              summary: Requests to chat wait 300 ms for a replica at door-2
+              description: {QUEUE.format(ms=500)}
+  - interval: 1m
+    input_series:
+      - series: 'haproxy_frontend_http_requests_total{{{DOOR}, proxy="tritonops_chat_http_door"}}'
+        values: '0+100x20'
+      - series: 'haproxy_frontend_http_responses_total{{{DOOR}, proxy="tritonops_chat_http_door", code="5xx"}}'
+        values: '0+1x5 5+10x15'
+      - series: 'haproxy_frontend_http_requests_total{{{DOOR}, proxy="tritonops_embed_http_door"}}'
+        values: '0+100x20'
+      - series: 'haproxy_frontend_http_responses_total{{{DOOR}, proxy="tritonops_embed_http_door", code="5xx"}}'
+        values: '0+1x20'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: DoorErrorRate
+        exp_alerts: []
+      - eval_time: 20m
+        alertname: DoorErrorRate
+        exp_alerts:
+          - exp_labels: {{severity: warning, instance: "10.0.0.2:8405", host: door-1, proxy: tritonops_chat_http_door,
+                         deployment: chat}}
+            exp_annotations:
+              summary: 10% of the answers of chat's door on door-1 are 5xx
+              description: 'Over the last 5m: the door''s own 503s (no_replica, queue_full, queue_timeout) and the replicas'' errors. `tritonops metrics` counts them by where they came from.'
+"""
+
+
+@needs_promtool
+def test_each_door_alert_fires_on_its_failure_for_the_deployment_its_backend_serves(tmp_path):
+    (tmp_path / "tritonops.rules.yml").write_text(render_rules(queue_timeouts_ms=(500, 2000)))
+    cases = yaml.safe_load(DOOR_CASES)
+    cases["rule_files"] = ["tritonops.rules.yml"]
+    cases["evaluation_interval"] = "1m"
+    (tmp_path / "cases.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
+    proc = subprocess.run([promtool, "test", "rules", "cases.yml"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, textwrap.shorten(proc.stdout + proc.stderr, 4000)

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from tritonops.errors import InputError
-from tritonops.metrics.targets import HostTarget, merged_groups, read_targets, render_targets, scrape_address
+from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups, queue_timeouts, read_targets,
+                                       render_targets, scrape_address)
 
 
 def target(host, deployment="prod", release="r2", address="10.0.0.1", port=8002):
@@ -74,3 +75,24 @@ def test_a_host_with_replicas_is_one_group_with_a_target_per_replica():
     group = HostTarget("gpu-01", "10.0.0.5", 8002, "prod", "r1", ("chat",), "NVIDIA H200", 8, (8012, 8022)).group()
     assert group["targets"] == ["10.0.0.5:8002", "10.0.0.5:8012", "10.0.0.5:8022"]
     assert group["labels"]["host"] == "gpu-01"
+
+
+def test_a_balancer_is_one_group_for_its_exporter_labelled_as_a_balancer_of_its_deployments():
+    assert BalancerTarget("door-1", "10.0.0.2", 8405, ("chat",), 2000).group() == {
+        "targets": ["10.0.0.2:8405"],
+        "labels": {"host": "door-1", "role": "balancer", "deployment": "chat", "queue_timeout_ms": "2000"}}
+    assert BalancerTarget("door-1", "fd00::2", 8405, ("chat", "embed"), 500).group()["labels"]["deployment"] == \
+        "chat,embed"  # scraped once, whatever the number of doors it holds
+
+
+def test_a_balancer_s_group_is_replaced_by_its_host_whatever_deployments_it_listed_before():
+    earlier = [target("gpu-01").group(), BalancerTarget("door-1", "10.0.0.2", 8405, ("prod",), 2000).group(),
+               BalancerTarget("door-2", "10.0.0.3", 8405, ("prod",), 2000).group()]
+    now = BalancerTarget("door-1", "10.0.0.2", 8405, ("prod", "staging"), 500)
+    groups = merged_groups(earlier, [], [now], ["door-1"])
+    assert groups == [BalancerTarget("door-2", "10.0.0.3", 8405, ("prod",), 2000).group(), target("gpu-01").group(),
+                      now.group()]  # by deployment label, then host
+    # a Triton host named like a balancer is not a balancer's group: kept
+    assert merged_groups([target("door-1").group()], [], [], ["door-1"]) == [target("door-1").group()]
+    assert queue_timeouts(groups) == (500, 2000)
+    assert queue_timeouts([target("gpu-01").group()]) == ()

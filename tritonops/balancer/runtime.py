@@ -125,6 +125,16 @@ class StatRow:
     qlimit: int | None         # queue limit (maxqueue)
     address: str | None        # addr: ip:port of a server
     lastchg: int | None        # seconds since the status last changed
+    # the counters `tritonops metrics` reads for a door (0 / None where HAProxy leaves the column empty)
+    req_tot: int = 0           # HTTP requests since start (frontend, backend, server)
+    req_rate: int | None = None  # HTTP requests in the last second (a frontend)
+    hrsp_2xx: int = 0
+    hrsp_4xx: int = 0
+    intercepted: int = 0       # requests a frontend answered itself (http-request return / deny)
+    qtime: int | None = None   # average queue time of the last 1024 requests, ms (a backend or server)
+    qtime_max: int | None = None  # the longest queue time since start, ms
+    qmax: int | None = None    # the longest queue since start
+    econ: int = 0              # failed connections to a server, queue timeouts included
 
     @property
     def state(self) -> str:
@@ -157,7 +167,12 @@ def parse_stat(answer: str) -> tuple[StatRow, ...]:
                 check_status=field.get("check_status") or None, check_desc=field.get("check_desc") or None,
                 weight=_optional(field.get("weight")), uweight=_optional(field.get("uweight")),
                 slim=_optional(field.get("slim")), qlimit=_optional(field.get("qlimit")),
-                address=field.get("addr") or None, lastchg=_optional(field.get("lastchg"))))
+                address=field.get("addr") or None, lastchg=_optional(field.get("lastchg")),
+                req_tot=_count(field.get("req_tot")), req_rate=_optional(field.get("req_rate")),
+                hrsp_2xx=_count(field.get("hrsp_2xx")), hrsp_4xx=_count(field.get("hrsp_4xx")),
+                intercepted=_count(field.get("intercepted")), qtime=_optional(field.get("qtime")),
+                qtime_max=_optional(field.get("qtime_max")), qmax=_optional(field.get("qmax")),
+                econ=_count(field.get("econ"))))
         except (KeyError, ValueError) as err:
             raise RuntimeApiError(f"`show stat` row {','.join(values[:2])!r} is not HAProxy's CSV: {err}") from None
     return tuple(rows)

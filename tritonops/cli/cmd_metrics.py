@@ -9,6 +9,7 @@ from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_h
 from tritonops.cli.output import line, status_text
 
 if TYPE_CHECKING:
+    from rich.console import Group
     from rich.table import Table
 
 TIMES = ("queue", "compute_input", "compute_infer", "compute_output", "request")
@@ -21,7 +22,10 @@ def register(subparsers, common) -> None:
                     "through SSH and shows per model: requests (success / failure), the average queue, "
                     "compute input / infer / output and whole-request time per request in ms, and where the "
                     "engine reports them vLLM's KV-cache usage and running / waiting requests. A host whose "
-                    "port is closed or answers something else is listed with its problem; exit 2 then.")
+                    "port is closed or answers something else is listed with its problem; exit 2 then. With balancers "
+                    "(tritonops_balancers): per door, its requests since HAProxy last loaded, the requests of the last "
+                    "second, its answers by class and its refusals by reason, and HAProxy's queue, from HAProxy's "
+                    "show stat over SSH.")
     add_reading_options(parser)
     parser.set_defaults(run=run)
 
@@ -30,11 +34,48 @@ def run(args, out) -> int:
     from tritonops.reading.metrics import fetch_metrics
 
     results = fetch_metrics(*reading_inputs(args))
-    return show_host_results(out, args, results, "metrics", _table)
+    return show_host_results(out, args, results, "metrics", _tables)
 
 
 def _ms(value) -> str:
     return "-" if value is None else f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _tables(results) -> Table | Group:
+    """METRICS for the hosts and, when the run has balancers, DOOR for their HAProxy's counts."""
+    from rich.console import Group
+
+    hosts = [result for result in results if result.task != "door"]
+    doors = [result for result in results if result.task == "door"]
+    return Group(_table(hosts), _door_table(doors)) if doors else _table(hosts)
+
+
+def _door_table(results) -> Table:
+    from rich.table import Table
+
+    table = Table(title="DOOR (HAProxy on each balancer, since it last loaded)", title_justify="left")
+    for column in ("balancer", "deployment", "door", "requests", "last s", "2xx / 4xx / 5xx",
+                   "403/401 refused", "503 no_replica/queue_full", "503 queue_timeout",
+                   "replica 5xx", "queue now / max", "queue ms avg / max", "UP"):
+        table.add_column(column, justify="left" if column in ("balancer", "deployment", "door") else "right")
+    for result in results:
+        figures = result.payload
+        if figures is None or not figures.doors:
+            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 11)
+            continue
+        for index, door in enumerate(figures.doors):
+            http = door.door == "http"  # over gRPC the door's refusals are 200s: only their sum is known
+            table.add_row(
+                result.host if index == 0 else "", door.deployment, door.door, f"{door.requests:,}",
+                "-" if door.rate is None else f"{door.rate:,}",
+                f"{door.answered_2xx:,} / {door.answered_4xx:,} / {door.answered_5xx:,}",
+                f"{door.refused_4xx:,}" if http else f"{door.refused:,} (every reason)",
+                f"{door.refused_503:,}" if http else "-", f"{door.queue_timeouts:,}", f"{door.replica_5xx:,}",
+                f"{door.queue:,} / {'-' if door.queue_max is None else f'{door.queue_max:,}'}",
+                f"{'-' if door.queue_ms is None else f'{door.queue_ms:,}'} / "
+                f"{'-' if door.queue_max_ms is None else f'{door.queue_max_ms:,}'}",
+                f"{door.replicas_up}/{door.replicas}")
+    return table
 
 
 def _table(results) -> Table:

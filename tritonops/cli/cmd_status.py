@@ -9,7 +9,10 @@ from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_h
 from tritonops.cli.output import line, status_text, styled
 
 if TYPE_CHECKING:
+    from rich.console import Group
     from rich.table import Table
+
+DOOR_STATES = {"UP": "green", "DRAIN": "yellow", "NOLB": "yellow", "MAINT": "yellow", "DOWN": "red"}
 
 
 def register(subparsers, common) -> None:
@@ -17,7 +20,9 @@ def register(subparsers, common) -> None:
         "status", parents=[common], help=COMMANDS["status"],
         description="Per host and model: the current release, the container's state, uptime and restarts, "
                     "health and model readiness, vLLM's KV-cache size against the plan's, and from :8002/metrics "
-                    "the request count and average request / queue / compute times.")
+                    "the request count and average request / queue / compute times. With balancers "
+                    "(tritonops_balancers): per replica, its state in each door's HAProxy (UP, DRAIN, DOWN, MAINT), "
+                    "its sessions and queue, read from HAProxy's runtime API over SSH.")
     add_reading_options(parser)
     parser.set_defaults(run=run)
 
@@ -26,11 +31,44 @@ def run(args, out) -> int:
     from tritonops.reading.status import status
 
     results = status(*reading_inputs(args))
-    return show_host_results(out, args, results, "status", _table)
+    return show_host_results(out, args, results, "status", _tables)
 
 
 def _ms(value) -> str:
     return "-" if value is None else f"{value:,.1f}"
+
+
+def _tables(results) -> Table | Group:
+    """STATUS for the hosts and, when the run has balancers, DOOR for what their HAProxy sees."""
+    from rich.console import Group
+
+    hosts = [result for result in results if result.task != "door"]
+    doors = [result for result in results if result.task == "door"]
+    return Group(_table(hosts), _door_table(doors)) if doors else _table(hosts)
+
+
+def _door_table(results) -> Table:
+    from rich.table import Table
+
+    table = Table(title="DOOR (HAProxy on each balancer)", title_justify="left")
+    for column in ("balancer", "deployment", "door", "replica", "state", "sessions", "queue", "check"):
+        table.add_column(column, justify="right" if column in ("sessions", "queue") else "left")
+    for result in results:
+        found = result.payload
+        if found is None or not found.servers:
+            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 6)
+            continue
+        for backend in found.backends:
+            for server in (s for s in found.servers if (s.deployment, s.door) == (backend.deployment, backend.door)):
+                table.add_row(result.host, server.deployment, server.door, server.server,
+                              styled(server.status, DOOR_STATES.get(server.state, "")), str(server.sessions),
+                              str(server.queue), server.check or "-")
+            table.add_row(result.host, backend.deployment, backend.door, "(backend)",
+                          styled(backend.state, DOOR_STATES.get(backend.state, "")), str(backend.sessions),
+                          str(backend.queue), "")  # leastconn with maxconn: requests wait here, for any replica
+        if result.status != "ok":
+            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 6)
+    return table
 
 
 def _table(results) -> Table:

@@ -108,7 +108,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=clock(), on_phase=record)
-                write_targets(pool, hosts, report, record)  # Prometheus file_sd (tritonops_prometheus_file_sd)
+                write_targets(pool, hosts, report, record, balancers)  # Prometheus file_sd (tritonops_prometheus_file_sd)
                 update_doors(pool, hosts, balancers, record)  # HAProxy on the balancers (tritonops_balancers)
         finally:
             report.traffic = pool.traffic()

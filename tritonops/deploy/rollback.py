@@ -46,7 +46,7 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=time.time(), on_phase=record)
-                write_targets(pool, hosts, report, record)  # the release label of the rolled-back hosts
+                write_targets(pool, hosts, report, record, balancers)  # the release labels of the rolled-back hosts
                 update_doors(pool, hosts, balancers, record)  # the replicas of the releases gone back to
         finally:
             report.traffic = pool.traffic()

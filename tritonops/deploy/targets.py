@@ -8,6 +8,10 @@ A host that cannot be read keeps its earlier group; a host that serves nothing l
 other deployments, and hosts the run did not select (`--limit`), keep theirs. The file is replaced
 atomically (written beside it, then renamed) under an flock, so two deploys sharing it do not lose
 each other's hosts.
+
+Each balancer (`tritonops_balancers`) with the variable set is a group of its own: HAProxy's Prometheus exporter
+(:8405), labelled `role: balancer`, the deployments the run gives doors to and its queue timeout. The alerting rules
+are rendered from the file's groups once merged (a queue-time rule for each queue timeout its balancers carry).
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ from tritonops.deploy.run import DeployReport, Record
 from tritonops.deploy.served import read_current
 from tritonops.errors import InputError
 from tritonops.metrics.rules import RULES_FILE, render_rules
-from tritonops.metrics.targets import HostTarget, merged_groups, read_targets, render_targets, scrape_address
+from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups, queue_timeouts, read_targets,
+                                       render_targets, scrape_address)
+from tritonops.planning.balancer import door
 from tritonops.planning.deployment import deployment_of
+from tritonops.render.haproxy_config import BalancerGlobals
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.numbers import whole_number
@@ -33,27 +40,38 @@ ADDRESS_VAR = "tritonops_metrics_address"
 TASK = "targets"
 
 
-def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record) -> None:
-    """Each of the run's hosts with `tritonops_prometheus_file_sd` set gets a result (task "targets");
-    what each serves is read through the run's own sessions."""
-    where = {}
+def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record, balancers=()) -> None:
+    """Each of the run's hosts and balancers with `tritonops_prometheus_file_sd` set gets a result (task
+    "targets"); what each host serves is read through the run's own sessions (a balancer is not read)."""
+    where, doors = {}, {}
+    deployments = tuple(sorted({deployment_of(host)[1] for host in hosts}))
     for host in hosts:  # every value checked before a host is read; a bad one fails that host's result only
         if host.vars.get(FILE_VAR):
             try:
                 where[host.name] = _settings(host)
             except InputError as err:
                 record(HostResult(host.name, "failed", str(err), task=TASK))
+    for host in balancers:
+        if host.vars.get(FILE_VAR):
+            try:
+                doors[host.name] = _balancer_target(host, deployments)
+            except InputError as err:
+                record(HostResult(host.name, "failed", str(err), task=TASK))
     hosts = [host for host in hosts if host.name in where]
-    if not hosts:
+    if not hosts and not doors:
         return
     gpus = {result.host: result.payload for result in report.phases
             if result.task == "facts" and result.ok and result.payload is not None}
-    served = _read_served(pool, hosts)
+    served = _read_served(pool, hosts) if hosts else {}
     by_file: dict[str, list] = {}
     for host in hosts:
         by_file.setdefault(where[host.name]["file"], []).append(host)
+    for path, _ in doors.values():  # a file only balancers name
+        by_file.setdefault(path, [])
     for path, members in by_file.items():
-        targets, replaced, notes = [], [], {}
+        targets: list = []
+        replaced, notes = [], {}
+        balancer_targets = [target for file, target in doors.values() if file == path]
         for host in members:
             settings, found = where[host.name], served[host.name]
             if not found.ok:
@@ -68,18 +86,29 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
             ports = replica_ports or (settings["port"],)  # the release's placement, else the host's port
             targets.append(HostTarget(host.name, settings["address"], ports[0], settings["deployment"],
                                       current, tuple(models), gpu_type, count, tuple(ports[1:])))
+        merged: list[dict] = []  # the file's groups once merged: the rules follow its balancers' queue timeouts
+
+        def targets_file(text: str) -> str:
+            merged[:] = merged_groups(read_targets(text, path), replaced, targets + balancer_targets,
+                                      [target.host for target in balancer_targets])
+            return render_targets(merged)
+
         try:
-            changed = _replace(path, lambda text: render_targets(merged_groups(read_targets(text, path), replaced,
-                                                                               targets)))
-            changed |= _replace(os.path.join(os.path.dirname(path), RULES_FILE), lambda _: render_rules())
+            changed = _replace(path, targets_file)
+            changed |= _replace(os.path.join(os.path.dirname(path), RULES_FILE),
+                                lambda _: render_rules(queue_timeouts_ms=queue_timeouts(merged)))
         except (InputError, OSError) as err:  # the deploy itself is done: said per host, not raised
             why = str(err) if isinstance(err, InputError) else f"{path}: cannot write: {err.strerror or err}"
-            for host in members:
-                record(HostResult(host.name, "failed", why, task=TASK))
+            for name in [host.name for host in members] + [target.host for target in balancer_targets]:
+                record(HostResult(name, "failed", why, task=TASK))
             continue
         for target in targets:
             record(HostResult(target.host, "changed" if changed else "ok",
                               f"{', '.join(target.group()['targets'])} ({target.release}) in {path}", task=TASK))
+        for balancer in balancer_targets:
+            record(HostResult(balancer.host, "changed" if changed else "ok",
+                              f"{', '.join(balancer.group()['targets'])} (HAProxy's exporter, "
+                              f"{balancer.group()['labels']['deployment']}) in {path}", task=TASK))
         for name, (status, msg) in notes.items():
             record(HostResult(name, status, msg, task=TASK))
 
@@ -88,16 +117,32 @@ def _settings(host) -> dict:
     def at(name):
         return host.setting(name).where if name in host.history else None
 
-    path = os.path.expanduser(str(host.vars[FILE_VAR]))
-    if not os.path.isabs(path) or not path.endswith(".json") or any(c in path for c in "\n\0"):
-        raise InputError(f"{FILE_VAR} must be an absolute path ending in .json (Prometheus file_sd), not {path!r}",
-                         at(FILE_VAR))
+    path = _file(host)
     port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
                         at("tritonops_metrics_port"), minimum=1, maximum=65535)
     override = host.vars.get(ADDRESS_VAR) or None
     address = scrape_address(host.name, host.connection.host, str(host.vars.get("tritonops_bind_address") or ""),
                              override, at(ADDRESS_VAR) if override else at("tritonops_bind_address"))
-    return {"file": os.path.normpath(path), "port": port, "address": address, "deployment": deployment_of(host)[1]}
+    return {"file": path, "port": port, "address": address, "deployment": deployment_of(host)[1]}
+
+
+def _balancer_target(host, deployments: tuple[str, ...]) -> tuple[str, BalancerTarget]:
+    """(the targets file, the balancer's group): its exporter at `tritonops_metrics_address`, else ansible_host."""
+    path = _file(host)
+    override = host.vars.get(ADDRESS_VAR) or None
+    where = host.setting(ADDRESS_VAR).where if override and ADDRESS_VAR in host.history else None
+    address = scrape_address(host.name, host.connection.host, None, override, where)
+    return path, BalancerTarget(host.name, address, BalancerGlobals().metrics_port,
+                                deployments or (deployment_of(host)[1],), door(host).queue_timeout_ms)
+
+
+def _file(host) -> str:
+    path = os.path.expanduser(str(host.vars[FILE_VAR]))
+    if not os.path.isabs(path) or not path.endswith(".json") or any(c in path for c in "\n\0"):
+        where = host.setting(FILE_VAR).where if FILE_VAR in host.history else None
+        raise InputError(f"{FILE_VAR} must be an absolute path ending in .json (Prometheus file_sd), not {path!r}",
+                         where)
+    return os.path.normpath(path)
 
 
 def _read_served(pool: SessionPool, hosts):

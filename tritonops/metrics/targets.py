@@ -10,6 +10,12 @@ name would push it to `exported_model` (Prometheus' default, honor_labels false)
 
 A deploy replaces the groups of the (deployment, host) pairs it read and keeps every other group,
 so a deploy of part of a fleet (`--limit`), or of another deployment sharing the file, drops nothing.
+
+A balancer (issue #31) is one group too, its target HAProxy's Prometheus exporter (:8405), labelled
+`role: balancer`, the deployments whose doors it holds, and its `queue_timeout_ms` (the alert rules
+compare HAProxy's queue time with it: metrics/rules.py). One group per balancer, whatever the number of
+deployments behind it, so its exporter is scraped once; each series names its deployment's backend
+(`proxy="tritonops_<deployment>_http"`), which the rules read the deployment from.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from tritonops.values.ssh_target import host_address
 
 WILDCARD_BINDS = ("", "0.0.0.0", "::", "[::]")
 LABELS = ("host", "deployment", "release", "models", "gpu_type", "gpus")
+BALANCER_ROLE = "balancer"  # the `role` label of a balancer's group; Triton's groups have no `role`
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,32 @@ class HostTarget:
                            "models": ",".join(self.models), "gpu_type": self.gpu_type, "gpus": str(self.gpus)}}
 
 
+@dataclass(frozen=True)
+class BalancerTarget:
+    host: str
+    address: str       # what Prometheus dials
+    port: int          # HAProxy's exporter (render.haproxy_config.BalancerGlobals.metrics_port)
+    deployments: tuple[str, ...]  # the deployments whose doors it holds
+    queue_timeout_ms: int         # the door's tritonops_queue_timeout_ms
+
+    def group(self) -> dict[str, Any]:
+        return {"targets": [endpoint(self.address, self.port)],
+                "labels": {"host": self.host, "role": BALANCER_ROLE, "deployment": ",".join(self.deployments),
+                           "queue_timeout_ms": str(self.queue_timeout_ms)}}
+
+
+def is_balancer_group(group: dict) -> bool:
+    return group.get("labels", {}).get("role") == BALANCER_ROLE
+
+
+def queue_timeouts(groups: Iterable[dict]) -> tuple[int, ...]:
+    """The distinct queue_timeout_ms of the balancers in `groups` (a file's groups), in order; a hand-edited
+    label that is not a whole number is left out (Prometheus still scrapes the target)."""
+    found = {int(group["labels"]["queue_timeout_ms"]) for group in groups if is_balancer_group(group)
+             and str(group["labels"].get("queue_timeout_ms", "")).isdigit()}
+    return tuple(sorted(found))
+
+
 def scrape_address(name: str, connection_host: str, bind_address: str | None, override: str | None,
                    where: str | None = None) -> str:
     """Where Prometheus reaches a host's metrics port: `tritonops_metrics_address` when set, else the
@@ -59,12 +92,14 @@ def endpoint(address: str, port: int) -> str:
 
 
 def merged_groups(existing: Iterable[dict], replaced: Iterable[tuple[str, str]],
-                  targets: Iterable[HostTarget]) -> list[dict]:
-    """`existing` without the groups of the `replaced` (deployment, host) pairs, plus `targets`;
-    ordered by deployment and host so the file only changes when the fleet does."""
-    gone = set(replaced)
+                  targets: Iterable[HostTarget | BalancerTarget], balancers: Iterable[str] = ()) -> list[dict]:
+    """`existing` without the groups of the `replaced` (deployment, host) pairs and of the `balancers` (by host
+    name, whatever deployments they listed), plus `targets`; ordered by deployment and host so the file only
+    changes when the fleet does."""
+    gone, doors = set(replaced), set(balancers)
     kept = [group for group in existing
-            if (group["labels"].get("deployment"), group["labels"].get("host")) not in gone]
+            if (group["labels"].get("deployment"), group["labels"].get("host")) not in gone
+            and not (is_balancer_group(group) and group["labels"].get("host") in doors)]
     groups = kept + [target.group() for target in targets]
     return sorted(groups, key=lambda group: (group["labels"].get("deployment", ""), group["labels"].get("host", ""),
                                              group["targets"]))

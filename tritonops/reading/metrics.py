@@ -3,12 +3,14 @@ other network path to the fleet is assumed), turned into per-model figures (metr
 A host whose current release has several replicas (issue #22) is read on each replica's metrics port and
 counted as one (metrics.figures.host_figures). A host whose port is closed, answers an HTTP error or
 something that is not Triton's metrics gets a failed result saying so in one line; the others are
-unaffected."""
+unaffected. Each balancer of the run (tritonops_balancers) gets a result of task "door": its doors' request counts
+and refusals by reason, from HAProxy's `show stat` through the runtime program (balancer.door_figures)."""
 
 from __future__ import annotations
 
 import posixpath
 
+from tritonops.balancer.door_figures import BalancerFigures, door_figures
 from tritonops.errors import TritonopsError
 from tritonops.metrics.fetch import fetch_query, local_address, pages_verdict
 from tritonops.metrics.figures import HostFigures, MetricsPageError
@@ -16,7 +18,8 @@ from tritonops.facts.query_program import read_facts
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import host_where
 from tritonops.playbook.inputs import RunInputs
-from tritonops.reading.sessions import ReadOptions, read_each
+from tritonops.reading.door import door_rows
+from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import parse_releases, releases_query
 from tritonops.transport.sessions import HostSession
@@ -65,4 +68,13 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
         return HostResult(session.name, "ok", f"{len(figures.models)} model(s), {requests:,} requests{replicas}",
                           figures)
 
-    return read_each(inputs, options, phase, "metrics")
+    deployments = {deployment_of(host)[1] for host in inputs.hosts}
+
+    def door(session: HostSession) -> HostResult[BalancerFigures]:
+        found = door_figures(door_rows(session), deployments or None)
+        return HostResult(session.name, "ok" if found.doors else "failed", found.summary(), found, task="door")
+
+    with reading_pool(inputs, options, balancers=True) as pool:
+        hosts = pool.run(phase, [host.name for host in inputs.hosts], task="metrics")
+        doors = pool.run(door, [balancer.name for balancer in inputs.balancers], task="door")
+    return GroupResult.of(list(hosts) + list(doors))

@@ -18,10 +18,11 @@ class ReadOptions:
 
 
 @contextmanager
-def reading_pool(inputs: RunInputs, options: ReadOptions) -> Iterator[SessionPool]:
-    """Sessions to the hosts --limit selected, each dialled once (a host that cannot be reached is
-    that host's result, never the others')."""
-    with SessionPool([host.connection for host in inputs.hosts], forks=options.forks,
+def reading_pool(inputs: RunInputs, options: ReadOptions, balancers: bool = False) -> Iterator[SessionPool]:
+    """Sessions to the hosts --limit selected (and its balancers, with `balancers`), each dialled once (a host
+    that cannot be reached is that host's result, never the others')."""
+    hosts = list(inputs.hosts) + (list(inputs.balancers) if balancers else [])
+    with SessionPool([host.connection for host in hosts], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         yield pool
 

@@ -1,14 +1,17 @@
-"""`tritonops status`: per host, what runs and how it does (tritonops.serving.status). Read-only."""
+"""`tritonops status`: per host, what runs and how it does (tritonops.serving.status); per balancer, how its doors
+see each replica (HAProxy's `show stat` through the runtime program over SSH: balancer.door_servers). Read-only."""
 
 from __future__ import annotations
 
 import posixpath
 
+from tritonops.balancer.door_servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
 from tritonops.facts.query_program import read_facts
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
-from tritonops.reading.sessions import ReadOptions, read_each
+from tritonops.reading.door import door_rows
+from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import parse_releases, releases_query
 from tritonops.serving.status import (container_states_query, health_query, host_status, parse_container_states,
@@ -19,6 +22,7 @@ from tritonops.transport.sessions import HostSession
 
 
 def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
+    """One result per selected host (task "status") and then one per selected balancer (task "door")."""
     by_name = {host.name: host for host in inputs.hosts}
 
     def phase(session: HostSession) -> HostResult:
@@ -57,4 +61,21 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
             said += "; " + kv_warning(found.kv_predicted, found.kv_reported, found.kv_shortfall)
         return HostResult(session.name, "ok" if serving else "failed", said, found)
 
-    return read_each(inputs, options, phase, "status")
+    deployments = {deployment_of(host)[1] for host in inputs.hosts}
+    with reading_pool(inputs, options, balancers=True) as pool:
+        hosts = pool.run(phase, [host.name for host in inputs.hosts], task="status")
+        doors = pool.run(lambda session: _door(session, deployments), [b.name for b in inputs.balancers], task="door")
+    return GroupResult.of(list(hosts) + list(doors))
+
+
+def _door(session: HostSession, deployments: set[str]) -> HostResult[DoorStatus]:
+    """The balancer's door servers of the run's deployments (all of them when the run selected no serving host);
+    failed when a deployment has no replica UP (its door answers 503 no_replica) or no door there."""
+    found = door_status(door_rows(session), deployments or None)
+    missing = sorted(deployments - set(found.deployments()))
+    down = [d for d in found.deployments() if not found.up(d)]
+    said = [found.summary()] if found.servers else []
+    said += [f"{d}: no door here (a deploy makes it)" for d in missing]
+    said += [f"{d}: no replica UP, the door answers 503 no_replica" for d in down]
+    return HostResult(session.name, "failed" if missing or down or not found.servers else "ok",
+                      "; ".join(said) or "no door", found, task="door")

@@ -114,6 +114,18 @@ def grpc_backend(deployment: str) -> str:
     return f"tritonops_{safe_name(deployment, 'deployment')}_grpc"
 
 
+_PROXY = re.compile(r"tritonops_(.+)_(http|grpc)(_door)?")
+
+
+def door_of_proxy(name: str) -> tuple[str, str, str] | None:
+    """(deployment, "http" | "grpc", "backend" | "frontend") of a proxy a door renders (what `show stat` and the
+    Prometheus exporter call `pxname` / `proxy`); None for any other (the metrics frontend, a hand-written one)."""
+    match = _PROXY.fullmatch(name)
+    if not match:
+        return None
+    return match[1], match[2], "frontend" if match[3] else "backend"
+
+
 def deployment_file(deployment: str) -> str:
     """The deployment's file beside GLOBALS_FILE: its name sorts after it, whatever the deployment."""
     return f"10-{safe_name(deployment, 'deployment')}.cfg"
