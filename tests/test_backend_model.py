@@ -672,7 +672,6 @@ def test_by_default_the_engine_tokenizes_on_its_loop_and_the_answers_are_the_sam
     (b,) = run(on, Request("the same prompt", parameters={"max_tokens": 5, "temperature": 0}))
     assert calls == ["vllm-backend-loop"]
     assert a.sender.texts() == b.sender.texts()
-    assert _metrics()["vllm:prompt_tokens_total"].metrics[-1].value == 3  # counted from the engine's output
     assert any("prompts tokenized by the engine" in line for _, line in Logger.lines)
 
 
