@@ -23,6 +23,7 @@ from tritonops.deploy.served import read_current
 from tritonops.errors import InputError
 from tritonops.metrics.rules import RULES_FILE, render_rules
 from tritonops.metrics.targets import HostTarget, merged_groups, read_targets, render_targets, scrape_address
+from tritonops.planning.bind import replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
@@ -33,14 +34,16 @@ ADDRESS_VAR = "tritonops_metrics_address"
 TASK = "targets"
 
 
-def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record) -> None:
+def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record, *,
+                  behind_balancer: bool = False) -> None:
     """Each of the run's hosts with `tritonops_prometheus_file_sd` set gets a result (task "targets");
-    what each serves is read through the run's own sessions."""
+    what each serves is read through the run's own sessions. `behind_balancer`: the inventory has balancers, so
+    the metrics ports are bound to the hosts' private addresses (planning.bind) and scraped there."""
     where = {}
     for host in hosts:  # every value checked before a host is read; a bad one fails that host's result only
         if host.vars.get(FILE_VAR):
             try:
-                where[host.name] = _settings(host)
+                where[host.name] = _settings(host, behind_balancer)
             except InputError as err:
                 record(HostResult(host.name, "failed", str(err), task=TASK))
     hosts = [host for host in hosts if host.name in where]
@@ -84,7 +87,7 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
             record(HostResult(name, status, msg, task=TASK))
 
 
-def _settings(host) -> dict:
+def _settings(host, behind_balancer: bool) -> dict:
     def at(name):
         return host.setting(name).where if name in host.history else None
 
@@ -95,7 +98,7 @@ def _settings(host) -> dict:
     port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
                         at("tritonops_metrics_port"), minimum=1, maximum=65535)
     override = host.vars.get(ADDRESS_VAR) or None
-    address = scrape_address(host.name, host.connection.host, str(host.vars.get("tritonops_bind_address") or ""),
+    address = scrape_address(host.name, host.connection.host, replica_bind(host, behind_balancer),
                              override, at(ADDRESS_VAR) if override else at("tritonops_bind_address"))
     return {"file": os.path.normpath(path), "port": port, "address": address, "deployment": deployment_of(host)[1]}
 
