@@ -146,6 +146,8 @@ def _print_host(out, hp: HostDeployPlan) -> None:
                            m.error))
     for replica in hp.placement.replicas if hp.placement else ():
         out.print(line(styled("serves on:", "bold"), " ", describe(replica)))
+    if hp.placement and hp.bind != "0.0.0.0":  # a private address behind a balancer, or the user's own
+        out.print(line(styled("binds to:", "bold"), " ", hp.bind))
     if hp.placement and hp.placement.idle:
         out.print(line(styled("idle:", "bold"), " ", f"GPU {','.join(map(str, hp.placement.idle))}"))
     for note in hp.notes:
