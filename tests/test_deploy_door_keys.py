@@ -4,6 +4,7 @@ tests/lab/test_door_lab.py."""
 
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from tritonops.balancer.door_program import DoorApplied, KeysChanged
@@ -66,4 +67,6 @@ def test_the_command_says_a_failed_balancer_in_its_exit_code_and_json(tmp_path, 
     import json
 
     doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((Path(__file__).parent.parent / "docs" / "result-schema.json").read_text()))
+    assert doc["command"] == "door rotate-key"
     assert code == 2 and [(r["host"], r["status"]) for r in doc["results"]] == [("door-1", "failed")]

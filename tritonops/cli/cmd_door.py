@@ -48,7 +48,8 @@ def run(args, out) -> int:
     inputs = run_inputs(args, default_playbook("deploy.yml"))  # the balancers' variables as a deploy sees them
     options = KeysOptions(action=args.keys_action, keep_old=args.keep_old, check=args.check, forks=args.forks,
                           accept_new_host_keys=args.accept_new_host_keys, audit_log=audit_log_of(args))
-    return show_host_results(out, args, change_keys(inputs, options), "door", _table)
+    command = "door rotate-key" if args.keys_action == "rotate" else "door retire-keys"
+    return show_host_results(out, args, change_keys(inputs, options), command, _table)
 
 
 def _table(results) -> Table:
