@@ -135,3 +135,15 @@ def test_the_rotation_request_keeps_the_deployments_files_and_names_the_keys_fil
                     "keys": {"action": "rotate", "file": "/etc/tritonops/chat.keys", "keep_old": True, "check": False}}
     with pytest.raises(ValueError):
         door_program.keys_request("/etc/tritonops/chat.keys", "drop")
+
+
+def test_retiring_a_hand_edited_file_keeps_its_comments_and_the_first_key_wherever_it_repeats(place, keys):
+    door(place, keys)
+    first, second = "a-first-key-of-enough-length-0123456789", "a-second-key-of-enough-length-012345678"
+    Path(keys).write_text(f"# the chat door\n{first}\n\n{second}\n{first}\n")
+    done = rotate(place, keys, action="retire")
+    assert done.returncode == 0, done.stderr
+    assert door_program.read_answer(0, done.stdout, "").keys == door_program.KeysChanged(
+        keys, None, (key_id(first),), (key_id(second),))
+    assert Path(keys).read_text() == f"# the chat door\n{first}\n\n{first}\n"
+    assert through(place, key=first)[0] == 200 and through(place, key=second)[0] == 401

@@ -135,7 +135,7 @@ def change_keys(keys, live):
     else:
         if not old:
             fail(2, "%s holds no key: nothing to keep (rotate a new one first)" % path)
-        said = {"file": path, "new": None, "kept": [key_id(old[0])], "removed": [key_id(k) for k in old[1:]]}
+        said = {"file": path, "new": None, "kept": [key_id(old[0])], "removed": [key_id(k) for k in old[1:] if k != old[0]]}
         lines = [line for line in before.splitlines() if key_lines(line) in ([], [old[0]])]
         text = "\n".join(lines).rstrip("\n") + "\n" if said["removed"] and not keys["check"] else None
     if text is not None:
