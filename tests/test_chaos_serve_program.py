@@ -136,7 +136,8 @@ def host(tmp_path):
             spec = {"root": str(root), "release": release, "image_id": "img", "replicas": one,
                     "log_driver": "json-file", "log_collector": None, "logging": "L", "logger_path": None,
                     "logger_source": "", "admin_key_file": None,
-                    "bind": bind, "address": local_address(bind), "models": ["m"], "deadline_s": 20, **({"wait_s": wait_s} if wait_s else {}),
+                    "bind": bind, "address": local_address(bind), "models": ["m"], "deadline_s": 20,
+                    **({"wait_s": wait_s} if wait_s else {}),
                     "stop_timeout_s": 1, "prompt": "p",
                     "max_tokens": 2, "predicted_kv_tokens": 100, "kv_patterns": [r"KV (\d+)", r"blocks: (\d+)"],
                     "keep": 5}

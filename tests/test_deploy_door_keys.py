@@ -45,19 +45,21 @@ def test_a_run_without_a_balancer_is_refused_naming_the_selection(tmp_path):
 
 
 def test_results_name_key_ids_and_what_still_opens():
-    rotated = DoorApplied("reloaded", False, (), "2.6.12", KeysChanged("/etc/k", "k:aaaaaaaaaaaa", (), ("k:bbbbbbbbbbbb",)))
+    a, b = "k:aaaaaaaaaaaa", "k:bbbbbbbbbbbb"
+    rotated = DoorApplied("reloaded", False, (), "2.6.12", KeysChanged("/etc/k", a, (), (b,)))
     assert said(rotated, KeysOptions("rotate")) == ("made a new key k:aaaaaaaaaaaa in /etc/k (0600; read it there); "
                                                     "k:bbbbbbbbbbbb no longer open; HAProxy 2.6.12 reloaded")
-    overlap = DoorApplied("reloaded", False, (), "2.6.12", KeysChanged("/etc/k", "k:aaaaaaaaaaaa", ("k:bbbbbbbbbbbb",), ()))
+    overlap = DoorApplied("reloaded", False, (), "2.6.12", KeysChanged("/etc/k", a, (b,), ()))
     assert said(overlap, KeysOptions("rotate", keep_old=True)) == (
         "made a new key k:aaaaaaaaaaaa in /etc/k (0600; read it there); the old key k:bbbbbbbbbbbb still open until "
         "`tritonops door retire-keys`; HAProxy 2.6.12 reloaded")
-    retired = DoorApplied("reloaded", False, (), "2.6.12", KeysChanged("/etc/k", None, ("k:aaaaaaaaaaaa",), ("k:bbbbbbbbbbbb",)))
+    retired = DoorApplied("reloaded", False, (), "2.6.12", KeysChanged("/etc/k", None, (a,), (b,)))
     assert said(retired, KeysOptions("retire")) == ("k:aaaaaaaaaaaa stays the only key in /etc/k; k:bbbbbbbbbbbb no "
                                                     "longer open; HAProxy 2.6.12 reloaded")
-    would = DoorApplied("would reload", False, (), "2.6.12", KeysChanged("/etc/k", None, (), ("k:bbbbbbbbbbbb",)))
-    assert said(would, KeysOptions("rotate", check=True)) == ("would make a new key in /etc/k (0600; read it there); "
-                                                              "k:bbbbbbbbbbbb would no longer open; HAProxy would reload")
+    would = DoorApplied("would reload", False, (), "2.6.12", KeysChanged("/etc/k", None, (), (b,)))
+    assert said(would, KeysOptions("rotate", check=True)) == (
+        "would make a new key in /etc/k (0600; read it there); k:bbbbbbbbbbbb would no longer open; "
+        "HAProxy would reload")
 
 
 def test_the_command_says_a_failed_balancer_in_its_exit_code_and_json(tmp_path, capsys):

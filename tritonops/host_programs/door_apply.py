@@ -131,11 +131,13 @@ def change_keys(keys, live):
         kept = old if keys["keep_old"] else []
         said = {"file": path, "new": key_id(new) if new else None, "kept": [key_id(k) for k in kept],
                 "removed": [key_id(k) for k in old if k not in kept]}
-        text = (new + "\n" + (before.rstrip("\n") + "\n" if keys["keep_old"] and before else "")) if new else None
+        older = before.rstrip("\n") + "\n" if keys["keep_old"] and before else ""
+        text = new + "\n" + older if new else None
     else:
         if not old:
             fail(2, "%s holds no key: nothing to keep (rotate a new one first)" % path)
-        said = {"file": path, "new": None, "kept": [key_id(old[0])], "removed": [key_id(k) for k in old[1:] if k != old[0]]}
+        said = {"file": path, "new": None, "kept": [key_id(old[0])],
+                "removed": [key_id(k) for k in old[1:] if k != old[0]]}
         lines = [line for line in before.splitlines() if key_lines(line) in ([], [old[0]])]
         text = "\n".join(lines).rstrip("\n") + "\n" if said["removed"] and not keys["check"] else None
     if text is not None:

@@ -260,7 +260,8 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
                "logger_path": first.logger_path, "logger_source": LOGGER_SOURCE,
                "admin_key_file": settings.admin_key_file,
-               "bind": settings.bind_address, "address": local_address(settings.bind_address), "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
+               "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
+               "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
                "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
                "keep": settings.keep_releases}

@@ -70,9 +70,6 @@ def replica_bind(host, behind_balancer: bool) -> str:
 
 
 def local_address(bind: str) -> str:
-    """Where a replica bound to `bind` answers on the host itself: loopback for a wildcard, else `bind`."""
-    if bind in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if bind == "::":
-        return "::1"
-    return bind
+    """Where a replica bound to `bind` answers on the host itself: 127.0.0.1 for a wildcard (as the gate always
+    called it; metrics.fetch.local_address says the same), else `bind`."""
+    return "127.0.0.1" if bind in ("", *WILDCARDS) else bind

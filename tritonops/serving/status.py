@@ -28,7 +28,8 @@ _DURATIONS = {"request": "nv_inference_request_duration_us", "queue": "nv_infere
               "compute_output": "nv_inference_compute_output_duration_us"}
 
 
-def health_query(http_port: int, metrics_port: int, models: tuple[str, ...], address: str = "127.0.0.1") -> CommandQuery:
+def health_query(http_port: int, metrics_port: int, models: tuple[str, ...],
+                 address: str = "127.0.0.1") -> CommandQuery:
     """`address`: where the replica answers on the host (planning.bind.local_address), checked by the caller."""
     return CommandQuery(("python3", "-c", HEALTH_SOURCE, address, str(http_port), str(metrics_port), *models))
 
