@@ -72,3 +72,17 @@ def test_the_command_says_a_failed_balancer_in_its_exit_code_and_json(tmp_path, 
     jsonschema.validate(doc, json.loads((Path(__file__).parent.parent / "docs" / "result-schema.json").read_text()))
     assert doc["command"] == "door rotate-key"
     assert code == 2 and [(r["host"], r["status"]) for r in doc["results"]] == [("door-1", "failed")]
+
+
+def test_the_change_goes_into_the_audit_log_like_a_deploy_s_and_check_mode_writes_none(tmp_path):
+    import json
+
+    log = tmp_path / "audit.log"
+    change_keys(inputs(tmp_path), KeysOptions("rotate", check=True, audit_log=log))
+    assert not log.exists()
+    change_keys(inputs(tmp_path, limit="door-1"), KeysOptions("rotate", audit_log=log))
+    docs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [d["message"] for d in docs] == [
+        docs[0]["message"], "door keys: failed: no tritonops_api_keys_file: this door needs no key, there is none "
+                            "to rotate", "door rotate-key finished: failed"]
+    assert docs[0]["message"].startswith("door rotate-key started by ") and {d["host.name"] for d in docs} == {"door-1"}
