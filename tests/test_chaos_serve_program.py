@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tritonops.planning.bind import local_address
 from tritonops.serving import program
 
 FAKE_DOCKER = r'''#!PYTHON
@@ -127,15 +128,16 @@ def host(tmp_path):
             return [float(t) for t in Path(str(self.state) + ".runs").read_text().split()]
 
         def serve(self, release, failing=None, loses_renamed=False, runs_release=None, wait_s=None, replicas=None,
-                  failing_name=None, step=None, earlier=None):
+                  failing_name=None, step=None, earlier=None, bind="127.0.0.1", port=None):
             one = [{"name": None, "container": "tritonops-d", "run_argv": [
                         "docker", "run", "-d", "--name", "tritonops-d", "--label", f"tritonops.release={release}", "img"],
                     "fallback_run_argv": ["docker", "run", "-d", "--name", "tritonops-d", "img"],
-                    "http_port": server.server_address[1], "ports": [], "gpu_processes": []}]
+                    "http_port": port or server.server_address[1], "ports": [], "gpu_processes": []}]
             spec = {"root": str(root), "release": release, "image_id": "img", "replicas": one,
                     "log_driver": "json-file", "log_collector": None, "logging": "L", "logger_path": None,
                     "logger_source": "", "admin_key_file": None,
-                    "bind": "127.0.0.1", "models": ["m"], "deadline_s": 20, **({"wait_s": wait_s} if wait_s else {}),
+                    "bind": bind, "address": local_address(bind), "models": ["m"], "deadline_s": 20,
+                    **({"wait_s": wait_s} if wait_s else {}),
                     "stop_timeout_s": 1, "prompt": "p",
                     "max_tokens": 2, "predicted_kv_tokens": 100, "kv_patterns": [r"KV (\d+)", r"blocks: (\d+)"],
                     "keep": 5}
@@ -362,3 +364,29 @@ def test_a_paced_rollout_whose_last_replica_fails_brings_the_earlier_ones_back(h
     found = host.containers()
     assert {n: c["release"] for n, c in found.items() if c["running"]} == {"tritonops-d": "r1", "tritonops-d-1": "r1"}
     assert host.current() == "releases/r1"
+
+
+def test_the_gate_calls_the_replica_at_the_private_address_it_is_bound_to_behind_a_balancer(host):
+    # a Triton that answers only on 127.0.0.2 (loopback does not): the gate must ask it there
+    private = ThreadingHTTPServer(("127.0.0.2", 0), Triton)
+    threading.Thread(target=private.serve_forever, daemon=True).start()
+    try:
+        host.release("r1", [])
+        host.containers({})
+        outcome = host.serve("r1", bind="127.0.0.2", port=private.server_address[1])
+        assert outcome["status"] == "switched", outcome
+        assert host.current() == "releases/r1"
+    finally:
+        private.shutdown()
+        private.server_close()
+
+
+def test_the_serve_step_tells_the_program_where_the_replicas_answer_on_the_host():
+    from tritonops.operations.serve import ContainerSettings, serve_step
+
+    serve = {"models": ["m"], "gpus": [0], "replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}],
+             "weights_dirs": [], "deadline_s": 60}
+    payloads = [serve_step("/opt/tritonops/d", "d", "r1", "img", serve, ContainerSettings(bind_address=bind)).payload
+                for bind in ("0.0.0.0", "10.0.0.11")]
+    assert [(p["bind"], p["address"]) for p in payloads] == [("0.0.0.0", "127.0.0.1"), ("10.0.0.11", "10.0.0.11")]
+    assert "10.0.0.11:8000:8000" in payloads[1]["replicas"][0]["run_argv"]

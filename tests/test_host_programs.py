@@ -184,12 +184,13 @@ class FakeTriton(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_the_health_check_asks_triton_on_the_loopback():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeTriton)
+def test_the_health_check_asks_triton_at_the_address_its_replicas_are_bound_to():
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), FakeTriton)  # not 127.0.0.1: only there answers
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         port = str(server.server_address[1])
-        done = run("triton_health", port, port, "chat", "other")
+        assert json.loads(run("triton_health", "127.0.0.1", port, port, "chat").stdout)["live"] is False
+        done = run("triton_health", "127.0.0.2", port, port, "chat", "other")
     finally:
         server.shutdown()
         server.server_close()

@@ -3,6 +3,7 @@ nothing left to do, and a release folder appears whole or not at all."""
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +75,17 @@ def test_a_step_that_fails_on_the_host_says_which_and_why(tmp_path):
     with pytest.raises(HostError) as caught:
         converge("put_file", path=str(tmp_path / "file" / "below"), content="x")
     assert "put" in str(caught.value) and "import" not in str(caught.value)  # not the program's source
+
+
+def test_a_bind_address_other_than_0_0_0_0_is_part_of_what_makes_a_release_the_same():
+    def release(bind=None, where=None):
+        serve = {"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}]}
+        if bind:
+            serve["bind"] = bind
+        args = operation_named("release").Args.model_validate(release_args(Path(where or "/tmp/r"),
+                                                                           metadata={"serve": serve}))
+        return content_digest(args, "w")
+
+    # a host put behind a balancer gets a new release bound privately; one without stays the release it was
+    assert release() == release("0.0.0.0")
+    assert release("10.0.0.11") != release() and release("10.0.0.11") != release("10.0.0.12")

@@ -206,3 +206,21 @@ def test_a_controller_folder_is_named_on_the_host_by_its_content_as_deploy_write
 def test_a_bad_deployment_root_is_that_hosts_plan_error(tmp_path):
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_root: relative/path\n")
     assert not hp.ok and "tritonops_root must be an absolute path" in hp.error and not hp.files
+
+
+def test_behind_a_balancer_the_plan_binds_the_replicas_to_the_host_s_private_address(tmp_path):
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  hosts:\n    h1: {ansible_host: 10.0.0.11, tritonops_model: Qwen/Qwen2.5-7B-Instruct}\n"
+        "    h2: {ansible_host: 34.120.5.8, tritonops_model: Qwen/Qwen2.5-7B-Instruct}\n")
+    hosts = load_inventory([str(tmp_path / "hosts.yml")]).select(None)
+    models, errors = load_models_for(hosts, None)
+    facts = {"h1": host_facts(1), "h2": host_facts(1)}
+    alone = plan_hosts(hosts, facts, SizingRequest(), models, errors)
+    assert [(p.host, p.ok, p.bind) for p in alone] == [("h1", True, "0.0.0.0"), ("h2", True, "0.0.0.0")]
+    behind = plan_hosts(hosts, facts, SizingRequest(), models, errors, behind_balancer=True)
+    assert (behind[0].ok, behind[0].bind) == (True, "10.0.0.11")
+    assert not behind[1].ok and behind[1].files == {}  # refused at plan time, that host only
+    assert behind[1].errors == [f"{tmp_path / 'hosts.yml'}:4: h2: no private address to bind its replicas to behind "
+                                "the balancer (ansible_host 34.120.5.8 is not a private or loopback IP address): set "
+                                "tritonops_replica_address (the private IP the balancers reach it at) or "
+                                "tritonops_bind_address (0.0.0.0 to stay public)"]

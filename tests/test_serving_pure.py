@@ -126,3 +126,11 @@ def test_a_replica_has_a_container_of_its_own_labelled_with_it_on_exactly_its_gp
     assert argv[argv.index("--restart") - 2:argv.index("--restart")] == ("--label", "tritonops.replica=chat-1")
     assert argv[argv.index("--gpus") + 1] == '"device=2,3"'
     assert "0.0.0.0:8010:8000" in argv and "0.0.0.0:8012:8002" in argv
+
+
+def test_an_ipv6_bind_address_is_published_in_docker_s_bracketed_form():
+    from dataclasses import replace
+
+    argv = run_argv(replace(SPEC, ports=Ports(8000, 8001, 8002, "fd00::15")))
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--publish"] == [
+        "[fd00::15]:8000:8000", "[fd00::15]:8001:8001", "[fd00::15]:8002:8002"]

@@ -127,3 +127,28 @@ def test_max_model_len_auto_chooses_and_shows_vllms_own_auto_fit(capsys):
     _, old = run_json(capsys, "size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "h200",
                    "--vllm-version", "0.12.0")
     assert old["vllm_auto_max_model_len"] is None   # no auto-fit before 0.14
+
+
+def test_plan_behind_a_balancer_binds_each_host_privately_and_refuses_one_without_a_private_address(tmp_path,
+                                                                                                      capsys):
+    inventory = tmp_path / "lab.yml"
+    inventory.write_text("""all:
+  hosts:
+    inside: {ansible_host: 10.0.0.3, tritonops_model: Qwen/Qwen1.5-1.8B-Chat}
+    outside: {ansible_host: 34.120.5.8, tritonops_model: Qwen/Qwen1.5-1.8B-Chat}
+  children:
+    tritonops_balancers:
+      hosts:
+        door-1: {ansible_host: 10.0.0.2}
+""")
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=tuple(
+        HostProbe(host=name, status="ok", facts=host_facts(8)) for name in ("inside", "outside"))))))
+    code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts))
+    by_host = {row["host"]: row for row in out["results"]}
+    assert code == 2 and sorted(by_host) == ["inside", "outside"]  # the balancer serves nothing
+    assert by_host["inside"]["status"] == "ok" and by_host["inside"]["payload"]["bind"] == "10.0.0.3"
+    assert by_host["outside"]["status"] == "failed"
+    assert "outside: no private address to bind its replicas to behind the balancer" in by_host["outside"]["msg"]
+    assert main(["plan", "-i", str(inventory), "--facts", str(facts), "--limit", "inside"]) == 0
+    assert "binds to: 10.0.0.3" in capsys.readouterr().out

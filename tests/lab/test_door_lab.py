@@ -308,3 +308,50 @@ def test_a_rolling_deploy_and_a_rollback_behind_the_door_drop_no_request(capsys,
             assert "still had" not in drain and "could not" not in drain, drain
     finally:
         _put_profile(lab, "2080ti")
+
+
+def test_behind_the_balancer_the_replicas_bind_only_to_the_private_address_status_and_metrics_reach(
+        capsys, inventory, clean, lab):
+    # the module's deploys ran with a balancer in the inventory and no tritonops_bind_address: every replica's
+    # ports are published on the host's lab-network address (what the balancer reaches), none on 0.0.0.0
+    address = lab_address(lab, FULL_2080TI)
+    containers = docker.from_env().containers.get(lab.host(FULL_2080TI).container)
+    listing = containers.exec_run(["docker", "ps", "-q", "--filter", f"label=tritonops.deployment={DEPLOYMENT}"])
+    ids = listing.output.decode().split()
+    assert ids, "no replica runs"
+    inspected = json.loads(containers.exec_run(["docker", "inspect", *ids]).output)
+    binds = {ip for c in inspected for bindings in c["HostConfig"]["PortBindings"].values() for ip in
+             (b["HostIp"] for b in bindings)}
+    assert binds == {address}, binds
+    loopback = containers.exec_run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                    "127.0.0.1:18100/v2/health/ready"]).output.decode()
+    assert loopback == "000"  # not published there: only the private address answers
+    recorded = containers.exec_run(["cat", f"{ROOT}/{DEPLOYMENT}/current/release.json"]).output
+    assert json.loads(recorded)["serve"]["bind"] == address  # beside the ports it binds
+    for command in ("status", "metrics"):
+        code, report = cli(capsys, command, "-i", inventory)
+        assert code == 0 and all(r["status"] == "ok" for r in report["results"]), (command, report["results"])
+
+
+def test_door_rotate_key_makes_a_new_key_on_the_balancer_the_old_one_opens_only_during_the_overlap(
+        capsys, inventory, clean, balancer):
+    old = clean(f"cat {KEYS}").stdout.strip()
+    code, checked = cli(capsys, "door", "rotate-key", "-i", inventory, "--keep-old", "--check")
+    assert code == 0 and "would make a new key" in checked["results"][0]["msg"]
+    assert clean(f"cat {KEYS}").stdout.strip() == old  # --check touched nothing
+
+    code, rotated = cli(capsys, "door", "rotate-key", "-i", inventory, "--keep-old")
+    assert code == 0 and rotated["results"][0]["status"] == "changed", rotated["results"]
+    new, kept = clean(f"cat {KEYS}").stdout.split()
+    assert kept == old and new != old and clean(f"stat -c %a {KEYS}").stdout.strip() == "600"
+    said = json.dumps(rotated)
+    assert new not in said and old not in said and "HAProxy 2.6" in said and "reloaded" in said
+    for key in (new, old):  # the overlap: both open while clients move
+        assert call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)[0] == 200
+
+    code, retired = cli(capsys, "door", "retire-keys", "-i", inventory)
+    assert code == 0 and retired["results"][0]["status"] == "changed", retired["results"]
+    assert clean(f"cat {KEYS}").stdout.split() == [new]
+    assert call(balancer, f"/v2/models/{MODEL}/generate", new, GENERATE)[0] == 200
+    assert call(balancer, f"/v2/models/{MODEL}/generate", old, GENERATE)[0] == 401
+    assert new not in json.dumps(retired)

@@ -25,11 +25,21 @@ class DoorRefused(TritonopsError):
 
 
 @dataclass(frozen=True)
+class KeysChanged:
+    """What a rotation did to a keys file, by key id (`k:` + 12 hex digits of the key's SHA-256; never a key)."""
+    file: str
+    new: str | None             # the new key's id (None: retire, or a rotation in check mode)
+    kept: tuple[str, ...]       # the old keys still open, newest first
+    removed: tuple[str, ...]    # the keys that no longer open
+
+
+@dataclass(frozen=True)
 class DoorApplied:
-    action: str                 # started | reloaded | unchanged
+    action: str                 # started | reloaded | unchanged | would reload (check mode)
     installed: bool             # haproxy was installed by this run
     keys_created: tuple[str, ...]  # keys files made on first use (their paths; never a key)
     version: str
+    keys: KeysChanged | None = None  # a rotation's change (keys_request)
 
     @property
     def changed(self) -> bool:
@@ -44,12 +54,27 @@ def request(files: Mapping[str, str], *, remove: Iterable[str] = (), keys_files:
                        "keys_files": sorted(set(keys_files))}).encode()
 
 
+def keys_request(keys_file: str, action: str, *, keep_old: bool = False, check: bool = False,
+                 globals_: BalancerGlobals = BalancerGlobals()) -> bytes:
+    """The program's stdin for a key rotation (`action` rotate: a new key first, the old ones kept with
+    `keep_old`; retire: only the newest kept) on a balancer whose door checks `keys_file`: the deployments' files
+    stay as they are, haproxy reloads on the changed keys; `check`: what would change, nothing touched."""
+    if action not in ("rotate", "retire"):
+        raise ValueError(f"a keys action is rotate or retire, not {action!r}")
+    return json.dumps({"dir": CONFIG_DIR, "files": {}, "remove": [], "pidfile": PIDFILE,
+                       "socket": globals_.stats_socket, "install": False, "keys_files": [keys_file],
+                       "keys": {"action": action, "file": keys_file, "keep_old": keep_old, "check": check}}).encode()
+
+
 def read_answer(exit_code: int, stdout: str, stderr: str) -> DoorApplied:
     if exit_code == 0:
         try:
             data = json.loads(stdout)
+            keys = data.get("keys")
             return DoorApplied(str(data["action"]), bool(data["installed"]), tuple(data["keys_created"]),
-                               str(data.get("version") or "?"))
+                               str(data.get("version") or "?"),
+                               None if keys is None else KeysChanged(str(keys["file"]), keys["new"],
+                                                                     tuple(keys["kept"]), tuple(keys["removed"])))
         except (ValueError, KeyError, TypeError) as err:
             raise TritonopsError(f"the balancer's door program answered what it never writes: {err}") from None
     why = one_line(stderr or stdout or f"exit code {exit_code}")

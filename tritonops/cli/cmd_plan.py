@@ -85,7 +85,8 @@ def run(args, out) -> int:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
     safe_name(args.model_name, "model name", "--model-name")
     base = request_from_args(args, args.model or "")
-    hosts = run_inputs(args, default_playbook("deploy.yml")).hosts  # as deploy sees them: role defaults, -e
+    inputs = run_inputs(args, default_playbook("deploy.yml"))
+    hosts = inputs.hosts  # as deploy sees them: role defaults, -e
     if not hosts:
         raise InputError(f"no host matches {args.limit!r}", "--limit")
     refs = model_refs(hosts, args.model, args.model_name)
@@ -93,7 +94,8 @@ def run(args, out) -> int:
     folders = controller_folders(hosts, refs)
     facts, why, probed = collect_facts(args, hosts)
     plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why, default_model=args.model,
-                       default_name=args.model_name, metrics=not args.no_metrics, folders=folders)
+                       default_name=args.model_name, metrics=not args.no_metrics, folders=folders,
+                       behind_balancer=inputs.behind_balancer)
     results = [HostResult(plan.host, _host_status(plan, probed[plan.host]), "; ".join(plan.errors), plan)
                for plan in plans]
     if args.json:
@@ -124,7 +126,7 @@ def _host_json(hp: HostDeployPlan) -> dict:
             "plan": first.plan.to_dict() if first and first.plan else None, "files": own,
             "models": [{"name": m.name, "version": m.version, "model": m.model, "ok": m.ok, "error": m.error,
                         "plan": m.plan.to_dict() if m.plan else None} for m in hp.models],
-            "repository": dict(hp.files), "notes": list(hp.notes),
+            "repository": dict(hp.files), "notes": list(hp.notes), "bind": hp.bind,
             "replicas": [{"index": r.index, "gpus": list(r.gpus), "link": r.link, "ports": list(r.ports.all())}
                          for r in hp.placement.replicas] if hp.placement else None}
 
@@ -144,6 +146,8 @@ def _print_host(out, hp: HostDeployPlan) -> None:
                            m.error))
     for replica in hp.placement.replicas if hp.placement else ():
         out.print(line(styled("serves on:", "bold"), " ", describe(replica)))
+    if hp.placement and hp.bind != "0.0.0.0":  # a private address behind a balancer, or the user's own
+        out.print(line(styled("binds to:", "bold"), " ", hp.bind))
     if hp.placement and hp.placement.idle:
         out.print(line(styled("idle:", "bold"), " ", f"GPU {','.join(map(str, hp.placement.idle))}"))
     for note in hp.notes:

@@ -80,7 +80,8 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                 probed[result.host] = result.payload
         alive = [host for host in hosts if host.name in probed]
         plans = plan_hosts(alive, probed, options.request, models, model_errors, default_model=options.default_model,
-                           default_name=options.model_name, metrics=options.metrics, folders=folders)
+                           default_name=options.model_name, metrics=options.metrics, folders=folders,
+                           behind_balancer=inputs.behind_balancer)
         report.plans = {plan.host: plan for plan in plans}
         ready = []
         for plan in plans:
@@ -108,7 +109,8 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=clock(), on_phase=record)
-                write_targets(pool, hosts, report, record, balancers)  # Prometheus file_sd (tritonops_prometheus_file_sd)
+                write_targets(pool, hosts, report, record, balancers,  # Prometheus file_sd
+                              behind_balancer=inputs.behind_balancer)
                 update_doors(pool, hosts, balancers, record)  # HAProxy on the balancers (tritonops_balancers)
         finally:
             report.traffic = pool.traffic()
@@ -185,6 +187,7 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
         "models": sorted({m["name"] for m in models}),
         "gpus": replicas[0]["gpus"],   # replica 0's (what a tritonops before replicas reads)
         "replicas": replicas,          # the placement: each replica's GPUs and host ports
+        "bind": plan.bind,             # the address those ports bind to (private behind a balancer)
         "weights_dirs": sorted({m["weights_dir"] for m in models}),
         "deadline_s": gate_deadline_s(weights_bytes),
         "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),

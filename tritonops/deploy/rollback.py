@@ -9,11 +9,14 @@ from tritonops.deploy.door_rollout import door_rollout, said_drained
 from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
+from tritonops.planning.bind import replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.names import safe_name
+
+BIND_FACT = "tritonops_replicas_bind"  # what the rollback role binds the replicas to
 
 
 def rollback_vars(to: str | None) -> dict[str, str]:
@@ -31,8 +34,13 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
     hosts, balancers = inputs.hosts, list(inputs.balancers)
     deployments = {host.name: deployment_of(host) for host in hosts}
 
+    # where each host's replicas bind (planning.bind): the inventory's choice now, so that a release made before a
+    # balancer existed comes back behind it, never on 0.0.0.0; a host with no private address is refused here
+    binds = {host.name: {BIND_FACT: replica_bind(host, inputs.behind_balancer)} for host in hosts}
+
     def compiled_for(names=None):
-        return compile_playbook(inputs, tags=options.tags, skip_tags=options.skip_tags, only_hosts=names)
+        return compile_playbook(inputs, host_facts=binds, tags=options.tags, skip_tags=options.skip_tags,
+                                only_hosts=names)
 
     compiled = compiled_for()  # every error before any host is contacted
     with SessionPool(list(compiled.connections) + [host.connection for host in balancers], forks=options.forks,
@@ -46,7 +54,8 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=time.time(), on_phase=record)
-                write_targets(pool, hosts, report, record, balancers)  # the release labels of the rolled-back hosts
+                write_targets(pool, hosts, report, record, balancers,  # the release labels of the rolled-back hosts
+                              behind_balancer=inputs.behind_balancer)
                 update_doors(pool, hosts, balancers, record)  # the replicas of the releases gone back to
         finally:
             report.traffic = pool.traffic()

@@ -29,6 +29,7 @@ from tritonops.metrics.rules import RULES_FILE, render_rules
 from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups, queue_timeouts, read_targets,
                                        render_targets, scrape_address)
 from tritonops.planning.balancer import door
+from tritonops.planning.bind import replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.render.haproxy_config import BalancerGlobals
 from tritonops.results import HostResult
@@ -40,15 +41,18 @@ ADDRESS_VAR = "tritonops_metrics_address"
 TASK = "targets"
 
 
-def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record, balancers=()) -> None:
+def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record, balancers=(), *,
+                  behind_balancer: bool = False) -> None:
     """Each of the run's hosts and balancers with `tritonops_prometheus_file_sd` set gets a result (task
-    "targets"); what each host serves is read through the run's own sessions (a balancer is not read)."""
+    "targets"); what each host serves is read through the run's own sessions (a balancer is not read).
+    `behind_balancer`: the inventory has balancers, so the hosts' metrics ports are bound to their private
+    addresses (planning.bind) and scraped there."""
     where, doors = {}, {}
     deployments = tuple(sorted({deployment_of(host)[1] for host in hosts}))
     for host in hosts:  # every value checked before a host is read; a bad one fails that host's result only
         if host.vars.get(FILE_VAR):
             try:
-                where[host.name] = _settings(host)
+                where[host.name] = _settings(host, behind_balancer)
             except InputError as err:
                 record(HostResult(host.name, "failed", str(err), task=TASK))
     for host in balancers:
@@ -113,7 +117,7 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
             record(HostResult(name, status, msg, task=TASK))
 
 
-def _settings(host) -> dict:
+def _settings(host, behind_balancer: bool) -> dict:
     def at(name):
         return host.setting(name).where if name in host.history else None
 
@@ -121,7 +125,7 @@ def _settings(host) -> dict:
     port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
                         at("tritonops_metrics_port"), minimum=1, maximum=65535)
     override = host.vars.get(ADDRESS_VAR) or None
-    address = scrape_address(host.name, host.connection.host, str(host.vars.get("tritonops_bind_address") or ""),
+    address = scrape_address(host.name, host.connection.host, replica_bind(host, behind_balancer),
                              override, at(ADDRESS_VAR) if override else at("tritonops_bind_address"))
     return {"file": path, "port": port, "address": address, "deployment": deployment_of(host)[1]}
 

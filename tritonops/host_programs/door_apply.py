@@ -3,19 +3,28 @@ the new files checked by `haproxy -c` before anything live changes, then started
 reloaded hitlessly (SIGUSR2 to the master: a new worker takes the listeners, the old one finishes its requests).
 
     python3 -c SOURCE            stdin: JSON {"dir", "files": {name: text}, "remove": [name], "pidfile",
-                                              "socket", "install": bool, "keys_files": [path]}
-    stdout: JSON {"action": "started" | "reloaded" | "unchanged" | "running", "installed": bool,
-                  "keys_created": [path], "version"}
+                                              "socket", "install": bool, "keys_files": [path],
+                                              "keys": {"action": "rotate" | "retire", "file": path,
+                                                       "keep_old": bool, "check": bool} (optional)}
+    stdout: JSON {"action": "started" | "reloaded" | "unchanged" | "would reload", "installed": bool,
+                  "keys_created": [path], "version", "keys": {"file", "new", "kept": [id], "removed": [id]}}
 
 `dir` holds every deployment's file on this balancer: the files given replace theirs, `remove` goes, the others
 stay. A keys file that does not exist is made (0600, in a 0700 folder) with one new key, never printed; a keys file
 whose content changed since haproxy last loaded it (a key added or rotated by hand) reloads haproxy.
+
+`keys` changes a keys file a door here checks, on this host (tritonops door rotate-key / retire-keys): `rotate`
+puts a new key first, the old ones kept after it (`keep_old`, an overlap while clients move) or gone; `retire`
+keeps only the newest key (the first). The file is replaced whole (0600) and haproxy reloads hitlessly; `check`
+says what would change and touches nothing. Only key ids (`k:` and 12 hex digits of the key's SHA-256) leave
+this host, never a key. One door program at a time on a balancer (an flock beside the pid file).
+
 Exit codes: 0 done; 2 bad input (one line on stderr); 3 haproxy -c refused the new files (its words on stderr;
 nothing live changed); 4 haproxy did not start or reload in time (stderr); 5 haproxy is missing and could not
 be installed (stderr).
 """
 
-import hashlib, json, os, secrets, shutil, signal, socket, subprocess, sys, time
+import fcntl, hashlib, json, os, secrets, shutil, signal, socket, subprocess, sys, time
 
 NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 READY_S = 20
@@ -40,9 +49,15 @@ def checked(request):
             fail(2, "file name %r is not a .cfg name of letters, digits, '-', '_' and '.'" % (name,))
     if not all(isinstance(text, str) for text in files.values()):
         fail(2, "file contents must be text")
+    keys = request.get("keys")
+    if keys is not None:
+        if not isinstance(keys, dict) or keys.get("action") not in ("rotate", "retire"):
+            fail(2, "keys must be {\"action\": \"rotate\" or \"retire\", \"file\": PATH}")
+        keys = {"action": keys["action"], "file": path(keys.get("file"), "keys file"),
+                "keep_old": bool(keys.get("keep_old")), "check": bool(keys.get("check"))}
     return (path(request.get("dir"), "dir"), files, remove, path(request.get("pidfile"), "pidfile"),
             path(request.get("socket"), "socket"), bool(request.get("install")),
-            [path(p, "keys file") for p in request.get("keys_files") or []])
+            [path(p, "keys file") for p in request.get("keys_files") or []], keys)
 
 
 def haproxy_version():
@@ -77,6 +92,57 @@ def make_key(path):
     with os.fdopen(handle, "w") as out:
         out.write(secrets.token_urlsafe(32) + "\n")
     return True
+
+
+def key_id(key):
+    """What may be shown of a key: its fingerprint."""
+    return "k:" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def key_lines(text):
+    """The keys of a keys file, in order (haproxy's pattern file: blank lines and '#' comments are no keys)."""
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def write_private(path, text):
+    """`path` replaced whole by `text`, 0600, never half-written (a file beside it, then renamed)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    partial = path + ".tritonops-new"
+    if os.path.lexists(partial):
+        os.unlink(partial)
+    handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(handle, "w") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(partial, path)
+
+
+def change_keys(keys, live):
+    """The keys file changed as `keys` asks (not in check): (its text before or None, what changed: ids only)."""
+    path = keys["file"]
+    if not any(("-f %s\n" % path) in text for text in live.values()):
+        fail(2, "no tritonops door on this balancer checks keys from %s: set tritonops_api_keys_file to it and "
+                "deploy first" % path)
+    before = read_text(path)
+    old = key_lines(before or "")
+    if keys["action"] == "rotate":
+        new = None if keys["check"] else secrets.token_urlsafe(32)
+        kept = old if keys["keep_old"] else []
+        said = {"file": path, "new": key_id(new) if new else None, "kept": [key_id(k) for k in kept],
+                "removed": [key_id(k) for k in old if k not in kept]}
+        older = before.rstrip("\n") + "\n" if keys["keep_old"] and before else ""
+        text = new + "\n" + older if new else None
+    else:
+        if not old:
+            fail(2, "%s holds no key: nothing to keep (rotate a new one first)" % path)
+        said = {"file": path, "new": None, "kept": [key_id(old[0])],
+                "removed": [key_id(k) for k in old[1:] if k != old[0]]}
+        lines = [line for line in before.splitlines() if key_lines(line) in ([], [old[0]])]
+        text = "\n".join(lines).rstrip("\n") + "\n" if said["removed"] and not keys["check"] else None
+    if text is not None:
+        write_private(path, text)
+    return before, said
 
 
 def keys_digest(paths):
@@ -170,7 +236,19 @@ def main():
         fail(2, "the request is not JSON: %s" % err)
     if not isinstance(request, dict):
         fail(2, "the request is not a JSON object")
-    folder, files, remove, pidfile, sock, may_install, keys_files = checked(request)
+    folder, files, remove, pidfile, sock, may_install, keys_files, keys = checked(request)
+    os.makedirs(os.path.dirname(pidfile), exist_ok=True)
+    lock = open(pidfile + ".lock", "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # one door program at a time: a deploy's door and a key rotation
+    if keys is not None:
+        if keys["file"] not in keys_files:
+            keys_files.append(keys["file"])
+        before, said = change_keys(keys, read_dir(folder))
+        if keys["check"]:
+            changes = keys["action"] == "rotate" or said["removed"]
+            print(json.dumps({"action": "would reload" if changes else "unchanged", "installed": False,
+                              "keys_created": [], "version": haproxy_version() or "?", "keys": said}))
+            return
     installed = False
     if haproxy_version() is None:
         if not may_install:
@@ -188,8 +266,11 @@ def main():
     pid = master_pid(pidfile)
     keys_now = keys_digest(keys_files)
     stamp = pidfile + ".keys"  # the keys files' digest when haproxy last loaded them
+    answer = {"installed": installed, "keys_created": created, "version": version}
+    if keys is not None:
+        answer["keys"] = said
     if wanted == live and pid is not None and not created and read_text(stamp) == keys_now:
-        print(json.dumps({"action": "unchanged", "installed": installed, "keys_created": created, "version": version}))
+        print(json.dumps(dict(answer, action="unchanged")))
         return
     stage = folder + ".next"
     shutil.rmtree(stage, ignore_errors=True)
@@ -197,6 +278,8 @@ def main():
     check = subprocess.run(["haproxy", "-c", "-f", stage], capture_output=True, text=True)
     if check.returncode != 0:
         shutil.rmtree(stage, ignore_errors=True)
+        if keys is not None and read_text(keys["file"]) != before:  # the keys as the running door has them
+            write_private(keys["file"], before) if before is not None else os.unlink(keys["file"])
         fail(3, "haproxy -c refused the new configuration (nothing changed): " + (check.stderr or check.stdout))
     if wanted != live or not os.path.isdir(folder):
         old = folder + ".prev"
@@ -223,7 +306,7 @@ def main():
         action = "started"
     with open(stamp, "w") as out:
         out.write(keys_now)
-    print(json.dumps({"action": action, "installed": installed, "keys_created": created, "version": version}))
+    print(json.dumps(dict(answer, action=action)))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
-"""The lab's generate request: one prompt to each replica of the host's current release, on the host's
-loopback (tritonops/lab/generate.py), printing a line per replica: its index, GPUs and the answer's text.
+"""The lab's generate request: one prompt to each replica of the host's current release, on the host itself
+(tritonops/lab/generate.py), printing a line per replica: its index, GPUs and the answer's text.
 The replicas (their ports) are read from the current release.json; a release made before replicas, or no
 release, is the one Triton on PORT.
 
-    python3 -c SOURCE RELEASE_JSON PORT MODEL PROMPT
+    python3 -c SOURCE RELEASE_JSON PORT MODEL PROMPT [ADDRESS]
+
+ADDRESS: where the replicas answer on the host (default loopback; behind a balancer, the private address they
+are bound to).
 """
 
 import json, sys, urllib.request
@@ -20,10 +23,12 @@ def replicas(path, port):
 
 def main():
     path, port, model, prompt = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    address = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
+    host = "[%s]" % address if ":" in address else address
     body = json.dumps({"text_input": prompt, "parameters": {"stream": False, "max_tokens": 12}}).encode()
     failed = 0
     for replica in replicas(path, port):
-        request = urllib.request.Request("http://127.0.0.1:%d/v2/models/%s/generate" % (replica["ports"][0], model),
+        request = urllib.request.Request("http://%s:%d/v2/models/%s/generate" % (host, replica["ports"][0], model),
                                          data=body, headers={"Content-Type": "application/json"})
         where = "replica %d (GPU %s)" % (replica["index"], ",".join(map(str, replica["gpus"])) or "?")
         try:

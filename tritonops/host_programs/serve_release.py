@@ -33,7 +33,8 @@ def inspect(name):
             "image": info.get("Image"), "started_at": state.get("StartedAt")}
 
 def http(port, method, path, body=None, timeout=10):
-    return triton_call(port, path, method, body, timeout)
+    # where the replicas answer on this host: loopback, or the one address they are bound to (behind a balancer)
+    return triton_call(port, path, method, body, timeout, address=spec.get("address") or "127.0.0.1")
 
 TRITON_LEVELS = {"info": "I", "warn": "W", "error": "E", "debug": "V"}
 
@@ -263,7 +264,7 @@ def refusal(replica, release):
     if not (current and current["running"]):
         import socket
         for port in replica["ports"]:
-            probe = socket.socket()
+            probe = socket.socket(socket.AF_INET6 if ":" in spec["bind"] else socket.AF_INET)
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers are not listeners
             try:
                 probe.bind((spec["bind"], port))

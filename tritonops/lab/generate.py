@@ -1,5 +1,5 @@
 """`python -m tritonops.lab generate -i INVENTORY [PROMPT]`: one generate request to every replica of every
-host's current release (on the host's loopback, over SSH: the lab's Triton ports are inside the lab hosts),
+host's current release (on the host itself, over SSH: the lab's Triton ports are inside the lab hosts),
 printing each answer. A lab helper for ./lab-demo; exits 1 unless every replica answered with text."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import posixpath
 import shlex
 
 from tritonops import host_programs
-from tritonops.planning.balancer import serving_hosts
+from tritonops.planning.balancer import balancers_among, serving_hosts
+from tritonops.planning.bind import local_address, replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -25,15 +26,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", default="vllm_model")
     parser.add_argument("prompt", nargs="?", default="The capital of France is")
     args = parser.parse_args(argv)
-    hosts = serving_hosts(load_inventory(args.inventory).hosts)
+    inventory = load_inventory(args.inventory).hosts
+    hosts = serving_hosts(inventory)
     by_name = {host.name: host for host in hosts}
+    behind = bool(balancers_among(inventory))  # the replicas bound to the hosts' private addresses
+    addresses = {host.name: local_address(replica_bind(host, behind)) for host in hosts}
 
     def ask(session: HostSession) -> HostResult:
         host = by_name[session.name]
         port = int(host.vars.get("tritonops_http_port", 8000))
         root, deployment = deployment_of(host)
         release = posixpath.join(root, deployment, "current", "release.json")
-        command = shlex.join(("python3", "-c", PROGRAM, release, str(port), args.model, args.prompt))
+        command = shlex.join(("python3", "-c", PROGRAM, release, str(port), args.model, args.prompt,
+                                 addresses[session.name]))
         result = session.transport.run(command, timeout=300)
         text = result.stdout.strip()
         return HostResult(session.name, "ok" if result.ok and text else "failed", text or result.tail(2))

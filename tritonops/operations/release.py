@@ -75,10 +75,14 @@ def weights_digest(args: ReleaseArgs, facts: Facts) -> str:
 
 def content_digest(args: ReleaseArgs, weights: str) -> str:
     """What makes two releases the same: files, image, weights, and where they serve: each replica's GPUs and
-    ports (not who or when). A release made before replicas has no placement in its metadata."""
+    ports, and the address they bind to unless it is 0.0.0.0 (not who or when): a host put behind a balancer
+    starts a new release bound privately, one without stays the release it was. A release made before replicas
+    has no placement in its metadata."""
     digest = hashlib.sha256()
     serve = args.metadata.get("serve") if isinstance(args.metadata.get("serve"), dict) else {}
     placement = [json.dumps(serve["replicas"], sort_keys=True)] if serve.get("replicas") else []
+    if serve.get("bind") not in (None, "0.0.0.0"):
+        placement.append("bind " + str(serve["bind"]))
     for part in (json.dumps(args.files, sort_keys=True), args.image_id, weights, *placement):
         encoded = part.encode()
         digest.update(len(encoded).to_bytes(8, "big") + encoded)

@@ -10,6 +10,7 @@ the task fails with the reason read from the logs ("rolled back: unknown engine 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import posixpath
 import shlex
@@ -26,6 +27,7 @@ from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, L
 from tritonops.operations.base import Args
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
 from tritonops.operations.steps import Learned, Step, StepFailed
+from tritonops.planning.bind import WILDCARD, local_address
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
@@ -42,7 +44,7 @@ class ContainerSettings(Args):
     http_port: int = 8000
     grpc_port: int = 8001
     metrics_port: int = 8002
-    bind_address: str = "0.0.0.0"
+    bind_address: str = WILDCARD      # planned by planning.bind (the deploy's serve.bind, the rollback's own)
     shm_size: str | None = None
     ulimits: list[str] = list(DEFAULT_ULIMITS)
     triton_args: list[str] = []
@@ -57,6 +59,14 @@ class ContainerSettings(Args):
     log_max_file: int = 5
     log_buffer_size: str = "4m"      # non-blocking mode's buffer
     log_options: dict[str, Any] = {}  # more options of the driver; checked last, with the fields above
+
+    @field_validator("bind_address")
+    @classmethod
+    def _an_address(cls, address: str) -> str:
+        try:
+            return str(ipaddress.ip_address(address))
+        except ValueError:
+            raise ValueError(f"tritonops_bind_address {address!r} is not an IP address") from None
 
     @field_validator("log_driver")
     @classmethod
@@ -250,7 +260,8 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
                "logger_path": first.logger_path, "logger_source": LOGGER_SOURCE,
                "admin_key_file": settings.admin_key_file,
-               "bind": settings.bind_address, "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
+               "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
+               "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
                "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
                "keep": settings.keep_releases}

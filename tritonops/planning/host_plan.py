@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
+from tritonops.planning.bind import WILDCARD, replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
 from tritonops.planning.gpu_choice import (GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, place_replicas,
@@ -57,6 +58,7 @@ class HostDeployPlan:
     error: str | None = None         # host-level: no facts, no GPU, bad variables, shared GPUs, RAM
     notes: tuple[str, ...] = ()
     placement: Placement | None = None  # the host's Triton containers (replicas): GPUs and ports (when planned)
+    bind: str = WILDCARD             # the address the replicas' ports bind to (planning.bind.replica_bind)
 
     @property
     def ok(self) -> bool:
@@ -77,26 +79,30 @@ def plan_hosts(hosts: Iterable, facts_by_host: Mapping[str, HostFacts | None], r
                models: Mapping[str, ModelSpec], model_errors: Mapping[str, str] | None = None,
                why_no_facts: Mapping[str, str] | None = None, default_model: str | None = None,
                default_name: str = "vllm_model", metrics: bool = True,
-               folders: ControllerFolders = ControllerFolders()) -> list[HostDeployPlan]:
+               folders: ControllerFolders = ControllerFolders(),
+               behind_balancer: bool = False) -> list[HostDeployPlan]:
     """One `HostDeployPlan` per host, in the hosts' order.
 
     `hosts`: inventory hosts (name, vars, where each var was set); `facts_by_host`: probe facts by
     host name, None (or absent) when the host has none, `why_no_facts` saying why; `request`: the
     base request (flags), which each host's variables and model entries override; `models`: every
     model reference in use, loaded (`model_errors`: why one could not be); `folders`: the controller
-    folders among the references (planning.models.controller_folders; none: every reference is a hub repo)."""
+    folders among the references (planning.models.controller_folders; none: every reference is a hub repo);
+    `behind_balancer`: the inventory has balancers, so the replicas bind privately (planning.bind)."""
     return [plan_host(host, facts_by_host.get(host.name), request, models, model_errors or {},
-                      (why_no_facts or {}).get(host.name), default_model, default_name, metrics, folders)
+                      (why_no_facts or {}).get(host.name), default_model, default_name, metrics, folders,
+                      behind_balancer)
             for host in hosts]
 
 
 def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Mapping[str, ModelSpec],
               model_errors: Mapping[str, str], why_no_facts: str | None, default_model: str | None,
               default_name: str = "vllm_model", metrics: bool = True,
-              folders: ControllerFolders = ControllerFolders()) -> HostDeployPlan:
+              folders: ControllerFolders = ControllerFolders(), behind_balancer: bool = False) -> HostDeployPlan:
     name = host.name
     try:
         entries = model_entries(host, default_model, default_name)
+        bind = replica_bind(host, behind_balancer)
     except TritonopsError as err:
         return HostDeployPlan(name, error=str(err))
     if not entries:
@@ -144,7 +150,7 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
-    return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement)
+    return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement, bind=bind)
 
 
 def _with_weights(host, instances: tuple[ModelInstancePlan, ...],

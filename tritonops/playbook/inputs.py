@@ -30,6 +30,12 @@ class RunInputs:
     balancers: tuple[Host, ...] = ()  # what --limit selects of the group tritonops_balancers: they serve nothing
 
     @property
+    def behind_balancer(self) -> bool:
+        """The inventory has balancers, whatever --limit selects: the serving hosts' replicas bind privately
+        (planning.bind)."""
+        return bool(balancers_among(self.inventory.hosts))
+
+    @property
     def names(self) -> tuple[str, ...]:
         return tuple(host.name for host in self.hosts)
 

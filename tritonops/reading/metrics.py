@@ -15,6 +15,7 @@ from tritonops.errors import TritonopsError
 from tritonops.metrics.fetch import fetch_query, local_address, pages_verdict
 from tritonops.metrics.figures import HostFigures, MetricsPageError
 from tritonops.facts.query_program import read_facts
+from tritonops.planning.bind import BIND_VAR, replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import host_where
 from tritonops.playbook.inputs import RunInputs
@@ -32,8 +33,7 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
     for host in inputs.hosts:  # every value checked before any host is contacted
         port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
                             host_where(host, "tritonops_metrics_port"), minimum=1, maximum=65535)
-        address = local_address(str(host.vars.get("tritonops_bind_address") or ""),
-                                host_where(host, "tritonops_bind_address"))
+        address = local_address(replica_bind(host, inputs.behind_balancer), host_where(host, BIND_VAR))
         queries[host.name] = (port, fetch_query(address, port))
         addresses[host.name] = address
         root, deployment = deployment_of(host)  # the current release's replicas: each one's metrics port

@@ -8,6 +8,7 @@ import posixpath
 from tritonops.balancer.door_servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
 from tritonops.facts.query_program import read_facts
+from tritonops.planning.bind import local_address, replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.door import door_rows
@@ -24,9 +25,11 @@ from tritonops.transport.sessions import HostSession
 def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
     """One result per selected host (task "status") and then one per selected balancer (task "door")."""
     by_name = {host.name: host for host in inputs.hosts}
+    # where each host's replicas answer on the host: checked before any host is contacted
+    addresses = {host.name: local_address(replica_bind(host, inputs.behind_balancer)) for host in inputs.hosts}
 
     def phase(session: HostSession) -> HostResult:
-        host = by_name[session.name]
+        host, address = by_name[session.name], addresses[session.name]
         root, deployment = deployment_of(host)
         query = releases_query(posixpath.join(root, deployment), deployment)
         deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
@@ -34,7 +37,7 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
         models = tuple((release.serve or {}).get("models", ())) if release else ()
         placement = list((release.serve or {}).get("replicas") or ()) if release else []
         if len(placement) > 1:  # every replica of the current release, on its own ports
-            probes = [health_query(r["ports"][0], r["ports"][2], models) for r in placement]
+            probes = [health_query(r["ports"][0], r["ports"][2], models, address) for r in placement]
             names = tuple(replica_container(deployment, r["index"]) for r in placement)
             states_query = container_states_query(names)
             read = read_facts(session.transport, [*probes, states_query])
@@ -45,7 +48,7 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
             health = healths[0]
         else:
             probe = health_query(int(host.vars.get("tritonops_http_port", 8000)),
-                                 int(host.vars.get("tritonops_metrics_port", 8002)), models)
+                                 int(host.vars.get("tritonops_metrics_port", 8002)), models, address)
             health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
             replicas = ()
         found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment), replicas)

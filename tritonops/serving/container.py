@@ -82,8 +82,9 @@ def run_argv(spec: ServeSpec, log: LogShipping | None = None) -> tuple[str, ...]
     for limit in spec.ulimits:
         argv += ["--ulimit", limit]
     argv += ["--shm-size", spec.shm_size] if spec.shm_size else ["--ipc", "host"]
+    bind = f"[{spec.ports.bind}]" if ":" in spec.ports.bind else spec.ports.bind  # docker's form of an IPv6 address
     for host_port, port in ((spec.ports.http, 8000), (spec.ports.grpc, 8001), (spec.ports.metrics, 8002)):
-        argv += ["--publish", f"{spec.ports.bind}:{host_port}:{port}"]
+        argv += ["--publish", f"{bind}:{host_port}:{port}"]
     argv += log_argv(log or spec.log)
     for path in (spec.release_dir, *spec.weights_dirs, spec.logger_path, spec.admin_key_file):
         if path:

@@ -1,8 +1,8 @@
 """`tritonops status`: per host and model, what runs and how it does. Facts and pure parsers.
 
 Two reads per host: the releases fact (releases.py: releases, current, the container) and the
-`health_query` program (Triton's health, each model's readiness, the metrics text, all on the host's
-loopback). `parse_metrics` turns Triton's Prometheus text into per-model request counts and average
+`health_query` program (Triton's health, each model's readiness, the metrics text, all on the host itself,
+where the replicas are bound). `parse_metrics` turns Triton's Prometheus text into per-model request counts and average
 times; `host_status` puts it together.
 """
 
@@ -28,8 +28,10 @@ _DURATIONS = {"request": "nv_inference_request_duration_us", "queue": "nv_infere
               "compute_output": "nv_inference_compute_output_duration_us"}
 
 
-def health_query(http_port: int, metrics_port: int, models: tuple[str, ...]) -> CommandQuery:
-    return CommandQuery(("python3", "-c", HEALTH_SOURCE, str(http_port), str(metrics_port), *models))
+def health_query(http_port: int, metrics_port: int, models: tuple[str, ...],
+                 address: str = "127.0.0.1") -> CommandQuery:
+    """`address`: where the replica answers on the host (planning.bind.local_address), checked by the caller."""
+    return CommandQuery(("python3", "-c", HEALTH_SOURCE, address, str(http_port), str(metrics_port), *models))
 
 
 def container_states_query(names: tuple[str, ...]) -> CommandQuery:
