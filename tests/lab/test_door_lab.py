@@ -3,8 +3,8 @@ balancer host (Debian's HAProxy, its own small lab joined to the test lab's netw
 door answers inference through HAProxy with an API key made on first use, refuses without one (401) and the admin
 paths (403), streams generate_stream unbuffered, answers gRPC with the key in its metadata; a redeploy leaves it
 alone; a TLS certificate that does not exist is refused by haproxy -c and the running door keeps answering. Faults
-under load: a rolling deploy and a rollback drop nothing; a replica that crashes fails only what was on it and comes
-back by itself."""
+and rolling under load (HTTP and gRPC streams): a rolling deploy and a rollback drop nothing; a replica that crashes
+fails only what was on it and comes back by itself."""
 
 from __future__ import annotations
 
@@ -306,7 +306,7 @@ def _grpc_stream(client, key: str, tokens: int) -> tuple[int, bool]:
     return 200, done and _words("".join(chunks)) == tokens
 
 
-def under_load(balancer, key: str, action, grpc: int = 0, tokens: int = 16) -> tuple[object, list]:
+def under_load(balancer, key: str, action, grpc: int = 2, tokens: int = 16) -> tuple[object, list]:
     """`action()` while 4 HTTP clients (2 generating, 2 streaming) and `grpc` gRPC streaming clients call through
     the door, until 2 s after it is done (at most 300 s, 2,000 requests each): its value, and every request's
     (kind, status, whole, sent, answered) -- whole: every token came, nothing cut; sent / answered: monotonic."""
@@ -352,14 +352,13 @@ def under_load(balancer, key: str, action, grpc: int = 0, tokens: int = 16) -> t
 def test_a_rolling_deploy_and_a_rollback_behind_the_door_drop_no_request(capsys, inventory, clean, balancer, lab,
                                                                           tmp_path):
     # two replicas on the full host (its profile made four A100s for this test), load through the door the whole
-    # time a changed release rolls across them, then the rollback: each replica is drained in HAProxy before it
-    # stops, set ready once its gate passed and HAProxy saw it UP, then the next
+    # time a changed release rolls across them, then the rollback: HTTP generate and generate_stream, and gRPC
+    # streams (ModelStreamInfer, a stream per request); each replica is drained in HAProxy (both doors) before it
+    # stops, set ready once its gate passed and HAProxy saw it UP, then the next: no request fails, no stream is cut
     from tests.lab.test_replicas_lab import _put_profile
 
-    data = yaml.safe_load(Path(inventory).read_text())
-    data["all"]["hosts"]["s1"]["tritonops_replicas"] = 2
-    two = tmp_path / "two.yml"
-    two.write_text(yaml.safe_dump(data))
+    two = two_replicas(inventory, tmp_path)
+    data = yaml.safe_load(two.read_text())
     data["all"]["hosts"]["s1"]["tritonops_max_num_seqs"] = 64  # a new release: every replica restarts
     changed = tmp_path / "changed.yml"
     changed.write_text(yaml.safe_dump(data))
@@ -376,10 +375,15 @@ def test_a_rolling_deploy_and_a_rollback_behind_the_door_drop_no_request(capsys,
             (code, rolled), answers = under_load(balancer, key, lambda: cli(capsys, *argv))
             assert code == 0, [r["msg"] for r in rolled["results"] if r["status"] == "failed"]
             failed = [a for a in answers if not a[2]]
-            assert not failed and len(answers) > 50, (argv[0], len(answers), failed[:10])
+            streams = sum(a[0] == "grpc" for a in answers)
+            with capsys.disabled():
+                print(f"\n{argv[0]} under load: {len(answers)} requests, {streams} of them gRPC streams, "
+                      f"{len(failed)} failed or cut")
+            assert not failed and len(answers) > 50 and streams > 10, (argv[0], len(answers), streams, failed[:10])
             drain = task(rolled, "drain")["msg"]  # each replica drained on the balancer before it restarted
             for server in ("s1-r0", "s1-r1"):
-                assert f"tritonops_{DEPLOYMENT}_http/{server} on door-1" in drain, (argv[0], drain)
+                for backend in (f"tritonops_{DEPLOYMENT}_http", f"tritonops_{DEPLOYMENT}_grpc"):
+                    assert f"{backend}/{server} on door-1" in drain, (argv[0], drain)
             assert "still had" not in drain and "could not" not in drain, drain
     finally:
         _put_profile(lab, "2080ti")
