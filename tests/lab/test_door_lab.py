@@ -4,7 +4,7 @@ door answers inference through HAProxy with an API key made on first use, refuse
 paths (403), streams generate_stream unbuffered, answers gRPC with the key in its metadata; a redeploy leaves it
 alone; a TLS certificate that does not exist is refused by haproxy -c and the running door keeps answering. Faults
 and rolling under load (HTTP and gRPC streams): a rolling deploy and a rollback drop nothing; a replica that crashes
-fails only what was on it and comes back by itself."""
+fails only what was on it and comes back by itself; an unreachable balancer is said and the replicas still roll."""
 
 from __future__ import annotations
 
@@ -235,6 +235,50 @@ def test_overload_gets_fast_503s_naming_the_reason_and_admitted_requests_finish(
     assert max(by[(503, "queue_full")]) < 0.5, by  # at once, not after the queue's second
     assert all(0.9 < took < 1.6 for took in by[(503, "queue_timeout")]), by
     assert all(took > 1.4 for took in by[(200, None)]), by
+
+
+def test_an_unreachable_balancer_is_said_and_the_replicas_it_cannot_drain_are_still_updated(
+        capsys, inventory, clean, balancer, tmp_path):
+    # the balancer's container paused for the whole deploy (its sshd and haproxy frozen: a host that accepts the
+    # connection and never answers); the deploy's play allows no failed host (max_fail_percentage 0): the balancer
+    # is no host of the play, its door phase says it could not be reached (exit 4, ansible-playbook's
+    # "unreachable"), and the replica restarts with the new release all the same, undrained, said so
+    from tritonops.exit_codes import ExitCode
+
+    playbook = tmp_path / "deploy.yml"
+    playbook.write_text(yaml.safe_dump([{"name": "every GPU host, no failure allowed", "hosts": "all",
+                                         "max_fail_percentage": 0,
+                                         "roles": ["preflight", "vllm_env", "model_weights", "model_repository",
+                                                   "triton", "logging"]}]))
+    code, before = cli(capsys, "deploy", "-i", inventory)  # one replica serving, its door UP
+    assert code == 0, [r["msg"] for r in before["results"] if r["status"] == "failed"]
+    key = clean(f"cat {KEYS}").stdout.strip()
+    until_up(balancer, key)
+    container = docker.from_env().containers.get(balancer.host(BALANCER).container)
+    started = time.monotonic()
+    container.pause()
+    try:
+        code, report = cli(capsys, "deploy", "-i", inventory, "--playbook", str(playbook),
+                           "-e", "tritonops_max_num_seqs=12")  # a new release: the replica restarts
+    finally:
+        container.unpause()
+    took = time.monotonic() - started
+    door = task(report, "door")
+    drain = task(report, "drain")
+    with capsys.disabled():
+        print(f"\nbalancer paused: deploy exit {code} in {took:.1f} s; door: {door['status']}: {door['msg']}; "
+              f"drain: {drain['msg']}")
+    assert code == ExitCode.HOST_UNREACHABLE
+    assert door["host"] == "door-1" and door["status"] == "unreachable" and "\n" not in door["msg"], door
+    assert "door-1 could not drain s1-r0" in drain["msg"] and drain["status"] == "ok", drain
+    assert task(report, "Triton serves")["status"] == "changed"  # the replica was updated all the same
+    assert [r["host"] for r in report["results"] if r["status"] in ("failed", "unreachable")] == ["door-1"]
+    assert took < 120, took  # one connection timeout, not one per replica or phase
+
+    code, again = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=12")  # reachable again
+    assert code == 0 and task(again, "door")["status"] == "changed", task(again, "door")  # maxconn 12 now
+    until_up(balancer, key)
+    assert call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)[0] == 200
 
 
 def _words(text: str) -> int:
