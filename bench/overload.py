@@ -9,7 +9,9 @@
    (goal: the door adds <= 1 ms at p50).
 2. Overload: `--factor` x (the replicas' maxconn together + the door's max_queue) requests of `--tokens` tokens sent
    at once (at most `--max-threads`): how many were served, and how many got each 503 reason; the 503s' latency
-   p50 / p99 (goal: p99 <= 50 ms at the balancer; measured here from the client), and the door's queue time as
+   p50 / p99 from the client and at the balancer itself (goal: p99 <= 50 ms at the balancer): HAProxy's own
+   timers for each of those requests, from the doors' request log (a ring on the balancer read with `show events`,
+   balancer/request_log.py: Ta, received to answered, and Tw, the time queued), and the door's queue time as
    HAProxy reports it (`show stat`: qtime, the average of the last 1,024 queued requests, and qmax) against
    `tritonops_queue_timeout_ms`.
 
@@ -67,6 +69,7 @@ def call(url: str, key: str | None, tokens: int) -> tuple[int, str | None, float
 
 
 def main() -> int:
+    from tritonops.balancer.request_log import parse_request_log, show_events
     from tritonops.balancer.runtime import parse_stat, show_stat
     from tritonops.balancer.runtime_program import read_send, send_argv
     from tritonops.inventory import load_inventory
@@ -101,6 +104,10 @@ def main() -> int:
             result = transport.run(shlex.join(send_argv([show_stat(backend)])), timeout=30)
             return parse_stat(read_send(result.exit_code, result.stdout, result.stderr)[0].text)
 
+        def logged() -> tuple:
+            result = transport.run(shlex.join(send_argv([show_events()])), timeout=60)
+            return parse_request_log(read_send(result.exit_code, result.stdout, result.stderr)[0].text)
+
         key = door_key(transport, settings.keys_file)
         servers = [row for row in stat() if row.kind == "server" and row.state == "UP"]
         if not servers:
@@ -129,9 +136,11 @@ def main() -> int:
         count = min(int(args.factor * (capacity + settings.max_queue)), args.max_threads, MAX_REQUESTS)
         print(f"overload: {len(servers)} replicas, maxconn {capacity} in all, max_queue {settings.max_queue}, "
               f"queue timeout {settings.queue_timeout_ms} ms; {count} requests of {args.tokens} tokens at once")
+        earlier = len(logged())  # the ring's lines so far: this phase's come after them
         with ThreadPoolExecutor(count) as threads:
             answers = list(threads.map(lambda _: call(door_url, key, args.tokens), range(count)))
         rows = {row.server: row for row in stat()}
+        door_log = [r for r in logged()[earlier:] if r.frontend.startswith(f"tritonops_{deployment}_http_door")]
         by: dict[tuple, list[float]] = {}
         for status, reason, seconds in answers:
             by.setdefault((status, reason), []).append(seconds)
@@ -143,6 +152,15 @@ def main() -> int:
         backend_row = rows.get("BACKEND")
         print(f"  refused at once (queue_full, no_replica): {len(fast)}, p50 {pct(fast, 50)} / p99 {pct(fast, 99)} ms "
               f"from the client ({count} client threads on this machine)")
+        at_once = [r.active_ms / 1000 for r in door_log if r.status == 503 and r.server == "<NOSRV>"]
+        timed_out = [r for r in door_log if r.status == 503 and r.termination.startswith("sQ")]
+        queued = [r.queue_ms / 1000 for r in timed_out]
+        served = [r.active_ms / 1000 for r in door_log if r.status == 200]
+        print(f"  at the balancer (HAProxy's request log, {len(door_log)} of this phase's {count} requests): "
+              f"refused at once {len(at_once)}, Ta p50 {pct(at_once, 50)} / p99 {pct(at_once, 99)} / "
+              f"max {pct(at_once, 100)} ms (goal: p99 <= 50 ms); queue_timeout {len(timed_out)}, queued Tw p50 "
+              f"{pct(queued, 50)} / max {pct(queued, 100)} ms; served {len(served)}, Ta p50 {pct(served, 50)} / "
+              f"p99 {pct(served, 99)} ms")
         if backend_row is not None:
             print(f"  HAProxy {backend}: 5xx {backend_row.hrsp_5xx} since start")
         queue = transport.run(shlex.join(send_argv([f"show stat {backend} 2 -1"])), timeout=30)

@@ -52,9 +52,18 @@ global
     master-worker
     maxconn 8000
     stats socket /run/haproxy/tritonops-admin.sock mode 600 level admin expose-fd listeners
+    log ring@tritonops_log local0 info
+
+ring tritonops_log
+    format iso
+    maxlen 4096
+    size 4194304
 
 defaults
     mode http
+    log global
+    option httplog
+    option dontlognull
     timeout connect 5s
     timeout client 30s
     timeout server 30s
@@ -690,6 +699,29 @@ def test_a_full_queue_answers_queue_full_at_once_while_admitted_requests_complet
     assert sorted(served)[-1] > 1.0  # the queued one waited for a replica
     assert len(refused) == 5
     assert all(what[:3] == (503, "application/json", "queue_full") and what[3] < 0.3 for what in refused), refused
+
+
+def test_every_request_is_logged_with_haproxys_timers_in_a_ring_the_runtime_api_reads(start_door):
+    from tritonops.balancer.request_log import parse_request_log, show_events
+
+    door = start_door([FakeReplica("a", delay_s=0.3)], maxconn=1, max_queue=1, queue_timeout_ms=5000)
+    assert door.ask("/v2/repository/index")[0] == 403
+
+    def burst(index):
+        time.sleep(0.05 * index)  # one at the replica, one queued behind it, one finding the queue full
+        return door.ask("/v2/models/m/generate")
+
+    with ThreadPoolExecutor(3) as pool:
+        assert sorted(answer[0] for answer in pool.map(burst, range(3))) == [200, 200, 503]
+    logged = parse_request_log(door.admin(show_events()))  # the health checks are not logged
+    assert [(r.status, r.server, r.termination[:2]) for r in logged] == [
+        (403, "<NOSRV>", "LR"), (503, "<NOSRV>", "LR"), (200, "a", "--"), (200, "a", "--")]
+    refused, full, first, queued = logged
+    assert refused.frontend == "tritonops_chat_http_door" and refused.backend == refused.frontend
+    assert refused.request == "POST /v2/repository/index HTTP/1.1"
+    assert (full.queue_ms, full.connect_ms, full.response_ms) == (-1, -1, -1) and 0 <= full.active_ms < 100
+    assert first.backend == http_backend("chat") and first.queue_ms < 100 and first.response_ms >= 290
+    assert queued.queue_ms >= 150 and queued.active_ms >= queued.queue_ms + 290  # it waited for the first
 
 
 def test_a_request_queued_past_the_queue_timeout_gets_queue_timeout(start_door):

@@ -2,7 +2,9 @@
 balancer host (Debian's HAProxy, its own small lab joined to the test lab's network) in `tritonops_balancers`: the
 door answers inference through HAProxy with an API key made on first use, refuses without one (401) and the admin
 paths (403), streams generate_stream unbuffered, answers gRPC with the key in its metadata; a redeploy leaves it
-alone; a TLS certificate that does not exist is refused by haproxy -c and the running door keeps answering."""
+alone; a TLS certificate that does not exist is refused by haproxy -c and the running door keeps answering. Faults
+and rolling under load (HTTP and gRPC streams): a rolling deploy and a rollback drop nothing; a replica that crashes
+fails only what was on it and comes back by itself; an unreachable balancer is said and the replicas still roll."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -234,37 +237,153 @@ def test_overload_gets_fast_503s_naming_the_reason_and_admitted_requests_finish(
     assert all(took > 1.4 for took in by[(200, None)]), by
 
 
-def under_load(balancer, key: str, action) -> tuple[object, list]:
-    """`action()` while 4 clients (2 generating, 2 streaming) call through the door, until 2 s after it is done
-    (at most 300 s, 2,000 requests each): its value, and every request's (kind, status, whole)."""
+def test_an_unreachable_balancer_is_said_and_the_replicas_it_cannot_drain_are_still_updated(
+        capsys, inventory, clean, balancer, tmp_path):
+    # the balancer's container paused for the whole deploy (its sshd and haproxy frozen: a host that accepts the
+    # connection and never answers); the deploy's play allows no failed host (max_fail_percentage 0): the balancer
+    # is no host of the play, its door phase says it could not be reached (exit 4, ansible-playbook's
+    # "unreachable"), and the replica restarts with the new release all the same, undrained, said so
+    from tritonops.exit_codes import ExitCode
+
+    playbook = tmp_path / "deploy.yml"
+    playbook.write_text(yaml.safe_dump([{"name": "every GPU host, no failure allowed", "hosts": "all",
+                                         "max_fail_percentage": 0,
+                                         "roles": ["preflight", "vllm_env", "model_weights", "model_repository",
+                                                   "triton", "logging"]}]))
+    code, before = cli(capsys, "deploy", "-i", inventory)  # one replica serving, its door UP
+    assert code == 0, [r["msg"] for r in before["results"] if r["status"] == "failed"]
+    key = clean(f"cat {KEYS}").stdout.strip()
+    until_up(balancer, key)
+    container = docker.from_env().containers.get(balancer.host(BALANCER).container)
+    started = time.monotonic()
+    container.pause()
+    try:
+        code, report = cli(capsys, "deploy", "-i", inventory, "--playbook", str(playbook),
+                           "-e", "tritonops_max_num_seqs=12")  # a new release: the replica restarts
+    finally:
+        container.unpause()
+    took = time.monotonic() - started
+    door = task(report, "door")
+    drain = task(report, "drain")
+    with capsys.disabled():
+        print(f"\nbalancer paused: deploy exit {code} in {took:.1f} s; door: {door['status']}: {door['msg']}; "
+              f"drain: {drain['msg']}")
+    assert code == ExitCode.HOST_UNREACHABLE
+    assert door["host"] == "door-1" and door["status"] == "unreachable" and "\n" not in door["msg"], door
+    assert "door-1 could not drain s1-r0" in drain["msg"] and drain["status"] == "ok", drain
+    assert task(report, "Triton serves")["status"] == "changed"  # the replica was updated all the same
+    assert [r["host"] for r in report["results"] if r["status"] in ("failed", "unreachable")] == ["door-1"]
+    assert took < 120, took  # one connection timeout, not one per replica or phase
+
+    code, again = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=12")  # reachable again
+    assert code == 0 and task(again, "door")["status"] == "changed", task(again, "door")  # maxconn 12 now
+    until_up(balancer, key)
+    assert call(balancer, f"/v2/models/{MODEL}/generate", key, GENERATE)[0] == 200
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _generate(balancer, key: str, tokens: int) -> tuple[int, bool]:
+    try:
+        status, body = call(balancer, f"/v2/models/{MODEL}/generate", key,
+                            {"text_input": "hi", "exclude_input_in_output": True, "parameters": {"max_tokens": tokens}})
+    except Exception:  # noqa: BLE001 - a connection cut: counted, shown on failure
+        return 0, False
+    return status, status == 200 and _words(json.loads(body).get("text_output", "")) == tokens
+
+
+def _http_stream(balancer, key: str, tokens: int) -> tuple[int, bool]:
+    """A generate_stream, whole when every token arrived and no event is an error."""
+    request = urllib.request.Request(
+        door_url(balancer, f"/v2/models/{MODEL}/generate_stream"),
+        data=json.dumps({"text_input": "hi", "exclude_input_in_output": True,
+                         "parameters": {"max_tokens": tokens, "stream": True}}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            events = [json.loads(line[5:]) for line in reply if line.startswith(b"data:")]
+    except Exception as err:  # noqa: BLE001 - a stream cut: counted, shown on failure
+        return getattr(err, "code", 0), False
+    text = "".join(e.get("text_output", "") for e in events)
+    return 200, bool(events) and not any("error" in e for e in events) and _words(text) == tokens
+
+
+def _grpc_stream(client, key: str, tokens: int) -> tuple[int, bool]:
+    """One ModelStreamInfer call through the gRPC door (tritonclient's decoupled stream, a stream per request,
+    as a client behind a balancer should: a stream is one call, held by one replica): whole when its final
+    response came, no error, every token. The status is 200 or the gRPC error's code name."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    def tensor(name, value, dtype):
+        item = grpcclient.InferInput(name, [1], dtype)
+        item.set_data_from_numpy(np.array([value], dtype=object if dtype == "BYTES" else bool))
+        return item
+
+    chunks, errors, final = [], [], threading.Event()
+
+    def on_response(result, error):
+        if error is not None:
+            errors.append(error)
+            final.set()
+            return
+        out = result.as_numpy("text_output")
+        if out is not None:
+            chunks.append(out[0].decode())
+        if result.get_response().parameters["triton_final_response"].bool_param:
+            final.set()
+
+    try:
+        client.start_stream(callback=on_response, headers={"authorization": f"Bearer {key}"})
+        client.async_stream_infer(MODEL, [
+            tensor("text_input", "hi", "BYTES"), tensor("stream", True, "BOOL"),
+            tensor("sampling_parameters", json.dumps({"max_tokens": tokens}), "BYTES"),
+            tensor("exclude_input_in_output", True, "BOOL")], enable_empty_final_response=True)
+        done = final.wait(60)
+        failed = list(errors)  # before the stream ends: a stream cancelled after its final response is no error
+    finally:
+        client.stop_stream(cancel_requests=not final.is_set())
+    if failed:
+        return getattr(failed[0], "status", lambda: None)() or "error", False
+    return 200, done and _words("".join(chunks)) == tokens
+
+
+def under_load(balancer, key: str, action, grpc: int = 2, tokens: int = 16) -> tuple[object, list]:
+    """`action()` while 4 HTTP clients (2 generating, 2 streaming) and `grpc` gRPC streaming clients call through
+    the door, until 2 s after it is done (at most 300 s, 2,000 requests each): its value, and every request's
+    (kind, status, whole, sent, answered) -- whole: every token came, nothing cut; sent / answered: monotonic."""
     from concurrent.futures import ThreadPoolExecutor
+
+    import tritonclient.grpc as grpcclient
 
     stop = {"at": None}
     started = time.monotonic()
+    kinds = ["generate", "stream", "generate", "stream"] + ["grpc"] * grpc
 
-    def load(worker):
+    def load(kind):
         seen = []
-        while (stop["at"] is None or time.monotonic() < stop["at"]) and time.monotonic() - started < 300 \
-                and len(seen) < 2000:
-            if worker % 2:
-                status, body = call(balancer, f"/v2/models/{MODEL}/generate", key,
-                                    {"text_input": "hi", "parameters": {"max_tokens": 16}})
-                seen.append(("generate", status, status == 200 and bool(json.loads(body).get("text_output"))))
-                continue
-            request = urllib.request.Request(
-                door_url(balancer, f"/v2/models/{MODEL}/generate_stream"),
-                data=json.dumps({"text_input": "hi", "parameters": {"max_tokens": 16, "stream": True}}).encode(),
-                headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
-            try:
-                with urllib.request.urlopen(request, timeout=60) as reply:
-                    events = [line for line in reply if line.startswith(b"data:")]
-                seen.append(("stream", 200, bool(events) and all(b"error" not in e for e in events)))
-            except Exception as err:  # noqa: BLE001 - counted, shown on failure
-                seen.append(("stream", getattr(err, "code", 0), False))
+        client = grpcclient.InferenceServerClient(f"{balancer.host(BALANCER).network_address}:{DOOR_GRPC}") \
+            if kind == "grpc" else None
+        try:
+            while (stop["at"] is None or time.monotonic() < stop["at"]) and time.monotonic() - started < 300 \
+                    and len(seen) < 2000:
+                sent = time.monotonic()
+                if kind == "generate":
+                    status, whole = _generate(balancer, key, tokens)
+                elif kind == "stream":
+                    status, whole = _http_stream(balancer, key, tokens)
+                else:
+                    status, whole = _grpc_stream(client, key, tokens)
+                seen.append((kind, status, whole, sent, time.monotonic()))
+        finally:
+            if client is not None:
+                client.close()
         return seen
 
-    with ThreadPoolExecutor(4) as pool:
-        running = [pool.submit(load, worker) for worker in range(4)]
+    with ThreadPoolExecutor(len(kinds)) as pool:
+        running = [pool.submit(load, kind) for kind in kinds]
         time.sleep(2)
         try:
             value = action()
@@ -277,14 +396,13 @@ def under_load(balancer, key: str, action) -> tuple[object, list]:
 def test_a_rolling_deploy_and_a_rollback_behind_the_door_drop_no_request(capsys, inventory, clean, balancer, lab,
                                                                           tmp_path):
     # two replicas on the full host (its profile made four A100s for this test), load through the door the whole
-    # time a changed release rolls across them, then the rollback: each replica is drained in HAProxy before it
-    # stops, set ready once its gate passed and HAProxy saw it UP, then the next
+    # time a changed release rolls across them, then the rollback: HTTP generate and generate_stream, and gRPC
+    # streams (ModelStreamInfer, a stream per request); each replica is drained in HAProxy (both doors) before it
+    # stops, set ready once its gate passed and HAProxy saw it UP, then the next: no request fails, no stream is cut
     from tests.lab.test_replicas_lab import _put_profile
 
-    data = yaml.safe_load(Path(inventory).read_text())
-    data["all"]["hosts"]["s1"]["tritonops_replicas"] = 2
-    two = tmp_path / "two.yml"
-    two.write_text(yaml.safe_dump(data))
+    two = two_replicas(inventory, tmp_path)
+    data = yaml.safe_load(two.read_text())
     data["all"]["hosts"]["s1"]["tritonops_max_num_seqs"] = 64  # a new release: every replica restarts
     changed = tmp_path / "changed.yml"
     changed.write_text(yaml.safe_dump(data))
@@ -301,10 +419,15 @@ def test_a_rolling_deploy_and_a_rollback_behind_the_door_drop_no_request(capsys,
             (code, rolled), answers = under_load(balancer, key, lambda: cli(capsys, *argv))
             assert code == 0, [r["msg"] for r in rolled["results"] if r["status"] == "failed"]
             failed = [a for a in answers if not a[2]]
-            assert not failed and len(answers) > 50, (argv[0], len(answers), failed[:10])
+            streams = sum(a[0] == "grpc" for a in answers)
+            with capsys.disabled():
+                print(f"\n{argv[0]} under load: {len(answers)} requests, {streams} of them gRPC streams, "
+                      f"{len(failed)} failed or cut")
+            assert not failed and len(answers) > 50 and streams > 10, (argv[0], len(answers), streams, failed[:10])
             drain = task(rolled, "drain")["msg"]  # each replica drained on the balancer before it restarted
             for server in ("s1-r0", "s1-r1"):
-                assert f"tritonops_{DEPLOYMENT}_http/{server} on door-1" in drain, (argv[0], drain)
+                for backend in (f"tritonops_{DEPLOYMENT}_http", f"tritonops_{DEPLOYMENT}_grpc"):
+                    assert f"{backend}/{server} on door-1" in drain, (argv[0], drain)
             assert "still had" not in drain and "could not" not in drain, drain
     finally:
         _put_profile(lab, "2080ti")
@@ -355,3 +478,130 @@ def test_door_rotate_key_makes_a_new_key_on_the_balancer_the_old_one_opens_only_
     assert call(balancer, f"/v2/models/{MODEL}/generate", new, GENERATE)[0] == 200
     assert call(balancer, f"/v2/models/{MODEL}/generate", old, GENERATE)[0] == 401
     assert new not in json.dumps(retired)
+
+
+def _show_stat(clean) -> str:
+    """HAProxy's `show stat` on the balancer, through its runtime program over SSH."""
+    import shlex
+
+    from tritonops.balancer.runtime import show_stat
+    from tritonops.balancer.runtime_program import read_send, send_argv
+
+    found = clean(shlex.join(send_argv([show_stat()])))
+    return read_send(found.returncode, found.stdout, found.stderr)[0].text
+
+
+def door_servers(clean) -> dict:
+    """HAProxy's server rows on the balancer, by "backend/server"."""
+    from tritonops.balancer.runtime import parse_stat
+
+    return {f"{row.backend}/{row.server}": row for row in parse_stat(_show_stat(clean)) if row.kind == "server"}
+
+
+def door_errors(clean, servers) -> int:
+    """What HAProxy blames on `servers` so far: responses that failed (eresp) and transfers the server cut
+    (srv_abrt), over `show stat`'s CSV columns of those names."""
+    import csv
+
+    lines = [line for line in _show_stat(clean).splitlines() if line]
+    rows = csv.DictReader([lines[0][2:]] + lines[1:])
+    return sum(int(row["eresp"] or 0) + int(row["srv_abrt"] or 0) for row in rows
+               if f"{row['pxname']}/{row['svname']}" in servers)
+
+
+def until_servers(clean, wanted: str, servers, timeout_s: float, interval_s: float = 0.2) -> float | None:
+    """When (monotonic) every one of `servers` ("backend/server") was first seen in state `wanted`; None after
+    `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        rows = door_servers(clean)
+        if all(rows[name].state == wanted for name in servers):
+            return time.monotonic()
+        time.sleep(interval_s)
+    return None
+
+
+def two_replicas(inventory, tmp_path) -> Path:
+    data = yaml.safe_load(Path(inventory).read_text())
+    data["all"]["hosts"]["s1"]["tritonops_replicas"] = 2
+    two = tmp_path / "two.yml"
+    two.write_text(yaml.safe_dump(data))
+    return two
+
+
+def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docker_brings_it_back(
+        capsys, inventory, clean, balancer, lab, tmp_path):
+    # two replicas behind the door, 4 HTTP and 2 gRPC clients; replica 0's Triton dies (its container's main
+    # process killed, a crash: `docker kill` is a stop by hand, which Docker's restart policy leaves stopped).
+    # HAProxy marks it DOWN (its checks every 2 s, 3 failures, or sooner the errors real traffic meets); only what
+    # was on it fails; Docker restarts it (--restart unless-stopped) and the checks bring it back UP by themselves
+    from tests.lab.test_replicas_lab import _put_profile
+    from tritonops.render.haproxy_config import CHECK_FALL, grpc_backend, http_backend
+
+    killed_container = f"tritonops-{DEPLOYMENT}"  # replica 0's
+    replica = [f"{http_backend(DEPLOYMENT)}/s1-r0", f"{grpc_backend(DEPLOYMENT)}/s1-r0"]
+    both = replica + [name.replace("-r0", "-r1") for name in replica]
+    host = lambda command: subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True,  # noqa: E731
+                                          text=True, timeout=60)
+    two = two_replicas(inventory, tmp_path)
+    _put_profile(lab, "a100x4")
+    try:
+        code, report = cli(capsys, "deploy", "-i", str(two))
+        assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+        key = clean(f"cat {KEYS}").stdout.strip()
+        assert until_servers(clean, "UP", both, 30), door_servers(clean)
+        policy = host(f"docker inspect --format '{{{{.HostConfig.RestartPolicy.Name}}}} {{{{.RestartCount}}}}' "
+                      f"{killed_container}").stdout.split()
+        assert policy[0] == "unless-stopped", policy
+
+        pid = host(f"docker inspect --format '{{{{.State.Pid}}}}' {killed_container}").stdout.strip()
+        assert pid.isdigit(), pid
+
+        def crash():
+            rows, blamed = door_servers(clean), door_errors(clean, replica)
+            on_it = sum(rows[name].scur for name in replica)  # its requests in flight, HTTP and gRPC
+            killed = time.monotonic()
+            died = host(f"kill -9 {pid}")  # the server dies under its requests
+            kill_done = time.monotonic()
+            assert died.returncode == 0, died.stderr
+            down = until_servers(clean, "DOWN", replica, 30)
+            up = until_servers(clean, "UP", replica, 120, interval_s=0.5)
+            return on_it, blamed, killed, kill_done, down, up, door_servers(clean)[replica[0]].stot
+
+        (on_it, blamed, killed, kill_done, down, up, served_before), answers = under_load(balancer, key, crash, grpc=2)
+        assert down is not None, "HAProxy never marked the killed replica DOWN"
+        assert up is not None, "the killed replica never came back UP"
+        failed = [a for a in answers if not a[2]]
+        # requests sent while the kill was on its way (one SSH command) may have gone to it too
+        racing = [a for a in answers if killed <= a[3] < kill_done]
+        blamed = door_errors(clean, replica) - blamed
+        with capsys.disabled():
+            print(f"\nkilled {killed_container} (pid {pid}, {kill_done - killed:.2f} s over SSH) with {on_it} "
+                  f"request(s) on it, {len(racing)} more sent meanwhile: DOWN after {down - killed:.1f} s, UP after "
+                  f"{up - killed:.1f} s; {len(answers)} requests ({sum(a[0] == 'grpc' for a in answers)} gRPC "
+                  f"streams), {len(failed)} failed, HAProxy blames {blamed} on it: "
+                  f"{[(a[0], a[1], round(a[3] - killed, 2), round(a[4] - killed, 2)) for a in failed]}")
+        assert down - killed <= (CHECK_FALL + 1) * 2.0, down - killed  # 3 failed checks 2 s apart, and one to start
+        # what fails is what was on it when it died: in flight, or sent as it died (HAProxy's pooled connection to
+        # it, or docker's proxy, closed under the request); later ones, before and after DOWN, went to the other
+        # replica (a refused connection is retried there: option redispatch)
+        assert all(answered > killed and sent < kill_done + 1.0 for _, _, _, sent, answered in failed), failed
+        assert len(failed) <= on_it + len(racing), (on_it, len(racing), failed)
+        assert len(failed) <= blamed, (blamed, failed)  # every one of them was on the killed replica
+        assert not [a for a in failed if a[3] > down]  # implied, and the point: none sent after DOWN failed
+        after_up = [a for a in answers if a[3] > up]
+        assert after_up and all(a[2] for a in after_up)
+        restarts = host(f"docker inspect --format '{{{{.RestartCount}}}}' {killed_container}").stdout.strip()
+        assert int(restarts) == int(policy[1]) + 1  # Docker's restart, not a new container
+        assert door_servers(clean)[replica[0]].stot > served_before  # it takes requests again
+
+        code, state = cli(capsys, "status", "-i", str(two))
+        serving = state["results"][0]["payload"]
+        with capsys.disabled():
+            print(f"status after: restarts {serving['restarts']}, replicas "
+                  f"{[(r['index'], r['container'], r['ready']) for r in serving['replicas']]}")
+        assert code == 0 and serving["restarts"] >= 1, serving  # the crash shows in status
+        assert all(r["container"] == "running" and r["ready"] for r in serving["replicas"]), serving["replicas"]
+    finally:
+        _put_profile(lab, "2080ti")
+

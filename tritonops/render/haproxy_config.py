@@ -33,6 +33,11 @@ HEALTH_PATH = "/v2/health/ready"
 CHECK_FALL = 3
 CHECK_RISE = 2
 OBSERVED_ERRORS = 10  # consecutive layer-7 errors in real traffic that mark a replica down at once
+# every request through a door is logged (HAProxy's HTTP log: its timers TR/Tw/Tc/Tr/Ta, status, termination
+# state) into a ring in the balancer's memory, read with `show events tritonops_log` on the stats socket
+# (balancer/request_log.py): the newest lines that fit in LOG_RING_BYTES, gone on a reload or restart
+LOG_RING = "tritonops_log"
+LOG_RING_BYTES = 4 << 20
 
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _MAX_SERVER_NAME = 128
@@ -189,9 +194,18 @@ def render_globals(g: BalancerGlobals) -> str:
         "    master-worker",
         f"    maxconn {maxconn}",
         f"    stats socket {socket} mode 600 level admin expose-fd listeners",
+        f"    log ring@{LOG_RING} local0 info",
+        "",
+        f"ring {LOG_RING}",
+        "    format iso",
+        "    maxlen 4096",
+        f"    size {LOG_RING_BYTES}",
         "",
         "defaults",
         "    mode http",
+        "    log global",
+        "    option httplog",
+        "    option dontlognull",  # a connection that sends nothing (a port probe) is no request
         "    timeout connect 5s",
         "    timeout client 30s",
         "    timeout server 30s",
