@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_host_results
-from tritonops.cli.output import line, status_text, styled
+from tritonops.cli.output import hosts_then_doors, line, status_text, styled
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -40,11 +40,7 @@ def _ms(value) -> str:
 
 def _tables(results) -> Table | Group:
     """STATUS for the hosts and, when the run has balancers, DOOR for what their HAProxy sees."""
-    from rich.console import Group
-
-    hosts = [result for result in results if result.task != "door"]
-    doors = [result for result in results if result.task == "door"]
-    return Group(_table(hosts), _door_table(doors)) if doors else _table(hosts)
+    return hosts_then_doors(results, _table, _door_table)
 
 
 def _door_table(results) -> Table:

@@ -119,6 +119,18 @@ class Output:
         self.err_console.print(line(styled("error:", "bold red"), " ", printable(text)))
 
 
+def hosts_then_doors(results, host_table, door_table):
+    """A reading command's hosts in `host_table(results)` and, when the run has balancers (rows of task "door"),
+    their doors in `door_table(rows)` under it."""
+    hosts = [result for result in results if result.task != "door"]
+    doors = [result for result in results if result.task == "door"]
+    if not doors:
+        return host_table(hosts)
+    from rich.console import Group
+
+    return Group(host_table(hosts), door_table(doors))
+
+
 def _text_console(file, **options):
     """A rich console that renders strings as plain text without control characters."""
     from rich.console import Console
