@@ -26,7 +26,7 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from tests.haproxy_harness import ask, free_port
+from tests.haproxy_harness import Replicas, ask, free_port
 from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
 DEPLOYMENT = "chat"
@@ -56,13 +56,6 @@ class Replica(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, *args):
-        pass
-
-
-class Replicas(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
         pass
 
 
