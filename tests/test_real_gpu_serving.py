@@ -347,3 +347,19 @@ def test_a_closed_loop_client_with_a_think_time_waits_it_and_its_clock_starts_af
     assert at["b"] - by_key["a"].end >= 0.05 and at["c"] - by_key["b"].end >= 0.05  # waited its think time
     assert by_key["b"].ready == by_key["a"].end + 0.05  # ready once the think time is over, not when a ended
     assert by_key["a"].ready < at["a"]  # the first request: the round's start, no wait
+
+
+CALL17 = "call17-think-time"
+
+
+def test_three_ms_between_an_answer_and_the_next_request_move_the_engines_first_tokens_as_far_as_triton_does():
+    without = _by_c(_gz(f"{CALL16}/direct-64-128-256.json.gz"))
+    think = _gz(f"{CALL17}/direct-think3-128-256.json.gz")
+    assert think["workload"]["think_ms"] == 3
+    think = _by_c(think)
+    triton = _by_c(_gz(f"{CALL16}/triton-on-loop-128-256.json.gz"))
+    for c in (128, 256):
+        assert think[c]["ttft_p50_ms"] > without[c]["ttft_p50_ms"] + 100  # the round trip alone
+        assert abs(triton[c]["ttft_p50_ms"] / think[c]["ttft_p50_ms"] - 1) < 0.06  # as far as the Triton path
+        assert think[c]["output_tok_s"] >= without[c]["output_tok_s"]  # and the engine lost no throughput
+        assert think[c]["ttft_p50_ms"] * 1.10 + 5 > triton[c]["ttft_p50_ms"]  # the goal's bound, against it
