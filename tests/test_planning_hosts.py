@@ -206,3 +206,48 @@ def test_a_controller_folder_is_named_on_the_host_by_its_content_as_deploy_write
 def test_a_bad_deployment_root_is_that_hosts_plan_error(tmp_path):
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_root: relative/path\n")
     assert not hp.ok and "tritonops_root must be an absolute path" in hp.error and not hp.files
+
+
+def plan_with(tmp_path: Path, host_yaml: str, extra_vars=None, defaults=None):
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    h1:\n      ansible_host: 127.0.0.1\n" + host_yaml)
+    hosts = load_inventory([str(tmp_path / "hosts.yml")], extra_vars=extra_vars or {},
+                           defaults=defaults or {}).select(None)
+    models, errors = load_models_for(hosts, None)
+    return plan_hosts(hosts, {"h1": host_facts(1)}, SizingRequest(), models, errors)[0]
+
+
+def test_a_misspelt_engine_argument_given_with_e_is_blamed_on_e_not_the_models_line(tmp_path):
+    hp = plan_with(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n",
+                   extra_vars={"tritonops_engine_args": {"enable_prefx_caching": True}})
+    assert not hp.ok
+    assert hp.errors[0].startswith("-e: tritonops_engine_args: vLLM 0.25.0 has no engine argument "
+                                   "'enable_prefx_caching'; did you mean enable_prefix_caching?"), hp.errors
+    assert "hosts.yml" not in hp.errors[0]
+
+
+def test_a_misspelt_engine_argument_names_the_file_and_line_that_set_it(tmp_path):
+    hp = plan_with(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                             "      tritonops_engine_args: {enable_prefx_caching: true}\n")
+    assert hp.errors[0].startswith(f"{tmp_path / 'hosts.yml'}:6: tritonops_engine_args: vLLM 0.25.0 has no"), \
+        hp.errors
+
+
+def test_a_misspelt_engine_argument_of_a_models_entry_names_the_entry_and_a_host_one_its_own_origin(tmp_path):
+    entry = ("      tritonops_models:\n"
+             "        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct, engine_args: {enable_prefx_caching: true}}\n")
+    hp = plan_with(tmp_path, entry)
+    assert hp.errors[0].startswith(f"{tmp_path / 'hosts.yml'}:5: tritonops_models[0] (chat).engine_args: vLLM"), \
+        hp.errors
+    hp = plan_with(tmp_path, "      tritonops_models:\n        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct}\n",
+                   extra_vars={"tritonops_engine_args": {"enable_prefx_caching": True}})
+    assert hp.errors[0].startswith("-e: tritonops_engine_args: vLLM 0.25.0 has no"), hp.errors
+
+
+def test_a_misspelt_engine_argument_from_a_role_default_names_the_role(tmp_path):
+    from tritonops.inventory.model import Setting
+
+    where = "roles/mine/defaults/main.yml:3"
+    default = Setting({"enable_prefx_caching": True}, f"{where} (role mine defaults)", where, str(tmp_path))
+    hp = plan_with(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n",
+                   defaults={"tritonops_engine_args": default})
+    assert hp.errors[0].startswith(f"{where} (role mine defaults): tritonops_engine_args: vLLM 0.25.0"), hp.errors

@@ -179,7 +179,8 @@ def _plan_entry(entry: ModelEntry, base: SizingRequest, gpus, models: Mapping[st
     refused = [key for key in refused_keys(model_json, parse_version(plan.vllm_version)) if key not in entry.vouched]
     error = None
     if refused:
-        where = f"{entry.where}: " if entry.where else ""
-        error = f"{where}{entry.label}: " + refusal(refused[0], plan.vllm_version, parse_version(plan.vllm_version))
+        label, origin = entry.arg_origin(refused[0])
+        where = f"{origin}: " if origin else ""
+        error = f"{where}{label}: " + refusal(refused[0], plan.vllm_version, parse_version(plan.vllm_version))
     return [ModelInstancePlan(entry.name, v, ref, plan=plan, model_json=model_json, error=error)
             for v in entry.versions]
