@@ -50,6 +50,9 @@ def add_playbook_options(parser, playbook: str) -> None:
                         help="append this run's events (JSON lines) here (default $TRITONOPS_AUDIT_LOG, else "
                              "~/.local/state/tritonops/audit.log; 'none': not written)")
     add_host_key_option(parser)
+    from tritonops.cli.playbook_listing import add_listing_options
+
+    add_listing_options(parser)
 
 
 def add_reading_options(parser) -> None:
@@ -122,6 +125,10 @@ def run(args, out) -> int:
 
     safe_name(args.model_name, "model name", "--model-name")
     inputs = run_inputs(args, args.playbook or default_playbook("deploy.yml"))
+    from tritonops.cli.playbook_listing import show_listing, wants_listing
+
+    if wants_listing(args):
+        return show_listing(out, args, inputs, _tags(args.tags) or ("all",), _tags(args.skip_tags))
     options = DeployOptions(
         tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
