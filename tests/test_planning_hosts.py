@@ -251,3 +251,18 @@ def test_a_misspelt_engine_argument_from_a_role_default_names_the_role(tmp_path)
     hp = plan_with(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n",
                    defaults={"tritonops_engine_args": default})
     assert hp.errors[0].startswith(f"{where} (role mine defaults): tritonops_engine_args: vLLM 0.25.0"), hp.errors
+
+
+def test_a_model_that_does_not_fit_says_why_and_what_would_fit_as_size_does(tmp_path):
+    from tritonops.deploy.flow import _plan_summary
+
+    ti = host_facts(1, name="NVIDIA GeForce RTX 2080 Ti", total=11_811_160_064, cuda=11_543_379_968, cc=(7, 5))
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n", facts={"h1": ti})
+    assert not hp.ok and hp.files == {}
+    why = hp.errors[0]
+    assert why.startswith("Qwen/Qwen2.5-7B-Instruct does not fit on 1 x NVIDIA GeForce RTX 2080 Ti (CC 7.5)")
+    assert "does not fit in float16: 14.31 GiB of weights per GPU" in why
+    assert "would fit: tensor_parallel_size 2 on a host with 2 x NVIDIA GeForce RTX 2080 Ti" in why
+    assert "would fit: a 4-bit AWQ checkpoint of this model" in why
+    # what deploy's plan line says of the host (it said "nothing to deploy")
+    assert _plan_summary(hp) == why

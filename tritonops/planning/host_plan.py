@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.planning.deployment import deployment_of
+from tritonops.sizing.explain import why_it_does_not_fit
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
 from tritonops.planning.gpu_choice import (GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, place_replicas,
                                            replica_count, restrict_facts)
@@ -68,8 +69,9 @@ class HostDeployPlan:
         found = [self.error] if self.error else []
         several = len(self.models) > 1
         for m in self.models:
-            if m.error:
-                found.append(f"{m.name} version {m.version}: {m.error}" if several else m.error)
+            why = m.error or (why_it_does_not_fit(m.plan) if m.plan is not None and not m.plan.fits else None)
+            if why:
+                found.append(f"{m.name} version {m.version}: {why}" if several else why)
         return found
 
 
