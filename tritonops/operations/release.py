@@ -112,6 +112,14 @@ class ReleaseMade:
 
 
 @dataclass(frozen=True)
+class ReleaseFile(PutFile):
+    """A file of the new release (a PutFile), with the same file of the release that serves now: what --diff
+    compares it with, so a one-value change shows as that one line and not as a whole new file."""
+
+    diff_from: str = ""
+
+
+@dataclass(frozen=True)
 class PublishRelease(Rename):
     """The finished release folder appearing under its id (a Rename), saying which release it made."""
 
@@ -136,9 +144,12 @@ class ReleaseOperation:
         final = posixpath.join(releases, release_id(args, weights))
         partial = posixpath.join(releases, "." + release_id(args, weights) + ".partial")
         yield MakeDir(partial)
+        current = posixpath.join(args.root, "current")
         for path, text in sorted(args.files.items()):
-            yield PutFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode())
-        yield PutFile(posixpath.join(partial, RELEASE_FILE), release_json(args, weights).encode())
+            yield ReleaseFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode(),
+                              diff_from=posixpath.join(current, REPOSITORY_DIR, path))
+        yield ReleaseFile(posixpath.join(partial, RELEASE_FILE), release_json(args, weights).encode(),
+                          diff_from=posixpath.join(current, RELEASE_FILE))
         yield PublishRelease(partial, final, release_id(args, weights))
 
 
