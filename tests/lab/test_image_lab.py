@@ -298,6 +298,22 @@ def test_a_limited_run_keeps_the_image_a_host_holds_and_asks_the_build_host_outs
     assert vllm_env_tags(state, T1) == expected
 
 
+def test_image_build_reports_each_targets_bytes_as_they_stream(image_lab, inventory):
+    state, _, _ = image_lab
+    hosts = inventory().select(None)
+    build_images(hosts)
+    drop_vllm_env(state, T2)
+    events = []
+    report = build_images(hosts, on_progress=events.append)
+    received = [e for e in events if e.what == "receive"]
+    assert {e.host for e in received} == {T2}  # the others hold it: no stream, no row
+    assert (received[0].done, received[0].note) == (0, f"from {BUILDER}")
+    assert received[0].total == report.images[0]["size_bytes"] > 0
+    sizes = [e.done for e in received]
+    assert sizes == sorted(sizes) and len(sizes) > 10  # running totals, many of them while it streams
+    assert received[-1].finished and received[-1].done == report.bytes_by_host[T2] == report.bytes_out
+
+
 def test_official_mode_without_a_registry_fails_clearly(image_lab, inventory):
     report = build_images(inventory(tritonops_image_mode="official",
                                     tritonops_triton_image="nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3")

@@ -44,8 +44,12 @@ def run_build(args, out) -> int:
         raise InputError(f"no host matches {args.limit!r}", "--limit")
     # a build host outside --limit builds or sends only for hosts lacking the image; it gets nothing itself
     builders = {} if args.parallel_build else outside_build_hosts(hosts, inventory, args.build_host)
-    report = build_images(hosts, forks=args.forks, build_host=args.build_host, parallel_build=args.parallel_build,
-                          accept_new_host_keys=args.accept_new_host_keys, builders=builders)
+    from tritonops.cli.progress_display import live_progress
+
+    with live_progress(out, not args.json) as display:  # each host's build and stream while it runs
+        report = build_images(hosts, forks=args.forks, build_host=args.build_host,
+                              parallel_build=args.parallel_build, accept_new_host_keys=args.accept_new_host_keys,
+                              builders=builders, on_progress=display)
     if args.json:
         from tritonops.cli.result_json import document
 

@@ -26,7 +26,7 @@ from tritonops.image.preflight import EngineFacts, ImageNeeds, check
 from tritonops.image.settings import image_config
 from tritonops.image.spec import (LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig,
                                   ImageSpec)
-from tritonops.results import GroupResult, HostResult
+from tritonops.results import GroupResult, HostResult, Progress
 from tritonops.transport.base import Transport, Unreachable
 from tritonops.transport.sessions import SessionPool
 
@@ -62,8 +62,18 @@ class _Run:
     stream_filter: StreamFilter | None
     pool: SessionPool | None = None
     builders: dict = field(default_factory=dict)  # build hosts outside the run, by name: inventory Hosts
+    on_progress: Callable[[Progress], None] | None = None  # each host's build or stream as it goes
+    sizes: dict[str, int] = field(default_factory=dict)  # what each target is being sent, for its progress
     results: dict[str, HostResult] = field(default_factory=dict)
     started: dict[str, float] = field(default_factory=dict)
+
+    def progress(self, name: str, what: str, done: int = 0, total: int | None = None, note: str = "",
+                 finished: bool = False) -> None:
+        if self.on_progress is not None:
+            self.on_progress(Progress(name, what, done, total, note, finished))
+
+    def streamed(self, target: str, so_far: int) -> None:
+        self.progress(target, "receive", so_far, self.sizes.get(target))
 
     def done(self, name: str, status: str, msg: str, **data) -> None:
         elapsed = time.monotonic() - self.started.get(name, time.monotonic())
@@ -105,19 +115,23 @@ def _open_session(host, config: ImageConfig, pool: SessionPool) -> Session:
 def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = None, parallel_build: bool = False,
                  accept_new_host_keys: bool = False, stream_filter: StreamFilter | None = None,
                  cancel: threading.Event | None = None, pool: SessionPool | None = None,
-                 builders: Mapping[str, Any] | None = None) -> BuildReport:
+                 builders: Mapping[str, Any] | None = None,
+                 on_progress: Callable[[Progress], None] | None = None) -> BuildReport:
     """Build (or pull) the image once per distinct configuration and bring it to every host. With
     `pool`, the run's sessions are used (and left open for later phases); else a pool of its own.
     `builders`: build hosts outside `hosts` (settings.outside_build_hosts), asked only for the hosts that do
-    not already hold the image their settings make; `pool` must know their connections."""
+    not already hold the image their settings make; `pool` must know their connections. `on_progress` hears
+    each build start and end and each target's bytes as they stream (from worker threads)."""
     configs = {host.name: image_config(host) for host in hosts}  # bad input fails before any connection
     builders = dict(builders or {})
     if pool is None:
         with SessionPool([host.connection for host in [*hosts, *builders.values()]], forks=forks,
                          accept_new_host_keys=accept_new_host_keys) as own:
             return build_images(hosts, forks=forks, build_host=build_host, parallel_build=parallel_build,
-                                stream_filter=stream_filter, cancel=cancel, pool=own, builders=builders)
-    run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter, pool, builders)
+                                stream_filter=stream_filter, cancel=cancel, pool=own, builders=builders,
+                                on_progress=on_progress)
+    run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter, pool, builders, on_progress)
+    run.counter.listener = run.streamed
     sessions: dict[str, Session] = {}
     lock = threading.Lock()
     now = time.monotonic()
@@ -332,9 +346,13 @@ def _found_or_built(run: _Run, spec: ImageSpec, base: ImageInfo, builder: Sessio
         found = existing(s.engine, spec)
         if found is not None:
             return s, found, False
+    run.progress(builder.name, "build", note=spec.content_tag)
     try:
-        return builder, build(builder.engine, spec, base).image, True
+        image = build(builder.engine, spec, base).image
+        run.progress(builder.name, "build", note=spec.content_tag, finished=True)
+        return builder, image, True
     except (BuildFailed, EngineError) as exc:
+        run.progress(builder.name, "build", note="failed", finished=True)
         run.done(builder.name, "failed", str(exc), mode="committed", content_tag=spec.content_tag, action="build")
         for s in targets:
             if s is not builder:
@@ -380,6 +398,8 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
         target = by_target[transfer.target]
         if not _preflight(run, target, ImageNeeds(release, image.size_bytes)):
             return
+        run.sizes[target.name] = image.size_bytes or 0
+        run.progress(target.name, "receive", 0, run.sizes[target.name] or None, f"from {transfer.source}")
         try:
             stream_image(by_target[transfer.source].engine, target.engine, image.id, run.counter, run.cancel,
                          run.stream_filter)
@@ -392,6 +412,7 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
                      bytes_received=run.counter.by_target.get(target.name, 0), source=transfer.source, **common)
             return
         received = run.counter.by_target.get(target.name, 0)
+        run.progress(target.name, "receive", received, received, f"from {transfer.source}", finished=True)
         run.done(target.name, "changed", f"received {spec.content_tag} from {transfer.source}: "
                  f"{received} bytes, ID verified{note}", action="receive", bytes_received=received,
                  source=transfer.source, **common)
@@ -415,8 +436,11 @@ def _build_here(run: _Run, session: Session) -> None:
         if not _preflight(run, session, ImageNeeds(ngc.lookup(config.release), base.size_bytes)):
             return
         spec = spec_for(config, base)
+        run.progress(session.name, "build", note=spec.content_tag)
         outcome = build(session.engine, spec, base)
+        run.progress(session.name, "build", note=spec.content_tag, finished=True)
     except (BuildFailed, EngineError) as exc:
+        run.progress(session.name, "build", note="failed", finished=True)
         run.done(session.name, "failed", str(exc), mode="committed", action="build")
         return
     data = {"mode": "committed", "image": outcome.spec.moving_tag, "content_tag": outcome.spec.content_tag,
