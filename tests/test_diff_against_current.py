@@ -42,7 +42,11 @@ def serving(root, created, **engine):
 
 
 def test_a_one_value_change_diffs_against_the_serving_release_and_shows_only_that_value(tmp_path):
-    serving(tmp_path, "20261201T080000Z")
+    release = serving(tmp_path, "20261201T080000Z")
+    record = tmp_path / "releases" / release / "release.json"  # the serve program appends its gate, as json.dump
+    body = json.loads(record.read_text())
+    body["gates"] = [{"passed": True, "log_tail": ["I1202 Started GRPCInferenceService at 0.0.0.0:8001"] * 40}]
+    record.write_text(json.dumps(body, indent=2) + "\n")
     steps, facts = steps_and_facts("release", release_args(tmp_path, "20261202T080000Z", max_num_seqs=128))
     diff = file_diffs(HOST, steps, facts)
     assert "/dev/null" not in diff
@@ -50,6 +54,7 @@ def test_a_one_value_change_diffs_against_the_serving_release_and_shows_only_tha
     assert '-{"model": "/opt/tritonops/default/models/m@main", "max_num_seqs": 256' in diff
     assert '+{"model": "/opt/tritonops/default/models/m@main", "max_num_seqs": 128' in diff
     assert "model_repository/chat/config.pbtxt" not in diff  # the same text: nothing shown
+    assert "gates" not in diff and "GRPCInferenceService" not in diff  # the host's own record is no change
     release_json = diff.split(f"--- {tmp_path}/current/release.json")[1]
     changed = [line for line in release_json.splitlines() if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
     # the id, the time, the content digest and the model.json hash: not the 20-odd lines of a whole new file

@@ -25,6 +25,7 @@ from tritonops.values.names import safe_name
 
 REPOSITORY_DIR = "model_repository"
 RELEASE_FILE = "release.json"
+GATES_KEY = "gates"  # what the serve program appends to a release.json after each gate
 
 
 class ReleaseArgs(Args):
@@ -117,6 +118,8 @@ class ReleaseFile(PutFile):
     compares it with, so a one-value change shows as that one line and not as a whole new file."""
 
     diff_from: str = ""
+    # a top-level key the host adds to that file once it serves (the gate records), left out of the comparison
+    diff_without: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ class ReleaseOperation:
             yield ReleaseFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode(),
                               diff_from=posixpath.join(current, REPOSITORY_DIR, path))
         yield ReleaseFile(posixpath.join(partial, RELEASE_FILE), release_json(args, weights).encode(),
-                          diff_from=posixpath.join(current, RELEASE_FILE))
+                          diff_from=posixpath.join(current, RELEASE_FILE), diff_without=GATES_KEY)
         yield PublishRelease(partial, final, release_id(args, weights))
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import json
+from dataclasses import replace
 from collections.abc import Sequence
 
 from tritonops.facts.queries import Facts, FileFact, FileQuery
@@ -24,7 +26,22 @@ def file_diffs(transport: Transport, steps: Sequence[Step], facts: Facts) -> str
         more = read_facts(transport, [FileQuery(path, content=True) for path in unread])
         before.update({path: more.file(path) for path in unread})
     notes = "".join(step.diff_text() for step in steps if not isinstance(step, PutFile) and hasattr(step, "diff_text"))
-    return "".join(unified(step, before[compared[step.path]], compared[step.path]) for step in puts) + notes
+    return "".join(unified(step, _without(before[compared[step.path]], getattr(step, "diff_without", "")),
+                           compared[step.path]) for step in puts) + notes
+
+
+def _without(before: FileFact, key: str) -> FileFact:
+    """The file's JSON text without `key` (what its host added after it was written), written as it was."""
+    if not key or before.kind != "file" or before.text is None:
+        return before
+    try:
+        data = json.loads(before.text)
+    except ValueError:
+        return before
+    if not isinstance(data, dict) or key not in data:
+        return before
+    kept = {name: value for name, value in data.items() if name != key}
+    return replace(before, text=json.dumps(kept, indent=2, sort_keys=False) + "\n")
 
 
 def _compared_path(step: PutFile) -> str:
