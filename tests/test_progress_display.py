@@ -46,3 +46,13 @@ def test_no_live_display_for_json_or_a_stderr_that_is_not_a_terminal():
         assert display is None
     with live_progress(Output(err_file=io.StringIO())) as display:
         assert display is None
+
+
+def test_the_deploy_progress_draws_weights_bytes_only_on_a_terminal():
+    from tritonops.cli.cmd_deploy import _Progress
+
+    err = io.StringIO()
+    progress = _Progress(Output(err_file=err))
+    progress(Progress("gpu-1", "weights", 5 * MIB, 10 * MIB, "pushing tiny@abc"))
+    progress.close()
+    assert progress.display is None and err.getvalue() == ""  # a log file gets the task lines only

@@ -126,6 +126,26 @@ def test_a_cut_download_resumes_and_nothing_half_written_is_at_the_final_path(hu
     assert host_sha256s(lab_ssh, FULL_2080TI, done.final) == expected_sha256s()
 
 
+def test_a_hub_download_tells_the_bytes_in_its_staging_folder_as_it_goes(hub, session, lab_ssh):
+    from tritonops.weights.transfer import HubFetch
+
+    host = session(FULL_2080TI)
+    lab_ssh(FULL_2080TI, "rm -rf /opt/tritonops/wt-progress")
+    args = hf_args(hub, "wt-progress")
+    operation = operation_named("model_weights")
+    (fetch,) = [step for step in operation.steps(args, read_facts(host, list(operation.facts(args))))
+                if isinstance(step, HubFetch)]
+    heard = []
+    hub.slow(1 << 18, 0.2)  # 256 KiB every 0.2 s: the 3 MB download lasts about 2.5 s
+    try:
+        fetch.run_with_progress(host, heard.append, every_s=0.1)
+    finally:
+        hub.slow(None)
+    sizes = [event.done for event in heard]
+    assert len(sizes) >= 3 and sizes == sorted(sizes) and 0 < sizes[-1] <= TOTAL, sizes
+    assert {(e.host, e.what, e.note) for e in heard} == {(FULL_2080TI, "weights", f"downloading {TINY_REPO}")}
+
+
 def test_a_corrupted_file_is_replaced(hub, session, lab_ssh):
     host = session(FULL_2080TI)
     lab_ssh(FULL_2080TI, "rm -rf /opt/tritonops/wt-corrupt")

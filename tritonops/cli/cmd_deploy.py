@@ -136,7 +136,11 @@ def run(args, out) -> int:
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
         metrics=not args.no_metrics, audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
-    report = deploy(inputs, options, on_event=progress)
+    try:
+        report = deploy(inputs, options, on_event=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if args.json:
         out.json(_report_json(report))
     else:
@@ -150,11 +154,25 @@ class _Progress:
 
     def __init__(self, out):
         self.out = out
+        self.display = None  # a live display of the bytes of long steps (weights), started by the first
+
+    def close(self) -> None:
+        if self.display is not None:
+            self.display.__exit__(None, None, None)
+            self.display = None
 
     def __call__(self, event) -> None:
         from tritonops.playbook.events import HostDone, PhaseDone, PlayStarted, TaskStarted
+        from tritonops.results import Progress
 
-        if isinstance(event, PhaseDone):
+        if isinstance(event, Progress):
+            if self.display is None and self.out.err_console.is_terminal:
+                from tritonops.cli.progress_display import TransferDisplay
+
+                self.display = TransferDisplay(self.out.err_console).__enter__()
+            if self.display is not None:
+                self.display(event)
+        elif isinstance(event, PhaseDone):
             self._line(event.result.task, event.result)
         elif isinstance(event, PlayStarted):
             mode = " (check: nothing changes)" if event.check else ""

@@ -48,6 +48,7 @@ from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
+from tritonops.playbook.host_task import PROGRESS
 from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -77,7 +78,11 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
     with SessionPool([host.connection for host in hosts + balancers + list(builders.values())], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         probed = {}
-        for result in pool.run(_facts_phase, [host.name for host in hosts], task="facts"):
+        def facts_phase(session: HostSession) -> HostResult:
+            session.extras[PROGRESS] = stream  # a long step (a weights push) tells its bytes on the run's stream
+            return _facts_phase(session)
+
+        for result in pool.run(facts_phase, [host.name for host in hosts], task="facts"):
             record(result)
             if result.ok:
                 probed[result.host] = result.payload
