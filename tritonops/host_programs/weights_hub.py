@@ -71,7 +71,8 @@ def http_fetch(url, headers, out, offset):
         if offset and response.status != 206:
             out.seek(0)
             out.truncate()
-        for chunk in iter(lambda: response.read(CHUNK), b""):
+        read = getattr(response, "read1", response.read)  # what has arrived, up to CHUNK: on disk at once
+        for chunk in iter(lambda: read(CHUNK), b""):
             out.write(chunk)
         length = response.headers.get("Content-Length")
         return int(length) if length and length.isdigit() else None

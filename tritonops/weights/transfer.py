@@ -309,16 +309,16 @@ class HubFetch:
 
     def run_with_progress(self, transport: Transport, on_progress: Callable[[Progress], None] | None,
                           every_s: float = 2.0) -> CommandResult:
-        """The download happens on the host: its staging folder's size is read every `every_s` on the same
-        session (`du -sb`, another channel) and told as the bytes so far."""
+        """The download happens on the host: its staging folder's files' size is read every `every_s` on the
+        same session (`find -printf %s`, another channel) and told as the bytes so far."""
         if on_progress is None:
             return self.run_on(transport)
         import threading
 
-        def size() -> int | None:
-            got = transport.run(shlex.join(("du", "-sb", self.staging)), timeout=30)
+        def size() -> int | None:  # the files' bytes (du would count the folders' own 4 KiB too)
+            got = transport.run(shlex.join(("find", self.staging, "-type", "f", "-printf", "%s\\n")), timeout=30)
             words = got.stdout.split() if got.ok else []
-            return int(words[0]) if words and words[0].isdigit() else None
+            return sum(int(word) for word in words if word.isdigit()) if got.ok else None
 
         start = size() or 0
         stop = threading.Event()
