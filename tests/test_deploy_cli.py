@@ -1,5 +1,7 @@
 """`tritonops deploy` input errors: one line naming the file:line, exit 5, before any host is contacted."""
 
+import json
+
 import pytest
 import yaml
 
@@ -64,3 +66,54 @@ def test_an_unsafe_deployment_name_is_refused_at_its_line(capsys, tmp_path):
     code = main(["deploy", "-i", str(path), "--model", "Qwen/Qwen2.5-0.5B-Instruct"])
     err = capsys.readouterr().err
     assert code != 0 and "hosts.yml:6" in err and "tritonops_deployment" in err
+
+
+def test_syntax_check_reads_playbook_roles_and_inventory_and_contacts_no_host(capsys, tmp_path,
+                                                                              unreachable_inventory):
+    playbook = write_playbook(tmp_path, "- name: t\n  directory: {path: /x}\n")
+    code = main(["deploy", "-i", unreachable_inventory, "--playbook", playbook, "--syntax-check"])
+    captured = capsys.readouterr()
+    assert code == 0, captured
+    assert captured.out.strip() == f"playbook: {playbook}"
+    assert "unreachable" not in captured.err + captured.out
+
+
+def test_syntax_check_finds_an_unknown_operation_at_its_line(capsys, tmp_path, unreachable_inventory):
+    playbook = write_playbook(tmp_path, "- name: t\n  directory: {path: /x}\n- name: u\n  put_fil: {path: /x}\n")
+    code = main(["deploy", "-i", unreachable_inventory, "--playbook", playbook, "--syntax-check"])
+    err = capsys.readouterr().err
+    assert code == 5 and "main.yml:4" in err and "did you mean put_file" in err
+
+
+def test_list_hosts_shows_each_plays_hosts_within_the_limit(capsys, tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu": {"hosts": {
+        "gpu1": {"ansible_host": "127.0.0.1", "ansible_port": 1},
+        "gpu2": {"ansible_host": "127.0.0.1", "ansible_port": 1}}}}}}))
+    code = main(["deploy", "-i", str(inventory), "--list-hosts", "--limit", "gpu2"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "play #1 (all): Triton + vLLM on every GPU host" in out and "hosts (1):" in out
+    assert "      gpu2" in out.splitlines() and "gpu1" not in out
+
+
+def test_list_tasks_shows_the_roles_tasks_after_the_tags(capsys, tmp_path, unreachable_inventory):
+    roles = tmp_path / "roles" / "r" / "tasks"
+    roles.mkdir(parents=True)
+    (roles / "main.yml").write_text("- name: first\n  directory: {path: /x}\n  tags: [a]\n"
+                                    "- name: second\n  directory: {path: /y}\n  tags: [b]\n")
+    (tmp_path / "play.yml").write_text("- name: p\n  hosts: all\n  roles: [r]\n")
+    argv = ["deploy", "-i", unreachable_inventory, "--playbook", str(tmp_path / "play.yml"), "--list-tasks"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "      r : first    TAGS: [a]" in out and "      r : second    TAGS: [b]" in out
+    assert main([*argv, "--skip-tags", "a", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert [task["name"] for task in listing["plays"][0]["tasks"]] == ["second"]
+    assert listing["plays"][0]["hosts"] == ["gpu1"]
+
+
+def test_rollback_lists_its_playbooks_tasks_too(capsys, unreachable_inventory):
+    assert main(["rollback", "-i", unreachable_inventory, "--list-tasks"]) == 0
+    out = capsys.readouterr().out
+    assert "rollback.yml" in out and "tasks:" in out and "unreachable" not in out

@@ -264,3 +264,20 @@ def test_settings_defaults_and_errors():
         image_config(host(tritonops_image_mode="pull"))
     with pytest.raises(InputError, match="set tritonops_vllm_version"):
         image_config(host(tritonops_triton_image="my/triton:latest"))
+
+
+def test_a_build_host_outside_the_limit_is_found_in_the_inventory_and_a_missing_one_is_an_error_at_its_line(
+        tmp_path):
+    from tritonops.image.settings import outside_build_hosts
+    from tritonops.inventory import load_inventory
+
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  vars:\n    tritonops_build_host: builder\n  hosts:\n    builder: {}\n    t1: {}\n")
+    inventory = load_inventory([str(path)])
+    assert list(outside_build_hosts(inventory.select("t1"), inventory)) == ["builder"]
+    assert outside_build_hosts(inventory.select(None), inventory) == {}  # in the run: no outside host
+    path.write_text("all:\n  vars:\n    tritonops_build_host: buildr\n  hosts:\n    builder: {}\n    t1: {}\n")
+    inventory = load_inventory([str(path)])
+    with pytest.raises(InputError) as caught:
+        outside_build_hosts(inventory.select("t1"), inventory)
+    assert caught.value.where == f"{path}:3" and "builder" in caught.value.what

@@ -201,3 +201,12 @@ def test_values_are_printed_literally_not_as_rich_markup(capsys, tmp_path):
     code, out, _ = run(capsys, "inventory", "-i", str(path), "--host", "h1")
     assert code == 0
     assert "[bold]kept[/bold]" in out
+
+
+def test_extra_vars_show_in_a_hosts_variables_as_from_e(capsys):
+    code, out, _ = run(capsys, "inventory", "-i", FLEET, "--host", "h200-01", "-e", "tritonops_max_num_seqs=64",
+                       "--json")
+    host = json.loads(out)
+    assert code == 0
+    assert host["vars"]["tritonops_max_num_seqs"] == "64" and host["sources"]["tritonops_max_num_seqs"] == \
+        "extra vars (-e)"

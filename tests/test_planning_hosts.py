@@ -224,3 +224,63 @@ def test_behind_a_balancer_the_plan_binds_the_replicas_to_the_host_s_private_add
                                 "the balancer (ansible_host 34.120.5.8 is not a private or loopback IP address): set "
                                 "tritonops_replica_address (the private IP the balancers reach it at) or "
                                 "tritonops_bind_address (0.0.0.0 to stay public)"]
+
+
+def plan_with(tmp_path: Path, host_yaml: str, extra_vars=None, defaults=None):
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    h1:\n      ansible_host: 127.0.0.1\n" + host_yaml)
+    hosts = load_inventory([str(tmp_path / "hosts.yml")], extra_vars=extra_vars or {},
+                           defaults=defaults or {}).select(None)
+    models, errors = load_models_for(hosts, None)
+    return plan_hosts(hosts, {"h1": host_facts(1)}, SizingRequest(), models, errors)[0]
+
+
+def test_a_misspelt_engine_argument_given_with_e_is_blamed_on_e_not_the_models_line(tmp_path):
+    hp = plan_with(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n",
+                   extra_vars={"tritonops_engine_args": {"enable_prefx_caching": True}})
+    assert not hp.ok
+    assert hp.errors[0].startswith("-e: tritonops_engine_args: vLLM 0.25.0 has no engine argument "
+                                   "'enable_prefx_caching'; did you mean enable_prefix_caching?"), hp.errors
+    assert "hosts.yml" not in hp.errors[0]
+
+
+def test_a_misspelt_engine_argument_names_the_file_and_line_that_set_it(tmp_path):
+    hp = plan_with(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n"
+                             "      tritonops_engine_args: {enable_prefx_caching: true}\n")
+    assert hp.errors[0].startswith(f"{tmp_path / 'hosts.yml'}:6: tritonops_engine_args: vLLM 0.25.0 has no"), \
+        hp.errors
+
+
+def test_a_misspelt_engine_argument_of_a_models_entry_names_the_entry_and_a_host_one_its_own_origin(tmp_path):
+    entry = ("      tritonops_models:\n"
+             "        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct, engine_args: {enable_prefx_caching: true}}\n")
+    hp = plan_with(tmp_path, entry)
+    assert hp.errors[0].startswith(f"{tmp_path / 'hosts.yml'}:5: tritonops_models[0] (chat).engine_args: vLLM"), \
+        hp.errors
+    hp = plan_with(tmp_path, "      tritonops_models:\n        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct}\n",
+                   extra_vars={"tritonops_engine_args": {"enable_prefx_caching": True}})
+    assert hp.errors[0].startswith("-e: tritonops_engine_args: vLLM 0.25.0 has no"), hp.errors
+
+
+def test_a_misspelt_engine_argument_from_a_role_default_names_the_role(tmp_path):
+    from tritonops.inventory.model import Setting
+
+    where = "roles/mine/defaults/main.yml:3"
+    default = Setting({"enable_prefx_caching": True}, f"{where} (role mine defaults)", where, str(tmp_path))
+    hp = plan_with(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n",
+                   defaults={"tritonops_engine_args": default})
+    assert hp.errors[0].startswith(f"{where} (role mine defaults): tritonops_engine_args: vLLM 0.25.0"), hp.errors
+
+
+def test_a_model_that_does_not_fit_says_why_and_what_would_fit_as_size_does(tmp_path):
+    from tritonops.deploy.flow import _plan_summary
+
+    ti = host_facts(1, name="NVIDIA GeForce RTX 2080 Ti", total=11_811_160_064, cuda=11_543_379_968, cc=(7, 5))
+    hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n", facts={"h1": ti})
+    assert not hp.ok and hp.files == {}
+    why = hp.errors[0]
+    assert why.startswith("Qwen/Qwen2.5-7B-Instruct does not fit on 1 x NVIDIA GeForce RTX 2080 Ti (CC 7.5)")
+    assert "does not fit in float16: 14.31 GiB of weights per GPU" in why
+    assert "would fit: tensor_parallel_size 2 on a host with 2 x NVIDIA GeForce RTX 2080 Ti" in why
+    assert "would fit: a 4-bit AWQ checkpoint of this model" in why
+    # what deploy's plan line says of the host (it said "nothing to deploy")
+    assert _plan_summary(hp) == why

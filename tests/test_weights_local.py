@@ -83,3 +83,24 @@ def test_a_weights_task_reports_the_bytes_its_transfer_moved_then_none(tmp_path)
 
     assert moved() == sum(map(len, MODEL.values()))
     assert moved() == 0  # verified: nothing moves
+
+
+def test_a_push_tells_its_bytes_as_it_goes_when_the_task_is_given_a_progress_listener(tmp_path):
+    from tritonops.playbook.host_task import PROGRESS, run_host_task
+    from tritonops.playbook.known_operations import operation_named
+    from tritonops.transport.sessions import HostSession
+    from tritonops.transport.spec import ConnectionSpec
+
+    big = _folder(tmp_path)
+    (big / "model-00001-of-00002.safetensors").write_bytes(b"\0" * (3 << 20) + MODEL["model-00001-of-00002.safetensors"])
+    args = ModelWeightsArgs(source="controller_dir", path=str(big), deployment="d", root=str(tmp_path / "host"))
+    session = HostSession(ConnectionSpec("here", "localhost", local=True), LocalTransport("here"))
+    heard = []
+    session.extras[PROGRESS] = heard.append
+    result = run_host_task(session, operation_named("model_weights"), [args], check=False, diff=False)
+    assert result.changed, result.msg
+    pushed = [event for event in heard if event.what == "weights"]
+    total = sum(p.stat().st_size for p in big.iterdir())
+    assert len(pushed) >= 4 and [e.done for e in pushed] == sorted(e.done for e in pushed)
+    assert pushed[-1].done == pushed[-1].total == total and pushed[-1].host == "here"
+    assert pushed[0].note.startswith("pushing tiny@") and not pushed[0].note.endswith(".partial")

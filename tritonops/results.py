@@ -77,6 +77,19 @@ class GroupResult(Generic[P]):
         return not self.failed
 
 
+@dataclass(frozen=True)
+class Progress:
+    """How far one host's part of a long step has come, while it runs (the CLI draws it live): `done` bytes of
+    `total` (None: not known), or a step without bytes (a build) that started (`done` 0) and finished."""
+
+    host: str
+    what: str                  # "build", "receive", "weights"
+    done: int = 0
+    total: int | None = None
+    note: str = ""             # e.g. "from img-build", the content tag being built
+    finished: bool = False
+
+
 @dataclass
 class Recap:
     """Per host, how many results ended in each status (Ansible's PLAY RECAP), in first-seen order."""

@@ -262,6 +262,58 @@ def test_interrupted_distribution_leaves_no_half_tagged_image(image_lab, invento
         assert vllm_env_tags(state, target) == expected
 
 
+def test_a_limited_run_keeps_the_image_a_host_holds_and_asks_the_build_host_outside_it_only_for_one_lacking_it(
+        image_lab, inventory):
+    from dataclasses import replace
+
+    from tritonops.image.settings import outside_build_hosts
+
+    state, _, _ = image_lab
+    every = inventory()
+    build_images(every.select(None))  # every host holds the image
+    expected = vllm_env_tags(state, BUILDER)
+    limited = every.select(T1)  # --limit img-t1: the build host img-build is outside the run
+    builders = outside_build_hosts(limited, every)
+    assert list(builders) == [BUILDER]
+    builder = builders[BUILDER]
+    gone = {BUILDER: replace(builder, connection=replace(builder.connection, port=1, connect_timeout_s=2))}
+
+    kept = build_images(limited, builders=gone)  # held here: the build host is never dialled (it cannot be)
+    (result,) = kept.results
+    assert result.status == "ok" and result.payload["action"] == "none", result.msg
+    assert f"build host {BUILDER} not needed" in result.msg and kept.bytes_out == 0
+    assert result.payload["image_id"] == expected["tritonserver:vllm_env"]
+
+    drop_vllm_env(state, T1)
+    refused = build_images(limited, builders=gone)
+    (result,) = refused.results
+    assert result.status == "failed" and f"build host {BUILDER} (outside this run) cannot be reached" in result.msg
+    assert vllm_env_tags(state, T1) == {}
+
+    sent = build_images(limited, builders=builders)  # lacking it: the build host outside the run sends it
+    (result,) = sent.results
+    assert result.status == "changed" and result.payload["action"] == "receive", result.msg
+    assert result.payload["source"] == BUILDER and sent.bytes_out == result.payload["bytes_received"] > 0
+    assert sent.images[0]["built_on"] is None  # found on the build host, not rebuilt
+    assert vllm_env_tags(state, T1) == expected
+
+
+def test_image_build_reports_each_targets_bytes_as_they_stream(image_lab, inventory):
+    state, _, _ = image_lab
+    hosts = inventory().select(None)
+    build_images(hosts)
+    drop_vllm_env(state, T2)
+    events = []
+    report = build_images(hosts, on_progress=events.append)
+    received = [e for e in events if e.what == "receive"]
+    assert {e.host for e in received} == {T2}  # the others hold it: no stream, no row
+    assert (received[0].done, received[0].note) == (0, f"from {BUILDER}")
+    assert received[0].total == report.images[0]["size_bytes"] > 0
+    sizes = [e.done for e in received]
+    assert sizes == sorted(sizes) and len(sizes) > 10  # running totals, many of them while it streams
+    assert received[-1].finished and received[-1].done == report.bytes_by_host[T2] == report.bytes_out
+
+
 def test_official_mode_without_a_registry_fails_clearly(image_lab, inventory):
     report = build_images(inventory(tritonops_image_mode="official",
                                     tritonops_triton_image="nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3")

@@ -108,8 +108,8 @@ def test_a_cut_download_resumes_and_nothing_half_written_is_at_the_final_path(hu
     lab_ssh(FULL_2080TI, "rm -rf /opt/tritonops/wt-cut")
     args = hf_args(hub, "wt-cut")
     hub.cut(SHARD2, (1 << 20) + (1 << 18))
-    half = 1 << 20  # what reached the disk: huggingface_hub writes 1 MiB chunks (the program sets it)
-    with pytest.raises(WeightsError):
+    half = (1 << 20) + (1 << 18)  # what reached the disk: every byte that arrived before the cut
+    with pytest.raises(WeightsError, match="kept .* and the next run resumes from them"):
         ensure_weights(host, args)
     models = "/opt/tritonops/wt-cut/models"
     assert lab_ssh(FULL_2080TI, f"test -e {models}/lab--tiny-llama@main", check=False).returncode == 1
@@ -124,6 +124,26 @@ def test_a_cut_download_resumes_and_nothing_half_written_is_at_the_final_path(hu
     assert ("GET", f"/{TINY_REPO}/resolve/{hub.repos[TINY_REPO].commit}/{SHARD2}", f"bytes={half}-") \
         in hub.log.requests
     assert host_sha256s(lab_ssh, FULL_2080TI, done.final) == expected_sha256s()
+
+
+def test_a_hub_download_tells_the_bytes_in_its_staging_folder_as_it_goes(hub, session, lab_ssh):
+    from tritonops.weights.transfer import HubFetch
+
+    host = session(FULL_2080TI)
+    lab_ssh(FULL_2080TI, "rm -rf /opt/tritonops/wt-progress")
+    args = hf_args(hub, "wt-progress")
+    operation = operation_named("model_weights")
+    (fetch,) = [step for step in operation.steps(args, read_facts(host, list(operation.facts(args))))
+                if isinstance(step, HubFetch)]
+    heard = []
+    hub.slow(1 << 18, 0.2)  # 256 KiB every 0.2 s: the 3 MB download lasts about 2.5 s
+    try:
+        fetch.run_with_progress(host, heard.append, every_s=0.1)
+    finally:
+        hub.slow(None)
+    sizes = [event.done for event in heard]
+    assert len(sizes) >= 3 and sizes == sorted(sizes) and 0 < sizes[-1] <= TOTAL, sizes
+    assert {(e.host, e.what, e.note) for e in heard} == {(FULL_2080TI, "weights", f"downloading {TINY_REPO}")}
 
 
 def test_a_corrupted_file_is_replaced(hub, session, lab_ssh):

@@ -50,6 +50,9 @@ def add_playbook_options(parser, playbook: str) -> None:
                         help="append this run's events (JSON lines) here (default $TRITONOPS_AUDIT_LOG, else "
                              "~/.local/state/tritonops/audit.log; 'none': not written)")
     add_host_key_option(parser)
+    from tritonops.cli.playbook_listing import add_listing_options
+
+    add_listing_options(parser)
 
 
 def add_reading_options(parser) -> None:
@@ -122,6 +125,10 @@ def run(args, out) -> int:
 
     safe_name(args.model_name, "model name", "--model-name")
     inputs = run_inputs(args, args.playbook or default_playbook("deploy.yml"))
+    from tritonops.cli.playbook_listing import show_listing, wants_listing
+
+    if wants_listing(args):
+        return show_listing(out, args, inputs, _tags(args.tags) or ("all",), _tags(args.skip_tags))
     options = DeployOptions(
         tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
@@ -129,7 +136,11 @@ def run(args, out) -> int:
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
         metrics=not args.no_metrics, audit_log=audit_log_of(args))
     progress = None if args.json else _Progress(out)
-    report = deploy(inputs, options, on_event=progress)
+    try:
+        report = deploy(inputs, options, on_event=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if args.json:
         out.json(_report_json(report))
     else:
@@ -143,11 +154,25 @@ class _Progress:
 
     def __init__(self, out):
         self.out = out
+        self.display = None  # a live display of the bytes of long steps (weights), started by the first
+
+    def close(self) -> None:
+        if self.display is not None:
+            self.display.__exit__(None, None, None)
+            self.display = None
 
     def __call__(self, event) -> None:
         from tritonops.playbook.events import HostDone, PhaseDone, PlayStarted, TaskStarted
+        from tritonops.results import Progress
 
-        if isinstance(event, PhaseDone):
+        if isinstance(event, Progress):
+            if self.display is None and self.out.err_console.is_terminal:
+                from tritonops.cli.progress_display import TransferDisplay
+
+                self.display = TransferDisplay(self.out.err_console).__enter__()
+            if self.display is not None:
+                self.display(event)
+        elif isinstance(event, PhaseDone):
             self._line(event.result.task, event.result)
         elif isinstance(event, PlayStarted):
             mode = " (check: nothing changes)" if event.check else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
-from tritonops.cli.selection import add_host_key_option, selected_hosts
+from tritonops.cli.selection import add_host_key_option, inventory_paths, selected_hosts
 from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.errors import InputError
 from tritonops.image.ids import short_image_id
@@ -34,11 +34,22 @@ def register(subparsers, common) -> None:
 def run_build(args, out) -> int:
     from tritonops.image.api import build_images
 
-    hosts = selected_hosts(args)
-    if args.build_host and args.build_host not in {h.name for h in hosts}:
-        raise InputError(f"build host {args.build_host} is not among the selected hosts", "--build-host")
-    report = build_images(hosts, forks=args.forks, build_host=args.build_host, parallel_build=args.parallel_build,
-                          accept_new_host_keys=args.accept_new_host_keys)
+    from tritonops.image.settings import outside_build_hosts
+    from tritonops.inventory import load_inventory
+    from tritonops.planning.balancer import serving_hosts
+
+    inventory = load_inventory(inventory_paths(args.inventory))
+    hosts = serving_hosts(inventory.select(args.limit))
+    if not hosts:
+        raise InputError(f"no host matches {args.limit!r}", "--limit")
+    # a build host outside --limit builds or sends only for hosts lacking the image; it gets nothing itself
+    builders = {} if args.parallel_build else outside_build_hosts(hosts, inventory, args.build_host)
+    from tritonops.cli.progress_display import live_progress
+
+    with live_progress(out, not args.json) as display:  # each host's build and stream while it runs
+        report = build_images(hosts, forks=args.forks, build_host=args.build_host,
+                              parallel_build=args.parallel_build, accept_new_host_keys=args.accept_new_host_keys,
+                              builders=builders, on_progress=display)
     if args.json:
         from tritonops.cli.result_json import document
 

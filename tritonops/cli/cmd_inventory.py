@@ -25,13 +25,15 @@ def register(subparsers, common) -> None:
     view.add_argument("--list", action="store_true", help="a table of hosts and their connection (default)")
     view.add_argument("--graph", action="store_true", help="the group tree, like ansible-inventory --graph")
     view.add_argument("--host", metavar="NAME", help="every variable of one host, with where it was set")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
+                        help="extra variables, as deploy takes them (highest precedence; repeatable)")
     parser.set_defaults(run=run)
 
 
 def run(args, out) -> int:
     from tritonops.inventory import load_inventory
 
-    inventory = load_inventory(inventory_paths(args.inventory))
+    inventory = load_inventory(inventory_paths(args.inventory), extra_vars=_extra_vars(args.extra_vars))
     for warning in inventory.warnings:
         out.info(f"warning: {warning}")
     if args.host:
@@ -50,6 +52,15 @@ def run(args, out) -> int:
     else:
         out.print(_host_table(inventory, hosts))
     return 0
+
+
+def _extra_vars(given: list[str]) -> dict:
+    """-e as deploy reads it; the playbook package (jinja2) is loaded only when -e is given."""
+    if not given:
+        return {}
+    from tritonops.playbook.extra_vars import parse_extra_vars
+
+    return parse_extra_vars(given)
 
 
 def graph_lines(inventory: Inventory, hosts: tuple[Host, ...]) -> list[str]:

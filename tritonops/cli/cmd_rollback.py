@@ -23,6 +23,10 @@ def run(args, out) -> int:
     from tritonops.deploy.run import DeployOptions
 
     inputs = run_inputs(args, args.playbook or default_playbook("rollback.yml"), rollback_vars(args.to))
+    from tritonops.cli.playbook_listing import show_listing, wants_listing
+
+    if wants_listing(args):
+        return show_listing(out, args, inputs, _tags(args.tags) or ("all",), _tags(args.skip_tags))
     options = DeployOptions(
         tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,

@@ -48,6 +48,7 @@ from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
+from tritonops.playbook.host_task import PROGRESS
 from tritonops.results import HostResult
 from tritonops.serving.verdict import gate_deadline_s
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -71,10 +72,17 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
     folders = controller_folders(hosts, refs)
     created = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
 
-    with SessionPool([host.connection for host in hosts + balancers], forks=options.forks,
+    # a build host --limit left out: asked only for hosts lacking the image (image/api.py), never deployed to
+    builders = {name: host for name, host in _outside_builders(hosts, inputs, options).items()
+                if name not in {h.name for h in hosts + balancers}}
+    with SessionPool([host.connection for host in hosts + balancers + list(builders.values())], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         probed = {}
-        for result in pool.run(_facts_phase, [host.name for host in hosts], task="facts"):
+        def facts_phase(session: HostSession) -> HostResult:
+            session.extras[PROGRESS] = stream  # a long step (a weights push) tells its bytes on the run's stream
+            return _facts_phase(session)
+
+        for result in pool.run(facts_phase, [host.name for host in hosts], task="facts"):
             record(result)
             if result.ok:
                 probed[result.host] = result.payload
@@ -100,7 +108,8 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
         compiled_for(ready, {})  # every template rendered for every host before anything is written
         try:
             with locked(pool, ready, deployments, options, record) as ready:
-                images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report)
+                images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report,
+                                      builders)
                 ready = [name for name in ready if name in images]
                 report.host_facts, compiled = compiled_for(ready, images)
                 rollout = door_rollout(pool, ready, balancers, deployments, options)
@@ -135,7 +144,15 @@ def _plan_summary(plan: HostDeployPlan) -> str:
     return "; ".join(parts) + "".join(f"; {describe(r)}" for r in (plan.placement.replicas if plan.placement else ()))
 
 
-def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, report) -> dict[str, dict]:
+def _outside_builders(hosts, inputs: RunInputs, options: DeployOptions) -> dict:
+    if options.check:
+        return {}
+    from tritonops.image.settings import outside_build_hosts
+
+    return outside_build_hosts(hosts, inputs.inventory)
+
+
+def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, report, builders=None) -> dict[str, dict]:
     """host -> {"id", "reference"} of the image its release will run."""
     if not hosts:
         return {}
@@ -154,7 +171,7 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
                 images[result.host] = NO_IMAGE
                 record(replace(result, status="changed", msg="would build or receive the vllm_env image", task="image"))
         return images
-    built = build_images(hosts, forks=options.forks, pool=pool)
+    built = build_images(hosts, forks=options.forks, pool=pool, builders=builders)
     report.image_bytes = built.bytes_out
     for result in built.results:
         payload = result.payload or {}

@@ -3,10 +3,18 @@ tritonops/weights/transfer.py where the hub library is: the host's python3 or an
 `huggingface_hub` or `modelscope` there; nothing of tritonops.
 
     python3 -c SOURCE    stdin {kind, repo, revision, include, staging, token, endpoint}
-Resolves the revision and the files with their sizes and hashes, refuses when the disk is too small
+Resolves the revision and the files with their sizes and hashes through the hub library's public API
+(huggingface_hub: HfApi.model_info, hf_hub_url, build_hf_headers), refuses when the disk is too small
 (before any byte moves), fetches each missing file to `<name>.part` (resumed from its size with an
-HTTP Range), verifies it, renames it to `<name>`; prints one JSON line {commit, files, bytes}.
-Exit codes: 65 verification failed, 69 the hub library is missing, 75 not enough disk.
+HTTP Range; every byte that arrived stays there when the connection drops), verifies it, renames it to
+`<name>`; prints one JSON line {commit, files, bytes}.
+Exit codes: 65 verification failed, 69 the hub library is missing, 74 a download cut short (what arrived is
+kept), 75 not enough disk.
+
+Why not hf_hub_download(local_dir=...) or snapshot_download: huggingface_hub 1.33 and 2.0 download each file to
+a process-unique `.incomplete` file and delete it when the download fails (file_download.py,
+_download_to_tmp_and_move), so a cut download would start over at byte 0 on the next run; the files here are
+tens of GiB. Their internal http_get (and its chunk size) is not used either.
 """
 
 import fnmatch, hashlib, json, os, sys
@@ -38,15 +46,43 @@ def good(path, f):
 def wanted(path):
     return not q["include"] or any(fnmatch.fnmatch(path, p) for p in q["include"])
 
+CHUNK = 1 << 20
+
+def http_fetch(url, headers, out, offset):
+    """GET url into out from offset (a Range; a server that ignores it answers 200 and the file starts over).
+    Each chunk is written as it arrives, so a cut keeps every byte that came. Returns what the server said the
+    body holds (None when it did not say)."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    class SameHostAuthorization(urllib.request.HTTPRedirectHandler):
+        """A redirect to another host (a hub's CDN) does not carry the token there."""
+        def redirect_request(self, req, fp, code, msg, hdrs, newurl):
+            new = super().redirect_request(req, fp, code, msg, hdrs, newurl)
+            if new is not None and urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
+                for name in [k for k in new.headers if k.lower() == "authorization"]:
+                    del new.headers[name]
+            return new
+
+    request = urllib.request.Request(url, headers=dict(headers))
+    if offset:
+        request.add_header("Range", "bytes=%d-" % offset)
+    with urllib.request.build_opener(SameHostAuthorization).open(request, timeout=60) as response:
+        if offset and response.status != 206:
+            out.seek(0)
+            out.truncate()
+        read = getattr(response, "read1", response.read)  # what has arrived, up to CHUNK: on disk at once
+        for chunk in iter(lambda: read(CHUNK), b""):
+            out.write(chunk)
+        length = response.headers.get("Content-Length")
+        return int(length) if length and length.isdigit() else None
+
 def hf_files():
     try:
-        from huggingface_hub import HfApi, constants, hf_hub_url
-        from huggingface_hub.file_download import http_get
+        from huggingface_hub import HfApi, hf_hub_url
         from huggingface_hub.utils import build_hf_headers
     except ImportError as err:
         fail(69, error="missing_library", library="huggingface_hub", detail=str(err)[:200])
-    # http_get writes what it has read every DOWNLOAD_CHUNK_SIZE (10 MiB): a cut loses less at 1 MiB
-    constants.DOWNLOAD_CHUNK_SIZE = min(getattr(constants, "DOWNLOAD_CHUNK_SIZE", 1 << 20), 1 << 20)
     info = HfApi(endpoint=q.get("endpoint")).model_info(q["repo"], revision=q["revision"], files_metadata=True,
                                                          token=token)
     files = []
@@ -54,9 +90,10 @@ def hf_files():
         if wanted(s.rfilename):
             files.append({"path": s.rfilename, "size": s.size, "blob": s.blob_id,
                           "sha256": s.lfs.sha256 if s.lfs else None})
+    headers = build_hf_headers(token=token)
     def fetch(f, out, offset):
-        url = hf_hub_url(q["repo"], f["path"], revision=info.sha, endpoint=q.get("endpoint"))
-        http_get(url, out, resume_size=offset, headers=build_hf_headers(token=token), expected_size=f["size"])
+        http_fetch(hf_hub_url(q["repo"], f["path"], revision=info.sha, endpoint=q.get("endpoint")), headers, out,
+                   offset)
     return info.sha, files, fetch
 
 def ms_files():
@@ -65,7 +102,6 @@ def ms_files():
         from modelscope.hub.file_download import get_file_download_url
     except ImportError as err:
         fail(69, error="missing_library", library="modelscope", detail=str(err)[:200])
-    import urllib.request
     if q.get("endpoint"):
         os.environ["MODELSCOPE_DOMAIN"] = q["endpoint"]
     api = HubApi()
@@ -73,20 +109,16 @@ def ms_files():
     entries = api.get_model_files(q["repo"], revision=q["revision"], recursive=True, cookies=cookies)
     files = [{"path": e["Path"], "size": e["Size"], "sha256": e.get("Sha256") or None, "blob": None}
              for e in entries if e.get("Type") != "tree" and wanted(e["Path"])]
+    headers = {"Cookie": "; ".join("%s=%s" % (c.name, c.value) for c in cookies)} if cookies is not None else {}
     def fetch(f, out, offset):
-        request = urllib.request.Request(get_file_download_url(q["repo"], f["path"], q["revision"]))
-        if offset:
-            request.add_header("Range", "bytes=%d-" % offset)
-        if cookies is not None:
-            request.add_header("Cookie", "; ".join("%s=%s" % (c.name, c.value) for c in cookies))
-        with urllib.request.urlopen(request, timeout=60) as response:
-            if offset and response.status != 206:
-                out.seek(0)
-                out.truncate()
-            for chunk in iter(lambda: response.read(1 << 20), b""):
-                out.write(chunk)
+        http_fetch(get_file_download_url(q["repo"], f["path"], q["revision"]), headers, out, offset)
     return q["revision"], files, fetch
 
+
+def cut(f, part, moved, why):
+    kept = os.path.getsize(part) if os.path.isfile(part) else 0
+    fail(74, error="incomplete", bytes=moved, detail="%s: %s after %d of %d bytes; they are kept (%s.part) and the "
+         "next run resumes from them" % (f["path"], why[:200], kept, f["size"], os.path.basename(f["path"])))
 
 def main():
     # the request is module state: the functions above read it, as when this was one script
@@ -128,11 +160,18 @@ def main():
         os.makedirs(os.path.dirname(final), exist_ok=True)
         for attempt in (1, 2):
             have = os.path.getsize(part) if os.path.isfile(part) else 0
-            with open(part, "ab") as out:
-                fetch(f, out, have)
-                out.flush()
-                os.fsync(out.fileno())
+            try:
+                with open(part, "ab") as out:
+                    try:
+                        fetch(f, out, have)
+                    finally:  # what arrived stays on disk, for the next run to resume from
+                        out.flush()
+                        os.fsync(out.fileno())
+            except OSError as err:  # the connection refused, reset or timed out (urllib's errors are OSErrors)
+                cut(f, part, moved + os.path.getsize(part) - have, str(err))
             moved += os.path.getsize(part) - have
+            if os.path.getsize(part) < f["size"]:
+                cut(f, part, moved, "the connection closed early")
             sha = good(part, f)
             if sha:
                 break

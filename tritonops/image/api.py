@@ -11,13 +11,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.facts.probe import read_facts
 from tritonops.image import ngc
-from tritonops.image.build import BuildFailed, build, existing, resolve_base, spec_for
+from tritonops.image.build import BuildFailed, build, existing, held, resolve_base, spec_for
 from tritonops.image.distribute import stream_image
 from tritonops.image.engine import ByteCounter, Cancelled, EngineError, HostEngine, ImageInfo, StreamFilter
 from tritonops.image.ids import short_image_id
@@ -26,7 +26,7 @@ from tritonops.image.preflight import EngineFacts, ImageNeeds, check
 from tritonops.image.settings import image_config
 from tritonops.image.spec import (LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig,
                                   ImageSpec)
-from tritonops.results import GroupResult, HostResult
+from tritonops.results import GroupResult, HostResult, Progress
 from tritonops.transport.base import Transport, Unreachable
 from tritonops.transport.sessions import SessionPool
 
@@ -60,8 +60,20 @@ class _Run:
     cancel: threading.Event
     counter: ByteCounter
     stream_filter: StreamFilter | None
+    pool: SessionPool | None = None
+    builders: dict = field(default_factory=dict)  # build hosts outside the run, by name: inventory Hosts
+    on_progress: Callable[[Progress], None] | None = None  # each host's build or stream as it goes
+    sizes: dict[str, int] = field(default_factory=dict)  # what each target is being sent, for its progress
     results: dict[str, HostResult] = field(default_factory=dict)
     started: dict[str, float] = field(default_factory=dict)
+
+    def progress(self, name: str, what: str, done: int = 0, total: int | None = None, note: str = "",
+                 finished: bool = False) -> None:
+        if self.on_progress is not None:
+            self.on_progress(Progress(name, what, done, total, note, finished))
+
+    def streamed(self, target: str, so_far: int) -> None:
+        self.progress(target, "receive", so_far, self.sizes.get(target))
 
     def done(self, name: str, status: str, msg: str, **data) -> None:
         elapsed = time.monotonic() - self.started.get(name, time.monotonic())
@@ -102,16 +114,24 @@ def _open_session(host, config: ImageConfig, pool: SessionPool) -> Session:
 
 def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = None, parallel_build: bool = False,
                  accept_new_host_keys: bool = False, stream_filter: StreamFilter | None = None,
-                 cancel: threading.Event | None = None, pool: SessionPool | None = None) -> BuildReport:
+                 cancel: threading.Event | None = None, pool: SessionPool | None = None,
+                 builders: Mapping[str, Any] | None = None,
+                 on_progress: Callable[[Progress], None] | None = None) -> BuildReport:
     """Build (or pull) the image once per distinct configuration and bring it to every host. With
-    `pool`, the run's sessions are used (and left open for later phases); else a pool of its own."""
+    `pool`, the run's sessions are used (and left open for later phases); else a pool of its own.
+    `builders`: build hosts outside `hosts` (settings.outside_build_hosts), asked only for the hosts that do
+    not already hold the image their settings make; `pool` must know their connections. `on_progress` hears
+    each build start and end and each target's bytes as they stream (from worker threads)."""
     configs = {host.name: image_config(host) for host in hosts}  # bad input fails before any connection
+    builders = dict(builders or {})
     if pool is None:
-        with SessionPool([host.connection for host in hosts], forks=forks,
+        with SessionPool([host.connection for host in [*hosts, *builders.values()]], forks=forks,
                          accept_new_host_keys=accept_new_host_keys) as own:
             return build_images(hosts, forks=forks, build_host=build_host, parallel_build=parallel_build,
-                                stream_filter=stream_filter, cancel=cancel, pool=own)
-    run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter)
+                                stream_filter=stream_filter, cancel=cancel, pool=own, builders=builders,
+                                on_progress=on_progress)
+    run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter, pool, builders, on_progress)
+    run.counter.listener = run.streamed
     sessions: dict[str, Session] = {}
     lock = threading.Lock()
     now = time.monotonic()
@@ -200,7 +220,10 @@ def _committed(run: _Run, group: list[Session], build_host: str | None, parallel
     if parallel_build:
         run.parallel(eligible, lambda s: _build_here(run, s))
         return {"content_tag": None, "parallel_build": True, "hosts": [s.name for s in eligible]}
-    chosen = _builder(run, group, eligible, build_host or config.build_host, release)
+    wanted = build_host or config.build_host
+    if wanted and wanted not in {s.name for s in group} and wanted in run.builders:
+        return _outside_builder(run, eligible, wanted, release)
+    chosen = _builder(run, group, eligible, wanted, release)
     if chosen is None:
         return None
     builder, base = chosen
@@ -214,6 +237,70 @@ def _committed(run: _Run, group: list[Session], build_host: str | None, parallel
     holder, image, built = found
     summary.update(built_on=builder.name if built else None, image_id=image.id, size_bytes=image.size_bytes)
     summary["source_hosts"] = _distribute(run, spec, release, image, holder, built, targets, config.registry)
+    return summary
+
+
+def _outside_builder(run: _Run, eligible: list[Session], wanted: str,
+                     release: ngc.NgcRelease | None) -> dict:
+    """The build host is outside this run (--limit left it out). A host whose moving tag already points at the
+    image its settings make keeps it, and the build host is not asked; only for the others is it reached, to
+    find or build the image there and send it."""
+    config = eligible[0].config
+    summary: dict = {"content_tag": None, "content_hash": None, "image_id": None, "built_on": None,
+                     "source_hosts": [], "size_bytes": None, "build_host": wanted}
+    lacking = []
+    for session in eligible:
+        found = held(session.engine, config)
+        if found is None:
+            lacking.append(session)
+            continue
+        spec, image = found
+        summary.update(content_tag=spec.content_tag, content_hash=spec.content_hash, image_id=image.id,
+                       size_bytes=image.size_bytes)
+        common = {"mode": "committed", "image": spec.moving_tag, "content_tag": spec.content_tag,
+                  "image_id": image.id, "bytes_received": 0}
+        short = short_image_id(image.id)
+        if session.engine.tag_id(spec.content_tag) == image.id:
+            run.done(session.name, "ok", f"{spec.content_tag} present ({short}); build host {wanted} not needed",
+                     action="none", **common)
+            continue
+        try:
+            _tag(session.engine, image.id, spec)
+        except EngineError as exc:
+            run.done(session.name, "failed", str(exc), action="tag", **common)
+            continue
+        run.done(session.name, "changed", f"tagged {spec.content_tag} ({short}), no bytes moved", action="tag",
+                 **common)
+    if not lacking:
+        return summary
+
+    def fail_lacking(why: str) -> None:
+        for session in lacking:
+            if session.name not in run.results:
+                run.done(session.name, "failed", f"no {REPOSITORY}:{MOVING_TAG} built from this host's settings "
+                         f"here, and build host {wanted} (outside this run) {why}", mode="committed")
+
+    try:
+        builder = _open_session(run.builders[wanted], config, run.pool)
+    except Exception as exc:  # Unreachable, or its engine does not answer
+        fail_lacking(f"cannot be reached: {exc}")
+        return summary
+    if not _preflight(run, builder, ImageNeeds(release, None)):
+        fail_lacking(f"was refused: {run.results[wanted].msg}")
+        return summary
+    chosen = _builder(run, [builder], [builder], wanted, release)
+    if chosen is None:
+        fail_lacking(f"failed: {run.results[wanted].msg}")
+        return summary
+    builder, base = chosen
+    spec = spec_for(config, base)
+    summary.update(content_tag=spec.content_tag, content_hash=spec.content_hash)
+    found = _found_or_built(run, spec, base, builder, lacking)
+    if found is None:
+        return summary
+    holder, image, built = found
+    summary.update(built_on=builder.name if built else None, image_id=image.id, size_bytes=image.size_bytes)
+    summary["source_hosts"] = _distribute(run, spec, release, image, holder, built, lacking, config.registry)
     return summary
 
 
@@ -259,9 +346,13 @@ def _found_or_built(run: _Run, spec: ImageSpec, base: ImageInfo, builder: Sessio
         found = existing(s.engine, spec)
         if found is not None:
             return s, found, False
+    run.progress(builder.name, "build", note=spec.content_tag)
     try:
-        return builder, build(builder.engine, spec, base).image, True
+        image = build(builder.engine, spec, base).image
+        run.progress(builder.name, "build", note=spec.content_tag, finished=True)
+        return builder, image, True
     except (BuildFailed, EngineError) as exc:
+        run.progress(builder.name, "build", note="failed", finished=True)
         run.done(builder.name, "failed", str(exc), mode="committed", content_tag=spec.content_tag, action="build")
         for s in targets:
             if s is not builder:
@@ -274,21 +365,27 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
                 built: bool, targets: list[Session], registry: str | None) -> list[str]:
     """Each target up to date, tagged where it has the image, or sent it (save -> load through the
     controller, ID verified before tags are set); returns the hosts the image was sent from."""
-    states = [HostImage(s.name, s.engine.image(image.id) is not None, s.engine.tag_id(spec.content_tag),
-                        s.engine.tag_id(spec.moving_tag)) for s in targets]
-    plan = plan_distribution(image.id, states, prefer=[holder.name], registry=registry)
     by_target = {s.name: s for s in targets}
+    sessions = targets if holder.name in by_target else [*targets, holder]  # a build host outside the run sends
+    states = [HostImage(s.name, s.engine.image(image.id) is not None, s.engine.tag_id(spec.content_tag),
+                        s.engine.tag_id(spec.moving_tag)) for s in sessions]
+    plan = plan_distribution(image.id, states, prefer=[holder.name], registry=registry)
+    by_target = {s.name: s for s in sessions}
     common = {"mode": "committed", "image": spec.moving_tag, "content_tag": spec.content_tag, "image_id": image.id}
     note = (f" (tritonops_registry {registry} is planning-only: streamed through the controller)"
             if registry else "")
     short = short_image_id(image.id)
     for name in plan.up_to_date:
+        if name not in {s.name for s in targets}:
+            continue
         if built and name == holder.name:
             run.done(name, "changed", f"built {spec.content_tag} ({short})", action="build", bytes_received=0,
                      **common)
         else:
             run.done(name, "ok", f"{spec.content_tag} present ({short})", action="none", bytes_received=0, **common)
     for name in plan.retag:
+        if name not in {s.name for s in targets}:
+            continue
         try:
             _tag(by_target[name].engine, image.id, spec)
         except EngineError as exc:
@@ -301,6 +398,8 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
         target = by_target[transfer.target]
         if not _preflight(run, target, ImageNeeds(release, image.size_bytes)):
             return
+        run.sizes[target.name] = image.size_bytes or 0
+        run.progress(target.name, "receive", 0, run.sizes[target.name] or None, f"from {transfer.source}")
         try:
             stream_image(by_target[transfer.source].engine, target.engine, image.id, run.counter, run.cancel,
                          run.stream_filter)
@@ -313,6 +412,7 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
                      bytes_received=run.counter.by_target.get(target.name, 0), source=transfer.source, **common)
             return
         received = run.counter.by_target.get(target.name, 0)
+        run.progress(target.name, "receive", received, received, f"from {transfer.source}", finished=True)
         run.done(target.name, "changed", f"received {spec.content_tag} from {transfer.source}: "
                  f"{received} bytes, ID verified{note}", action="receive", bytes_received=received,
                  source=transfer.source, **common)
@@ -336,8 +436,11 @@ def _build_here(run: _Run, session: Session) -> None:
         if not _preflight(run, session, ImageNeeds(ngc.lookup(config.release), base.size_bytes)):
             return
         spec = spec_for(config, base)
+        run.progress(session.name, "build", note=spec.content_tag)
         outcome = build(session.engine, spec, base)
+        run.progress(session.name, "build", note=spec.content_tag, finished=True)
     except (BuildFailed, EngineError) as exc:
+        run.progress(session.name, "build", note="failed", finished=True)
         run.done(session.name, "failed", str(exc), mode="committed", action="build")
         return
     data = {"mode": "committed", "image": outcome.spec.moving_tag, "content_tag": outcome.spec.content_tag,

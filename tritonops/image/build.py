@@ -18,7 +18,8 @@ from requests.exceptions import ConnectionError as RequestsConnectionError, Read
 from tritonops.errors import TritonopsError
 from tritonops.image import build_script
 from tritonops.image.engine import EngineError, HostEngine, ImageInfo
-from tritonops.image.spec import LABEL_CONTENT, ImageConfig, ImageSpec
+from tritonops.image.spec import (LABEL_BASE_DIGEST, LABEL_BASE_ID, LABEL_CONTENT, MOVING_TAG, REPOSITORY,
+                                  ImageConfig, ImageSpec)
 
 BUILD_TIMEOUT_S = 3600
 LOG_TAIL_LINES = 30
@@ -59,6 +60,21 @@ def existing(engine: HostEngine, spec: ImageSpec) -> ImageInfo | None:
     if info is not None and info.labels.get(LABEL_CONTENT) == spec.content_hash:
         return info
     return None
+
+
+def held(engine: HostEngine, config: ImageConfig) -> tuple[ImageSpec, ImageInfo] | None:
+    """The image the host's moving tag points at, when it was built from `config` and today's backend code: its
+    labels name the base it was built from, and its content hash must come out of them (a tag alone can lie).
+    What a host outside the build host's reach runs without the build host being asked."""
+    info = engine.image(f"{REPOSITORY}:{MOVING_TAG}")
+    if info is None or not info.labels.get(LABEL_BASE_ID):
+        return None
+    digest = info.labels.get(LABEL_BASE_DIGEST)
+    spec = ImageSpec(config, info.labels[LABEL_BASE_ID], build_script.backend_code_sha(),
+                     None if digest == info.labels[LABEL_BASE_ID] else digest)
+    if info.labels.get(LABEL_CONTENT) != spec.content_hash:
+        return None
+    return spec, info
 
 
 def build(engine: HostEngine, spec: ImageSpec, base: ImageInfo, *, timeout_s: float = BUILD_TIMEOUT_S,

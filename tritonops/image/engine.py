@@ -146,15 +146,19 @@ class HostEngine:
 
 
 class ByteCounter:
-    """Bytes passed through a stream; thread-safe, shared by a run's streams."""
+    """Bytes passed through a stream; thread-safe, shared by a run's streams. `listener(target, so_far)` hears
+    each target's running total as it grows (a live progress display)."""
 
-    def __init__(self):
+    def __init__(self, listener: Callable[[str, int], None] | None = None):
         self._lock = threading.Lock()
         self.by_target: dict[str, int] = {}
+        self.listener = listener
 
     def add(self, target: str, n: int) -> None:
         with self._lock:
-            self.by_target[target] = self.by_target.get(target, 0) + n
+            so_far = self.by_target[target] = self.by_target.get(target, 0) + n
+        if self.listener is not None:
+            self.listener(target, so_far)
 
     @property
     def total(self) -> int:

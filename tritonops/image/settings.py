@@ -93,3 +93,22 @@ def image_config(host, read_file: Callable[[str], str] | None = None) -> ImageCo
 def _read(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+def outside_build_hosts(hosts, inventory, build_host: str | None = None) -> dict:
+    """The inventory hosts named as build host (--build-host, else each host's tritonops_build_host) that are not
+    among `hosts`: a limited run may need one to build, or to send from, though it deploys nothing there.
+    A name the inventory lacks is an error at the variable's line."""
+    names = {host.name for host in hosts}
+    wanted: dict[str, str] = {}
+    for host in hosts:
+        name = build_host or host.vars.get("tritonops_build_host")
+        if isinstance(name, str) and name and name not in names:
+            wanted.setdefault(name, "--build-host" if build_host else _where(host, "tritonops_build_host"))
+    outside = {}
+    for name, where in wanted.items():
+        try:
+            outside[name] = inventory.host(name)
+        except InputError as err:
+            raise InputError(f"build host: {err.what}", where) from None
+    return outside

@@ -25,6 +25,7 @@ from tritonops.values.names import safe_name
 
 REPOSITORY_DIR = "model_repository"
 RELEASE_FILE = "release.json"
+GATES_KEY = "gates"  # what the serve program appends to a release.json after each gate
 
 
 class ReleaseArgs(Args):
@@ -116,6 +117,16 @@ class ReleaseMade:
 
 
 @dataclass(frozen=True)
+class ReleaseFile(PutFile):
+    """A file of the new release (a PutFile), with the same file of the release that serves now: what --diff
+    compares it with, so a one-value change shows as that one line and not as a whole new file."""
+
+    diff_from: str = ""
+    # a top-level key the host adds to that file once it serves (the gate records), left out of the comparison
+    diff_without: str = ""
+
+
+@dataclass(frozen=True)
 class PublishRelease(Rename):
     """The finished release folder appearing under its id (a Rename), saying which release it made."""
 
@@ -140,9 +151,12 @@ class ReleaseOperation:
         final = posixpath.join(releases, release_id(args, weights))
         partial = posixpath.join(releases, "." + release_id(args, weights) + ".partial")
         yield MakeDir(partial)
+        current = posixpath.join(args.root, "current")
         for path, text in sorted(args.files.items()):
-            yield PutFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode())
-        yield PutFile(posixpath.join(partial, RELEASE_FILE), release_json(args, weights).encode())
+            yield ReleaseFile(posixpath.join(partial, REPOSITORY_DIR, path), text.encode(),
+                              diff_from=posixpath.join(current, REPOSITORY_DIR, path))
+        yield ReleaseFile(posixpath.join(partial, RELEASE_FILE), release_json(args, weights).encode(),
+                          diff_from=posixpath.join(current, RELEASE_FILE), diff_without=GATES_KEY)
         yield PublishRelease(partial, final, release_id(args, weights))
 
 

@@ -14,7 +14,7 @@ import ipaddress
 import json
 import posixpath
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationInfo, field_validator
 from typing import Any, ClassVar, Iterable
@@ -25,7 +25,9 @@ from tritonops.logs.ecs import LOGGER_SOURCE
 from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
                                      log_shipping)
 from tritonops.operations.base import Args
-from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
+from tritonops.operations.release import (RELEASE_FILE, REPOSITORY_DIR, ReleaseArgs, content_digest, existing_release,
+                                          weights_digest)
+from tritonops.operations.restarts import restart_lines
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
 from tritonops.serving import program
@@ -143,6 +145,10 @@ class ServeStep:
     payload: dict = field(repr=False)
     models: tuple[str, ...]
     predicted_kv_tokens: int
+    restarts: tuple[str, ...] = ()     # --diff: per replica, whether its container restarts and why
+
+    def diff_text(self) -> str:
+        return "".join(f"{line}\n" for line in self.restarts)
 
     @property
     def spec(self) -> ServeSpec:
@@ -198,9 +204,13 @@ class ServeOperation:
         releases = posixpath.join(args.release.root, "releases")
         inspects = [CommandQuery(inspect_argv(args.deployment, r["index"]))
                     for r in replicas_of(args.model_dump(), args)]
+        current = posixpath.join(args.release.root, "current")
         return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
-                CommandQuery(deployment_containers_argv(args.deployment)),
-                FileQuery(posixpath.join(args.release.root, "current"))]
+                CommandQuery(deployment_containers_argv(args.deployment)), FileQuery(current),
+                # what the serving release holds, for --diff's why a replica restarts
+                FileQuery(posixpath.join(current, RELEASE_FILE), content=True),
+                *(FileQuery(posixpath.join(current, REPOSITORY_DIR, path), content=True)
+                  for path in sorted(args.release.files) if path.endswith(".json"))]
 
     def steps(self, args: ServeArgs, facts: Facts) -> Iterable[Step]:
         digest = content_digest(args.release, weights_digest(args.release, facts))
@@ -225,8 +235,30 @@ class ServeOperation:
             return
         serve = {"models": args.models, "gpus": args.gpus, "replicas": replicas, "weights_dirs": args.weights_dirs,
                  "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens}
-        yield serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args,
-                         gpu_processes=args.gpu_processes)
+        step = serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args,
+                          gpu_processes=args.gpu_processes)
+        yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging)))
+
+
+def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logging: str) -> list[str]:
+    current = posixpath.join(args.release.root, "current")
+    containers = {}
+    for replica in step.payload["replicas"]:
+        index = int(replica["name"] or 0)
+        running = facts.command(inspect_argv(args.deployment, index))
+        if running.ok:
+            containers[index] = running.stdout.split()
+    try:
+        document = json.loads(facts.file(posixpath.join(current, RELEASE_FILE)).text or "")
+    except ValueError:
+        document = None
+    texts = {path: facts.file(posixpath.join(current, REPOSITORY_DIR, path)).text
+             for path in args.release.files if path.endswith(".json")}
+    replicas = [{"index": int(r["name"] or 0), "container": r["container"], "gpus": r["gpus"], "ports": r["ports"]}
+                for r in step.payload["replicas"]]
+    return restart_lines(replicas, containers, release, args.release.image_id, logging, args.release.files,
+                         document if isinstance(document, dict) else None, texts,
+                         weights_digest(args.release, facts))
 
 
 def serve_step(root: str, deployment: str, release: str, image_id: str, serve: dict,

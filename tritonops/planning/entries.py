@@ -69,6 +69,12 @@ class ModelEntry:
     label: str = MODEL_VAR          # how errors name the entry
     where: str | None = None        # file:line of the variable that set it
     vouched: frozenset = frozenset()  # engine-argument keys the user passes unchecked (UNCHECKED_VAR)
+    # each engine argument's origin: the variable that set it and where ("-e", file:line, a role's defaults)
+    arg_origins: dict = field(default_factory=dict)
+
+    def arg_origin(self, key: str) -> tuple[str, str | None]:
+        """(label, where) of the variable that gave engine argument `key`; the entry's own otherwise."""
+        return self.arg_origins.get(key, (self.label, self.where))
 
 
 def host_where(host, var: str) -> str | None:
@@ -77,19 +83,34 @@ def host_where(host, var: str) -> str | None:
     return host.setting(var).where if var in history else None
 
 
+def host_origin(host, var: str) -> str | None:
+    """Where `host`'s winning value of `var` came from, as errors name it: "-e", the file:line, or the
+    file:line followed by which role's defaults."""
+    history = getattr(host, "history", {}) or {}
+    if var not in history:
+        return None
+    setting = host.setting(var)
+    if setting.source.endswith(" defaults)") and setting.source.startswith(setting.where):
+        return setting.source
+    return setting.where
+
+
 def model_entries(host, default_model: str | None, default_name: str = "vllm_model") -> list[ModelEntry]:
     """The host's model entries; InputError (with file:line) for a bad one. Empty when the host
     names no model and there is no default."""
     variables = host.vars
     vouched = _vouched(variables.get(UNCHECKED_VAR), host_where(host, UNCHECKED_VAR))
-    host_args = engine_args(variables.get(ENGINE_ARGS_VAR), ENGINE_ARGS_VAR, host_where(host, ENGINE_ARGS_VAR),
-                            vouched)
+    args_where = host_origin(host, ENGINE_ARGS_VAR)
+    host_args = engine_args(variables.get(ENGINE_ARGS_VAR), ENGINE_ARGS_VAR, args_where, vouched)
+    host_origins = {key: (ENGINE_ARGS_VAR, args_where) for key in host_args}
     if variables.get(MODELS_VAR) is not None:
         where = host_where(host, MODELS_VAR)
         if variables.get(MODEL_VAR):
             raise InputError(f"set {MODEL_VAR} or {MODELS_VAR}, not both (the single-model form is "
                              f"{MODEL_VAR} with --model-name)", where)
-        entries = [replace(entry, vouched=vouched)
+        entries = [replace(entry, vouched=vouched,
+                           arg_origins={**{key: host_origins[key] for key in entry.engine_args if key in host_origins},
+                                        **entry.arg_origins})
                    for entry in _entries(variables[MODELS_VAR], host_args, where, vouched)]
     else:
         ref = variables.get(MODEL_VAR) or default_model
@@ -99,7 +120,8 @@ def model_entries(host, default_model: str | None, default_name: str = "vllm_mod
         if not isinstance(ref, str):
             raise InputError(f"{MODEL_VAR} must be a Hugging Face id or a path, not {type(ref).__name__}", where)
         name = safe_name(default_name, "model name", "--model-name")
-        entries = [ModelEntry(name=name, model_ref=ref, engine_args=host_args, where=where, vouched=vouched)]
+        entries = [ModelEntry(name=name, model_ref=ref, engine_args=host_args, where=where, vouched=vouched,
+                              arg_origins=host_origins)]
     return entries
 
 
@@ -159,9 +181,11 @@ def _entry(item: Any, label: str, host_args: dict, where: str | None, vouched: f
         raise InputError(f"{label}.versions lists a version twice", where)
     overrides = {field_name: request_number(field_name, item[key], where, name=f"{label}.{key}")
                  for key, field_name in ENTRY_NUMBERS.items() if item.get(key) is not None}
-    args = {**host_args, **engine_args(item.get("engine_args"), f"{label}.engine_args", where, vouched)}
+    own = engine_args(item.get("engine_args"), f"{label}.engine_args", where, vouched)
+    args = {**host_args, **own}
     return ModelEntry(name=name, model_ref=ref, versions=versions, overrides=overrides, engine_args=args,
-                      label=f"{label} ({name})", where=where)
+                      label=f"{label} ({name})", where=where,
+                      arg_origins={key: (f"{label} ({name}).engine_args", where) for key in own})
 
 
 def engine_args(value: Any, label: str, where: str | None, vouched: frozenset = frozenset()) -> dict:

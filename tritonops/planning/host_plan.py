@@ -12,6 +12,7 @@ from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.planning.bind import WILDCARD, replica_bind
 from tritonops.planning.deployment import deployment_of
+from tritonops.sizing.explain import why_it_does_not_fit
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
 from tritonops.planning.gpu_choice import (GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, place_replicas,
                                            replica_count, restrict_facts)
@@ -70,8 +71,9 @@ class HostDeployPlan:
         found = [self.error] if self.error else []
         several = len(self.models) > 1
         for m in self.models:
-            if m.error:
-                found.append(f"{m.name} version {m.version}: {m.error}" if several else m.error)
+            why = m.error or (why_it_does_not_fit(m.plan) if m.plan is not None and not m.plan.fits else None)
+            if why:
+                found.append(f"{m.name} version {m.version}: {why}" if several else why)
         return found
 
 
@@ -185,7 +187,8 @@ def _plan_entry(entry: ModelEntry, base: SizingRequest, gpus, models: Mapping[st
     refused = [key for key in refused_keys(model_json, parse_version(plan.vllm_version)) if key not in entry.vouched]
     error = None
     if refused:
-        where = f"{entry.where}: " if entry.where else ""
-        error = f"{where}{entry.label}: " + refusal(refused[0], plan.vllm_version, parse_version(plan.vllm_version))
+        label, origin = entry.arg_origin(refused[0])
+        where = f"{origin}: " if origin else ""
+        error = f"{where}{label}: " + refusal(refused[0], plan.vllm_version, parse_version(plan.vllm_version))
     return [ModelInstancePlan(entry.name, v, ref, plan=plan, model_json=model_json, error=error)
             for v in entry.versions]

@@ -77,7 +77,7 @@ def compile_playbook(inputs: RunInputs, *, host_facts: Mapping[str, Mapping[str,
     plays = []
     for play in playbook.plays:
         inventory = inputs.play_inventory(play)
-        hosts = [host for host in _select(inventory, play) if host.name in limited]
+        hosts = [host for host in select_play_hosts(inventory, play) if host.name in limited]
         scopes = {host.name: host_scope(host, play, inventory, facts=host_facts.get(host.name, {}),
                                          extra_vars=extra_vars, playbook_path=playbook.path) for host in hosts}
         tasks = tuple(_compile_task(task, scopes) for task in play.tasks if should_run(task.tags, tags, skip_tags))
@@ -88,7 +88,8 @@ def compile_playbook(inputs: RunInputs, *, host_facts: Mapping[str, Mapping[str,
     return CompiledPlaybook(playbook, tuple(plays), connections, _tag_warnings(playbook, tags, skip_tags))
 
 
-def _select(inventory: Inventory, play: Play):
+def select_play_hosts(inventory: Inventory, play: Play):
+    """The hosts the play's `hosts:` pattern selects; a bad pattern is an error at that line."""
     try:
         return inventory.select(play.hosts)
     except PlaybookError:

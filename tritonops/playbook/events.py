@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable, Union
 
-from tritonops.results import HostResult
+from tritonops.results import HostResult, Progress
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class PhaseDone:
     result: HostResult
 
 
-Event = Union[PhaseDone, PlayStarted, BatchStarted, TaskStarted, HostDone]
+Event = Union[PhaseDone, PlayStarted, BatchStarted, TaskStarted, HostDone, Progress]  # Progress: bytes so far
 OnEvent = Callable[[Event], None]
 
 

@@ -59,10 +59,20 @@ class TaskOutcome:
 
 
 STEP_RUNNER = "step_runner"  # session.extras: (session, step) -> result, where the run paces some steps itself
+PROGRESS = "on_progress"  # session.extras: where a long step (a weights push) tells its bytes as it goes
 
 
 def _plain(session: HostSession, step):
     return run_step(session.transport, step)
+
+
+def _run(session: HostSession, step):
+    """A step that can tell its bytes as it goes (a weights transfer) does, where the run listens (PROGRESS);
+    the others go to the run's step runner (STEP_RUNNER paces serve steps), else run plainly."""
+    on_progress = session.extras.get(PROGRESS)
+    if on_progress is not None and hasattr(step, "run_with_progress"):
+        return step.run_with_progress(session.transport, on_progress)
+    return session.extras.get(STEP_RUNNER, _plain)(session, step)
 
 
 def run_host_task(session: HostSession, operation: Operation, args_list: Sequence[Args], *, check: bool,
@@ -84,7 +94,7 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
             if not check:
                 session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
                 started = time.monotonic()
-                result = session.extras.get(STEP_RUNNER, _plain)(session, step)
+                result = _run(session, step)
                 runs.append(StepRun(said, time.monotonic() - started, _output(result)))
                 outcome = _outcome(step, result)
                 if outcome is not None:

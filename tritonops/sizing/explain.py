@@ -48,3 +48,11 @@ def headline(plan: EnginePlan) -> str:
         return (f"{plan.model} fits on {where}: TP {plan.tensor_parallel_size}, max_model_len "
                 f"{plan.max_model_len}, {plan.dtype}, vLLM {plan.vllm_version} ({plan.engine})")
     return f"{plan.model} does not fit on {where} with vLLM {plan.vllm_version}"
+
+
+def why_it_does_not_fit(plan: EnginePlan) -> str:
+    """One line for a plan that does not fit, as `tritonops size` says it: the headline, each problem, and what
+    would fit instead (now, or with a later vLLM)."""
+    parts = [headline(plan), *plan.problems]
+    parts += [f"would fit: {alt.summary}" if alt.available else f"later: {alt.summary}" for alt in plan.alternatives]
+    return "; ".join(parts)

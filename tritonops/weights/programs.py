@@ -16,7 +16,7 @@ HUB (needs `huggingface_hub` or `modelscope` where it runs: the host's python3 o
     files with their sizes and hashes, refuse when the disk is too small (before any byte moves),
     fetch each missing file to `<name>.part` (resumed from its size with an HTTP Range), verify it,
     rename it to `<name>`; prints one JSON line {commit, files, bytes}.
-Exit codes: 65 verification failed, 69 the hub library is missing, 75 not enough disk.
+Exit codes: 65 verification failed, 69 the hub library is missing, 74 a download cut short, 75 not enough disk.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tritonops import host_programs
 
 EXIT_MISMATCH = 65
 EXIT_NO_LIBRARY = 69
+EXIT_CUT = 74  # a download cut short: what arrived is kept for the next run
 EXIT_NO_SPACE = 75
 
 FILES = host_programs.source("weights_files")  # host_programs/weights_files.py

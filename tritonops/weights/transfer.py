@@ -10,10 +10,11 @@ import json
 import posixpath
 import shlex
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal
 
 from tritonops.errors import HostError
 from tritonops.operations.steps import Learned
+from tritonops.results import Progress
 from tritonops.transport.base import CommandResult, Transport
 from tritonops.weights import programs
 from tritonops.weights_source.manifest import Manifest
@@ -191,9 +192,33 @@ class PushFiles:
             (f" ({resumed} resumed)" if resumed else "")
 
     def run_on(self, transport: Transport) -> CommandResult:
+        return self.run_with_progress(transport, None)
+
+    def run_with_progress(self, transport: Transport, on_progress: Callable[[Progress], None] | None) -> CommandResult:
+        """`on_progress` hears the bytes pushed so far of the step's total, after each chunk."""
         client = getattr(transport, "ssh_client", None)
-        moved = _push_sftp(client, self) if client is not None else _push_local(self)
+        total = sum(i.size - i.offset for i in self.items)
+        pushed = [0]
+        model = posixpath.basename(self.staging.rstrip("/")).removeprefix(".").removesuffix(".partial")
+
+        def tick(n: int) -> None:
+            pushed[0] += n
+            if on_progress is not None:
+                on_progress(Progress(transport.name, "weights", pushed[0], total, f"pushing {model}"))
+
+        moved = _push_sftp(client, self, tick) if client is not None else _push_local(self, tick)
         return _result(self, {"bytes": moved})
+
+
+def _counted(write, tick):
+    """`write` telling `tick` each chunk's size (the push's progress)."""
+    if tick is None:
+        return write
+
+    def counted(chunk):
+        write(chunk)
+        tick(len(chunk))
+    return counted
 
 
 def _copy(source, write, offset: int, size: int) -> int:
@@ -208,7 +233,7 @@ def _copy(source, write, offset: int, size: int) -> int:
     return moved
 
 
-def _push_sftp(client, step: PushFiles) -> int:
+def _push_sftp(client, step: PushFiles, tick=None) -> int:
     sftp = client.open_sftp()
     moved = 0
     try:
@@ -217,7 +242,7 @@ def _push_sftp(client, step: PushFiles) -> int:
             _sftp_makedirs(sftp, posixpath.dirname(target))
             with open(item.local_path, "rb") as source, sftp.open(target + ".part", "ab") as out:
                 out.set_pipelined(True)
-                moved += _copy(source, out.write, item.offset, item.size)
+                moved += _copy(source, _counted(out.write, tick), item.offset, item.size)
             sftp.posix_rename(target + ".part", target)
     finally:
         sftp.close()
@@ -237,7 +262,7 @@ def _sftp_makedirs(sftp, path: str) -> None:
         sftp.mkdir(folder)
 
 
-def _push_local(step: PushFiles) -> int:
+def _push_local(step: PushFiles, tick=None) -> int:
     """A local transport: the 'host' is this machine."""
     import os
 
@@ -246,7 +271,7 @@ def _push_local(step: PushFiles) -> int:
         target = os.path.join(step.staging, item.path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(item.local_path, "rb") as source, open(target + ".part", "ab") as out:
-            moved += _copy(source, out.write, item.offset, item.size)
+            moved += _copy(source, _counted(out.write, tick), item.offset, item.size)
         os.replace(target + ".part", target)
     return moved
 
@@ -281,6 +306,37 @@ class HubFetch:
 
     def argv(self) -> tuple[str, ...]:
         return self.runner.argv(posixpath.dirname(self.final), programs.HUB)
+
+    def run_with_progress(self, transport: Transport, on_progress: Callable[[Progress], None] | None,
+                          every_s: float = 2.0) -> CommandResult:
+        """The download happens on the host: its staging folder's files' size is read every `every_s` on the
+        same session (`find -printf %s`, another channel) and told as the bytes so far."""
+        if on_progress is None:
+            return self.run_on(transport)
+        import threading
+
+        def size() -> int | None:  # the files' bytes (du would count the folders' own 4 KiB too)
+            got = transport.run(shlex.join(("find", self.staging, "-type", "f", "-printf", "%s\\n")), timeout=30)
+            words = got.stdout.split() if got.ok else []
+            return sum(int(word) for word in words if word.isdigit()) if got.ok else None
+
+        start = size() or 0
+        stop = threading.Event()
+        note = f"downloading {self.source.repo}"
+
+        def poll() -> None:
+            while not stop.wait(every_s):
+                now = size()
+                if now is not None:
+                    on_progress(Progress(transport.name, "weights", max(0, now - start), None, note))
+
+        poller = threading.Thread(target=poll, daemon=True, name="weights-progress")
+        poller.start()
+        try:
+            return self.run_on(transport)
+        finally:
+            stop.set()
+            poller.join(timeout=35)
 
     def run_on(self, transport: Transport) -> CommandResult:
         token = self.token or read_token(self.token_env, self.token_file)

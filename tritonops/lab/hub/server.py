@@ -11,6 +11,7 @@
 Errors carry X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound) as the Hub's do; with a
 token set, a request without `Authorization: Bearer <token>` is 401.
 
+Pace for tests: `slow(every, pause_s)` sends each file `every` bytes at a time, pausing between.
 Faults for tests: `cut(file, after)` sends `after` bytes of the next GET of `file`, drops the
 connection and answers 503 for that file until `restore()` (a download dying mid-way). It counts
 body bytes served and keeps a request log (method, path, Range) so tests can say what moved.
@@ -22,6 +23,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -80,6 +82,7 @@ class HubServer:
         self._lock = threading.Lock()
         self._cuts: dict[str, int] = {}
         self._down: set[str] = set()
+        self._pace: tuple[int, float] | None = None
         self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="lab-hub")
@@ -97,6 +100,12 @@ class HubServer:
     def cut(self, name: str, after: int) -> None:
         with self._lock:
             self._cuts[name] = after
+
+    def slow(self, every: int | None, pause_s: float = 0.0) -> None:
+        """Send files `every` bytes at a time with `pause_s` between (None: at full speed again): a download
+        that lasts long enough to be watched."""
+        with self._lock:
+            self._pace = (every, pause_s) if every else None
 
     def restore(self) -> None:
         with self._lock:
@@ -222,9 +231,16 @@ class HubServer:
                 if not body:
                     return
                 chunk = data[start:end] if cut is None else data[start:start + cut]
-                self.wfile.write(chunk)
                 with hub._lock:
-                    hub.log.bytes_served += len(chunk)
+                    pace = hub._pace
+                step = pace[0] if pace else len(chunk) or 1
+                for at in range(0, len(chunk), step):
+                    self.wfile.write(chunk[at:at + step])
+                    with hub._lock:
+                        hub.log.bytes_served += len(chunk[at:at + step])
+                    if pace and at + step < len(chunk):
+                        self.wfile.flush()
+                        time.sleep(pace[1])
                 if cut is not None:
                     self.wfile.flush()
                     self.close_connection = True

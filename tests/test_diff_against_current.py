@@ -1,0 +1,123 @@
+"""--diff against what the host serves: a new release's files compared with the serving release's, only what
+changes shown, and for each replica whether its container restarts and which field makes it."""
+
+import json
+import os
+
+from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
+from tritonops.facts.query_program import read_facts
+from tritonops.operations.execute import run_step
+from tritonops.operations.serve import ServeStep, deployment_containers_argv, inspect_argv
+from tritonops.playbook.diffs import file_diffs
+from tritonops.playbook.known_operations import operation_named
+from tritonops.serving.container import logging_digest
+from tritonops.transport.local import LocalTransport
+from tritonops.values.containers import replica_container
+
+HOST = LocalTransport("local")
+ENGINE = {"model": "/opt/tritonops/default/models/m@main", "max_num_seqs": 256, "max_model_len": 4096}
+
+
+def release_args(root, created, **engine):
+    files = {"chat/config.pbtxt": 'backend: "vllm"\n', "chat/1/model.json": json.dumps({**ENGINE, **engine}) + "\n"}
+    return {"root": str(root), "files": files, "image_id": "sha256:abc", "created": created,
+            "metadata": {"who": "me", "serve": {"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}]}}}
+
+
+def steps_and_facts(name, arguments):
+    operation = operation_named(name)
+    args = operation.Args.model_validate(arguments)
+    facts = read_facts(HOST, list(operation.facts(args)))
+    return list(operation.steps(args, facts)), facts
+
+
+def serving(root, created, **engine):
+    """A release written and made current, as a deploy leaves it."""
+    steps, _ = steps_and_facts("release", release_args(root, created, **engine))
+    for step in steps:
+        run_step(HOST, step)
+    (release,) = [name for name in os.listdir(root / "releases") if name.startswith(created)]
+    os.symlink(f"releases/{release}", root / "current")
+    return release
+
+
+def test_a_one_value_change_diffs_against_the_serving_release_and_shows_only_that_value(tmp_path):
+    release = serving(tmp_path, "20261201T080000Z")
+    record = tmp_path / "releases" / release / "release.json"  # the serve program appends its gate, as json.dump
+    body = json.loads(record.read_text())
+    body["gates"] = [{"passed": True, "log_tail": ["I1202 Started GRPCInferenceService at 0.0.0.0:8001"] * 40}]
+    record.write_text(json.dumps(body, indent=2) + "\n")
+    steps, facts = steps_and_facts("release", release_args(tmp_path, "20261202T080000Z", max_num_seqs=128))
+    diff = file_diffs(HOST, steps, facts)
+    assert "/dev/null" not in diff
+    assert f"--- {tmp_path}/current/model_repository/chat/1/model.json" in diff
+    assert '-{"model": "/opt/tritonops/default/models/m@main", "max_num_seqs": 256' in diff
+    assert '+{"model": "/opt/tritonops/default/models/m@main", "max_num_seqs": 128' in diff
+    assert "model_repository/chat/config.pbtxt" not in diff  # the same text: nothing shown
+    assert "gates" not in diff and "GRPCInferenceService" not in diff  # the host's own record is no change
+    release_json = diff.split(f"--- {tmp_path}/current/release.json")[1]
+    changed = [line for line in release_json.splitlines() if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
+    # the id, the time, the content digest and the model.json hash: not the 20-odd lines of a whole new file
+    assert 4 <= len(changed) <= 8, release_json
+    assert all(key in release_json for key in ('"id"', '"created"', '"content_digest"', '"chat/1/model.json"'))
+
+
+def test_the_first_release_of_a_host_is_whole_new_files(tmp_path):
+    steps, facts = steps_and_facts("release", release_args(tmp_path, "20261201T080000Z"))
+    diff = file_diffs(HOST, steps, facts)
+    assert diff.count("--- /dev/null") == 3
+
+
+def serve_args(root, release_arguments):
+    return {"release": release_arguments, "deployment": "default", "models": ["chat"], "gpus": [0],
+            "replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
+                         {"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}],
+            "weights_dirs": [], "host_name": "h1"}
+
+
+def serve_facts(root, args, containers, current_json, current_model_json):
+    operation = operation_named("serve_release")
+    parsed = operation.Args.model_validate(args)
+    logging = logging_digest(parsed.shipping("default"))
+    facts = [DirFact(f"{root}/releases", True, ()), FileFact(f"{root}/current", "link", link_target="releases/old"),
+             FileFact(f"{root}/current/release.json", "file", text=current_json),
+             FileFact(f"{root}/current/model_repository/chat/1/model.json", "file", text=current_model_json),
+             CommandFact(deployment_containers_argv("default"), 0, "")]
+    for index, words in containers.items():
+        line = " ".join(words).replace("{logging}", logging)
+        facts.append(CommandFact(inspect_argv("default", index), 0 if words else 1, line))
+    (step,) = operation.steps(parsed, Facts.of(*facts))
+    assert isinstance(step, ServeStep)
+    return step
+
+
+def test_each_replica_says_whether_it_restarts_and_which_field_makes_it(tmp_path):
+    old = release_args(tmp_path, "20261201T080000Z")
+    new = release_args(tmp_path, "20261202T080000Z", max_num_seqs=128)
+    current = {"id": "20261201T080000Z-aaaaaaaa", "files": {
+        "chat/config.pbtxt": __import__("hashlib").sha256(old["files"]["chat/config.pbtxt"].encode()).hexdigest(),
+        "chat/1/model.json": "0" * 64},
+        "serve": {"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
+                               {"index": 1, "gpus": [2], "ports": [8010, 8011, 8012]}]}}
+    containers = {0: ["20261201T080000Z-aaaaaaaa", "true", "sha256:abc", "0", "{logging}"],
+                  1: ["20261201T080000Z-aaaaaaaa", "false", "sha256:old", "3", "{logging}"]}
+    step = serve_facts(tmp_path, serve_args(tmp_path, new), containers, json.dumps(current),
+                       old["files"]["chat/1/model.json"])
+    zero, one = step.restarts
+    assert zero.startswith(f"replica 0 ({replica_container('default', 0)}) restarts: release 20261201T080000Z-aaaaaaaa -> "
+                           "20261202T080000Z-"), zero
+    assert "(chat/1/model.json: max_num_seqs 256 -> 128)" in zero and "config.pbtxt" not in zero
+    assert "gpus" not in zero and "image" not in zero
+    assert "its container is not running" in one and "gpus [2] -> [1]" in one and "image old -> abc" in one
+    assert step.diff_text() == zero + "\n" + one + "\n"
+
+
+def test_a_replica_already_on_the_release_keeps_running(tmp_path):
+    new = release_args(tmp_path, "20261202T080000Z")
+    step = serve_facts(tmp_path, serve_args(tmp_path, new), {0: [], 1: []}, "{}", "{}")
+    release = step.spec.release
+    containers = {0: [release, "true", "sha256:abc", "0", "{logging}"], 1: []}
+    step = serve_facts(tmp_path, serve_args(tmp_path, new), containers, "{}", "{}")
+    assert step.restarts == (f"replica 0 ({replica_container('default', 0)}) keeps running release {release}: "
+                             "nothing it runs changes",
+                             f"replica 1 ({replica_container('default', 1)}) restarts: no container yet")

@@ -1,0 +1,114 @@
+"""--diff for serve_release: per replica, whether its container would restart and why, field by field. Pure: from
+what the host answered (its container, the serving release's release.json and model.json files) and the new
+release."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+MAX_FIELDS = 6  # changed keys named per file; more are counted
+
+
+def restart_lines(replicas: Sequence[Mapping], containers: Mapping[int, Sequence[str]], release: str, image_id: str,
+                  logging: str, new_files: Mapping[str, str], current: Mapping[str, Any] | None,
+                  current_texts: Mapping[str, str | None], weights: str | None = None) -> list[str]:
+    """One line per replica. `containers`: each replica index's `docker inspect` words (release, running, image,
+    restarts, logging digest), absent when it has no container; `current`: the serving release's release.json,
+    None without one; `current_texts`: its model repository files by path, where read."""
+    changes = _release_changes(new_files, current, current_texts)
+    if current and weights and current.get("weights_digest") not in (None, weights):
+        changes.append("the weights change (their manifests' digest)")
+    lines = []
+    for replica in replicas:
+        index = replica["index"]
+        words = list(containers.get(index) or ())
+        name = replica.get("container", f"replica {index}")
+        why = _replica_reasons(replica, words, release, image_id, logging, changes, current)
+        if why:
+            lines.append(f"replica {index} ({name}) restarts: " + "; ".join(why))
+        else:
+            lines.append(f"replica {index} ({name}) keeps running release {release}: nothing it runs changes")
+    return lines
+
+
+def _replica_reasons(replica: Mapping, words: list[str], release: str, image_id: str, logging: str,
+                     changes: list[str], current: Mapping[str, Any] | None) -> list[str]:
+    if len(words) != 5:
+        return ["no container yet"]
+    reasons = []
+    if words[1] != "true":
+        reasons.append("its container is not running")
+    if words[0] != release:
+        reasons.append(f"release {words[0] or '(none)'} -> {release}" + (f" ({', '.join(changes)})" if changes else ""))
+        placed = _placement(current, replica["index"])
+        if placed is not None:
+            for field in ("gpus", "ports"):
+                if list(placed.get(field) or ()) != list(replica.get(field) or ()):
+                    reasons.append(f"{field} {placed.get(field)} -> {list(replica.get(field) or ())}")
+    if words[2] != image_id:
+        reasons.append(f"image {_short(words[2])} -> {_short(image_id)}")
+    if words[4] != logging:
+        reasons.append("its log settings change (tritonops_log_*)")
+    return reasons
+
+
+def _release_changes(new_files: Mapping[str, str], current: Mapping[str, Any] | None,
+                     current_texts: Mapping[str, str | None]) -> list[str]:
+    """What differs between the serving release's model repository and the new one: each file that changes,
+    with the keys that change in a JSON file (model.json: the engine arguments)."""
+    if not current or not isinstance(current.get("files"), dict):
+        return []
+    before: dict = current["files"]
+    changes = []
+    for path in sorted(set(before) | set(new_files)):
+        if path not in new_files:
+            changes.append(f"{path} removed")
+            continue
+        if path not in before:
+            changes.append(f"{path} added")
+            continue
+        if before[path] == hashlib.sha256(new_files[path].encode()).hexdigest():
+            continue
+        keys = _changed_keys(current_texts.get(path), new_files[path]) if path.endswith(".json") else None
+        changes.append(f"{path}: {keys}" if keys else f"{path} changes")
+    return changes
+
+
+def _changed_keys(old_text: str | None, new_text: str) -> str | None:
+    try:
+        old, new = json.loads(old_text or ""), json.loads(new_text)
+    except ValueError:
+        return None
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return None
+    keys = [key for key in sorted(set(old) | set(new)) if old.get(key, _MISSING) != new.get(key, _MISSING)]
+    shown = [f"{key} {_value(old, key)} -> {_value(new, key)}" for key in keys[:MAX_FIELDS]]
+    more = f" and {len(keys) - MAX_FIELDS} more" if len(keys) > MAX_FIELDS else ""
+    return ", ".join(shown) + more if shown else None
+
+
+_MISSING = object()
+
+
+def _value(data: dict, key: str) -> str:
+    if key not in data:
+        return "(unset)"
+    text = json.dumps(data[key])
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _placement(current: Mapping[str, Any] | None, index: int) -> Mapping | None:
+    serve = (current or {}).get("serve")
+    if not isinstance(serve, dict):
+        return None
+    for replica in serve.get("replicas") or ():
+        if isinstance(replica, dict) and replica.get("index") == index:
+            return replica
+    return None
+
+
+def _short(image_id: str) -> str:
+    return image_id.removeprefix("sha256:")[:12] or "(none)"
