@@ -32,3 +32,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"
+# aiperf for `tritonops bench` and its lab tests, in its own venv (its pins clash with ours: docs/bench.md)
+[ -n "${TRITONOPS_NO_AIPERF:-}" ] || bash "$REPO/scripts/install-aiperf.sh"

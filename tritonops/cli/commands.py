@@ -12,5 +12,6 @@ COMMANDS = {
     "status": "what each host serves: release, container, health, KV cache, metrics",
     "metrics": "per host and model: requests, average times, KV cache (from :8002)",
     "logs": "the Triton container's logs of each host, through SSH",
+    "bench": "load-test the deployed fleet with aiperf: TTFT, ITL, tokens/s per concurrency",
     "lab": "the local lab of simulated GPU hosts",
 }
