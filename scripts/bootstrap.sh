@@ -32,3 +32,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"
+# aiperf for `tritonops bench` and its lab tests, in its own venv (its pins clash with ours: docs/bench.md)
+# (exported: the tests give each run its own HOME, and still find it)
+export TRITONOPS_AIPERF_VENV=${TRITONOPS_AIPERF_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/tritonops/aiperf}
+[ -n "${TRITONOPS_NO_AIPERF:-}" ] || bash "$REPO/scripts/install-aiperf.sh"

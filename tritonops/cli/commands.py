@@ -13,5 +13,6 @@ COMMANDS = {
     "metrics": "per host and model: requests, average times, KV cache (from :8002)",
     "logs": "the Triton container's logs of each host, through SSH",
     "door": "the front door's API keys on the balancers: rotate-key, retire-keys",
+    "bench": "load-test the deployed fleet with aiperf: TTFT, ITL, tokens/s per concurrency",
     "lab": "the local lab of simulated GPU hosts",
 }

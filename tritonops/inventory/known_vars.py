@@ -66,6 +66,7 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_drain_timeout_s": "a balancer's wait for a drained replica's requests to finish before it restarts (default 120)",
     "tritonops_api_keys_file": "file on a balancer with the bearer tokens that may call the deployment (empty: none needed)",
     "tritonops_tls_pem": "certificate and key (one PEM file on the balancer) its doors serve TLS with (empty: plain)",
+    "tritonops_door_address": "where clients (tritonops bench) reach a balancer's doors (default: its ansible_host)",
     "tritonops_replica_address": "address balancers reach this host's replicas at (default: a specific "
                                  "tritonops_bind_address, else ansible_host)",
     "tritonops_models": "several models on a host: a list of {name, model, version(s), engine overrides, engine_args}",

@@ -97,6 +97,7 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
                                                                    KEYS_VAR: LAB_KEYS_FILE}
             if host.network_address:  # where this machine (tests, the demo) reaches the balancer's doors
                 door["lab_door_address"] = host.network_address
+                door["tritonops_door_address"] = host.network_address  # and `tritonops bench` (issue #24)
             continue
         entry = groups[f"lab_{host.kind}"]["hosts"][host.name] = {
             **reach,

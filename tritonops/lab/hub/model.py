@@ -59,8 +59,12 @@ def tiny_model(seed: int = 0, *, hidden: int = 384, layers: int = 1, heads: int 
     return {
         "config.json": json.dumps(config, indent=2).encode(),
         "generation_config.json": json.dumps({"bos_token_id": 1, "eos_token_id": 2}).encode(),
-        "tokenizer.json": json.dumps({"version": "1.0", "model": {"type": "WordLevel", "vocab": tokens,
-                                                                   "unk_token": "t0"}}).encode(),
+        # a whole tokenizers file (what transformers' AutoTokenizer loads, as aiperf does to count tokens): words
+        # split on whitespace, each a token, as the stand-in engine counts them
+        "tokenizer.json": json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                                      "normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"},
+                                      "post_processor": None, "decoder": None,
+                                      "model": {"type": "WordLevel", "vocab": tokens, "unk_token": "t0"}}).encode(),
         "tokenizer_config.json": json.dumps({"tokenizer_class": "PreTrainedTokenizerFast"}).encode(),
         "model.safetensors.index.json": json.dumps(index, indent=2).encode(),
         names[0]: shard1,
