@@ -274,9 +274,11 @@ def _tokenizer(pool: SessionPool, root: Path, hosts, fleet: Fleet) -> str:
 
 def _server_figures(inputs: RunInputs, options: ReadOptions) -> list:
     """Every replica's model figures (summed per host), [] when a host cannot be read (the level's server times
-    are then left out, not wrong)."""
+    are then left out, not wrong). The balancers' own figures (rows of task "door") are not the servers'."""
     found = []
     for result in fetch_metrics(inputs, options):
+        if result.task == "door":
+            continue
         if not result.ok or result.payload is None:
             return []
         found += list(result.payload.models)
