@@ -28,6 +28,7 @@ from tritonops.operations.base import Args
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
+from tritonops.modes.choice import mode_of_release
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
@@ -235,6 +236,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
     kv_cache_tokens) on each of its replicas, with the host's gate settings (`settings`: the task's
     arguments). `gpu_processes`: what the probe saw on the GPUs, each replica refusing those on its own."""
     log = settings.shipping(deployment)
+    mode = mode_of_release(serve)
     specs, replicas = [], []
     for replica in replicas_of(serve, settings):
         http, grpc, metrics = replica["ports"]
@@ -246,11 +248,12 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                          admin_key_file=settings.admin_key_file, log=log,
                          logger_path=posixpath.join(root, "bin", "container_logger.py"),
                          host_name=settings.host_name, models=tuple(serve["models"]),
-                         replica=replica_label(replica["index"]))
+                         replica=replica_label(replica["index"]), mode=mode)
         specs.append(spec)
         replicas.append({"name": replica["index"], "container": spec.container, "run_argv": list(run_argv(spec)),
                          "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)), "http_port": http,
-                         "ports": [http, grpc, metrics], "gpus": list(replica["gpus"]),
+                         "ports": [http, grpc, metrics], "endpoints": mode.endpoints(replica["ports"]),
+                         "gpus": list(replica["gpus"]),
                          "gpu_processes": [p for p in gpu_processes if p.get("gpu") in replica["gpus"]]})
     if len(replicas) == 1:
         replicas[0]["name"] = None  # one container: said as before replicas
@@ -263,6 +266,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
                "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
+               "requests": mode.host_requests(serve["models"], settings.prompt, settings.max_tokens),
                "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
                "keep": settings.keep_releases}
     return ServeStep(tuple(specs), payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from tritonops.errors import InputError
+from tritonops.modes.base import ServingMode
+from tritonops.modes.kserve import KSERVE
 from tritonops.values.names import safe_name
 from tritonops.values.numbers import whole_number
 
 GLOBALS_FILE = "00-tritonops.cfg"
-HEALTH_PATH = "/v2/health/ready"
 CHECK_FALL = 3
 CHECK_RISE = 2
 OBSERVED_ERRORS = 10  # consecutive layer-7 errors in real traffic that mark a replica down at once
@@ -95,6 +96,7 @@ class BalancerConfig:
     keys_file: str | None = None  # bearer tokens, one a line, on the balancer; None: no key needed
     tls_pem: str | None = None  # certificate and key in one PEM on the balancer; None: plain HTTP
     bind_address: str = "*"  # the doors' address on the balancer: "*" for all, or one IP address
+    mode: ServingMode = KSERVE  # how the replicas serve: what the health checks ask (tritonops/modes)
 
 
 @dataclass(frozen=True)
@@ -267,6 +269,7 @@ class _Door:
     check_interval_ms: int
     keys_file: str | None
     tls_pem: str | None
+    check_path: str
 
     @classmethod
     def checked(cls, c: BalancerConfig, where: str) -> _Door:
@@ -288,6 +291,7 @@ class _Door:
             check_interval_ms=number(c.check_interval_ms, "check_interval_ms", minimum=100, maximum=3_600_000),
             keys_file=None if c.keys_file is None else _balancer_path(c.keys_file, "keys_file", where),
             tls_pem=None if c.tls_pem is None else _balancer_path(c.tls_pem, "tls_pem", where),
+            check_path=_check_path(c.mode.check_path, where),
         )
 
 
@@ -349,7 +353,7 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
             "    option http-no-delay",
             "    option redispatch",
             "    option httpchk",
-            f"    http-check send meth GET uri {HEALTH_PATH}",
+            f"    http-check send meth GET uri {door.check_path}",
             "    http-check expect status 200",
             # the one 503 HAProxy makes itself once a request is in the backend: its queue timed out
             queue_timeout,
@@ -424,6 +428,13 @@ def _bind_address(value: Any, field: str, where: str) -> str:
     if ip is None:
         raise InputError(f"{field} must be '*' or an IP address, not {_shown(value)}", where)
     return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
+
+
+def _check_path(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _PATH.fullmatch(value) or len(value) > _MAX_PATH:
+        raise InputError(f"the serving mode's health check path must be a plain absolute path, not {_shown(value)}",
+                         where)
+    return value
 
 
 def _balancer_path(value: Any, field: str, where: str, maximum: int = _MAX_PATH) -> str:
