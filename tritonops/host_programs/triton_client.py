@@ -83,13 +83,28 @@ def ask(request, endpoints, address="127.0.0.1", timeout=10):
 
 
 def answer_text(request, code, body):
-    """The text a generate request's answer holds (at the request's `text` keys), None when none."""
+    """The text a generate request's answer holds (at the request's `text` keys), None when none. A streamed
+    answer (server-sent events, `data: {...}` lines up to `data: [DONE]`): every event's text, joined, None
+    unless the stream ended with [DONE]."""
     if code != 200:
         return None
+    if request.get("stream"):
+        events = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+        if not events or events[-1] != "[DONE]":
+            return None
+        pieces = [text_at(event, request.get("text")) for event in events[:-1]]
+        text = "".join(piece for piece in pieces if piece)
+        return text or None
+    text = text_at(body, request.get("text"))
+    return text or None
+
+
+def text_at(body, keys):
+    """The string at `keys` (keys and indices) in the JSON `body`; None when there is none."""
     try:
         found = json.loads(body)
-        for key in request.get("text") or ():
+        for key in keys or ():
             found = found[key]
     except (ValueError, KeyError, IndexError, TypeError):
         return None
-    return found if isinstance(found, str) and found else None
+    return found if isinstance(found, str) else None

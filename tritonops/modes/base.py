@@ -21,6 +21,7 @@ class Request:
     method: str = "GET"
     body: Any = None                 # a JSON body, None for none
     text: tuple[str | int, ...] = ()  # where the answer's text is (keys and indices into its JSON); () none
+    stream: bool = False             # the answer is server-sent events: the text is every event's, joined
 
     def document(self) -> dict[str, Any]:
         """The request as a host program reads it (JSON)."""
@@ -29,6 +30,8 @@ class Request:
             doc["body"] = self.body
         if self.text:
             doc["text"] = list(self.text)
+        if self.stream:
+            doc["stream"] = True
         return doc
 
 
@@ -38,7 +41,22 @@ class ServingMode:
 
     name: str
     ports: tuple[tuple[str, int], ...] = field(default=())  # (role, port in the container), in release.json's order
-    check_path: str = ""  # what a balancer's health check asks on the replica's first port, expecting 200
+    check_path: str = ""  # what a balancer's health check asks on the HTTP door's port, expecting 200
+    http_door_role: str = "http"  # the replica port a balancer's HTTP door sends requests to (and checks)
+    restricts_apis: bool = True   # the server takes tritonops' restricted-API flags (the admin key)
+    # what a balancer's HTTP door passes (a regular expression of paths), passes without a key, and refuses though
+    # the expression matches ((acl name, path) pairs)
+    door_exposed: str = ""
+    door_open: tuple[str, ...] = ()
+    door_refused: tuple[tuple[str, str], ...] = ()
+    # the oldest NGC tritonserver release (yy.mm) and Triton version whose images have what the mode runs
+    first_release: str | None = None
+    first_triton: str | None = None
+    runs: str = "tritonserver"
+
+    def error_body(self, reason: str, status: int, message: str) -> dict[str, Any]:
+        """The JSON body of an answer the door gives itself (a refusal) in this mode's clients' shape."""
+        return {"error": message, "reason": reason}
 
     def server_argv(self, model_repository: str, exit_timeout_s: int, extra: tuple[str, ...],
                     weights_dirs: tuple[str, ...] = ()) -> tuple[str, ...]:

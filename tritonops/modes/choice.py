@@ -7,9 +7,10 @@ from typing import Any
 from tritonops.errors import InputError
 from tritonops.modes.base import ServingMode
 from tritonops.modes.kserve import KSERVE
+from tritonops.modes.openai import OPENAI
 from tritonops.text import close_matches
 
-MODES: dict[str, ServingMode] = {KSERVE.name: KSERVE}
+MODES: dict[str, ServingMode] = {KSERVE.name: KSERVE, OPENAI.name: OPENAI}
 DEFAULT = KSERVE.name
 FRONTEND_VAR = "tritonops_frontend"
 
@@ -20,7 +21,7 @@ def serving_mode(name: Any = None, where: str | None = None) -> ServingMode:
         return MODES[DEFAULT]
     if isinstance(name, str) and name in MODES:
         return MODES[name]
-    close = close_matches(str(name), MODES)
+    close = close_matches(str(name).lower(), MODES)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise InputError(f"{FRONTEND_VAR} {name!r} is not a serving mode (known: {', '.join(MODES)}){hint}", where)
 

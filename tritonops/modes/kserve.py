@@ -10,6 +10,13 @@ from tritonops.host_programs import triton_client as routes
 from tritonops.modes.base import Request, ServingMode
 
 PORTS = (("http", 8000), ("grpc", 8001), ("metrics", 8002))
+# Triton's KServe v2 HTTP paths that pass a balancer's door: health, server and model metadata, model readiness,
+# inference and generation. Model names are the safe alphabet (values.names), versions are numbers.
+DOOR_EXPOSED = (r"^/v2(/health/(live|ready)"
+                r"|/models/[A-Za-z0-9][A-Za-z0-9_.-]*(/versions/[0-9]+)?(/(ready|infer|generate|generate_stream))?"
+                r")?$")
+# ... except that "/v2/models/stats" is every model's statistics, not the metadata of a model named "stats"
+DOOR_REFUSED = (("all_models_stats", "/v2/models/stats"),)
 
 
 @dataclass(frozen=True)
@@ -17,6 +24,9 @@ class KServe(ServingMode):
     name: str = "kserve"
     ports: tuple[tuple[str, int], ...] = PORTS
     check_path: str = routes.KSERVE_READY
+    door_exposed: str = DOOR_EXPOSED
+    door_open: tuple[str, ...] = (routes.KSERVE_LIVE, routes.KSERVE_READY)
+    door_refused: tuple[tuple[str, str], ...] = DOOR_REFUSED
 
     def server_argv(self, model_repository: str, exit_timeout_s: int, extra: tuple[str, ...],
                     weights_dirs: tuple[str, ...] = ()) -> tuple[str, ...]:

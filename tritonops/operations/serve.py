@@ -28,7 +28,7 @@ from tritonops.operations.base import Args
 from tritonops.operations.release import ReleaseArgs, content_digest, existing_release, weights_digest
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
-from tritonops.modes.choice import mode_of_release
+from tritonops.modes.choice import DEFAULT, mode_of_release, serving_mode
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
@@ -114,6 +114,15 @@ class ServeArgs(ContainerSettings):
     kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
     gpu_processes: list[dict] = []  # {gpu, pid, bytes} the probe saw on the release's GPUs
     replicas: list[dict] = []       # the placement: {index, gpus, ports: [http, grpc, metrics]}; none: one on gpus
+    frontend: str = "kserve"        # the serving mode (tritonops/modes), as the plan checked tritonops_frontend
+
+    @field_validator("frontend")
+    @classmethod
+    def _a_mode(cls, name: str) -> str:
+        try:
+            return serving_mode(name).name
+        except TritonopsError as err:
+            raise ValueError(str(err)) from None
 
 
 def inspect_argv(deployment: str, index: int = 0) -> tuple[str, ...]:
@@ -154,6 +163,12 @@ class ServeStep:
             return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
         each = ", ".join(f"{s.container} (GPUs {list(s.gpus)})" for s in self.specs)
         return f"start release {self.spec.release} on {len(self.specs)} replicas one at a time and gate each: {each}"
+
+    def diff_text(self) -> str:
+        """For --diff: each replica's container as it would start (its `docker run`, the server's command line
+        last)."""
+        return "".join(f"{spec.container} would run on release {spec.release}:\n  {shlex.join(run_argv(spec))}\n"
+                       for spec in self.specs)
 
     def run_on(self, transport: Transport) -> Learned:
         stepped, learned = self._run(transport, self.payload)
@@ -225,7 +240,8 @@ class ServeOperation:
                 and current.link_target == f"releases/{release}"):
             return
         serve = {"models": args.models, "gpus": args.gpus, "replicas": replicas, "weights_dirs": args.weights_dirs,
-                 "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens}
+                 "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens,
+                 **({"frontend": args.frontend} if args.frontend != DEFAULT else {})}
         yield serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args,
                          gpu_processes=args.gpu_processes)
 
@@ -237,6 +253,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
     arguments). `gpu_processes`: what the probe saw on the GPUs, each replica refusing those on its own."""
     log = settings.shipping(deployment)
     mode = mode_of_release(serve)
+    admin_key_file = settings.admin_key_file if mode.restricts_apis else None
     specs, replicas = [], []
     for replica in replicas_of(serve, settings):
         http, grpc, metrics = replica["ports"]
@@ -245,7 +262,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                          ports=Ports(http, grpc, metrics, settings.bind_address),
                          shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
                          triton_args=tuple(settings.triton_args),
-                         admin_key_file=settings.admin_key_file, log=log,
+                         admin_key_file=admin_key_file, log=log,
                          logger_path=posixpath.join(root, "bin", "container_logger.py"),
                          host_name=settings.host_name, models=tuple(serve["models"]),
                          replica=replica_label(replica["index"]), mode=mode)
@@ -262,7 +279,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "replicas": replicas, "deployment": deployment,
                "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
                "logger_path": first.logger_path, "logger_source": LOGGER_SOURCE,
-               "admin_key_file": settings.admin_key_file,
+               "admin_key_file": admin_key_file,
                "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
                "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,

@@ -63,7 +63,8 @@ class Door:
 @dataclass(frozen=True)
 class ServedHost:
     """A serving host as its current release placed it: where balancers reach it, its replicas as
-    (index, http port, grpc port), and the requests each takes at once (vLLM's max_num_seqs)."""
+    (index, the port the HTTP door sends to (the mode's: KServe's HTTP port, or the OpenAI port), grpc port), and
+    the requests each takes at once (vLLM's max_num_seqs)."""
     name: str
     address: str
     replicas: tuple[tuple[int, int, int], ...]
@@ -178,6 +179,7 @@ def served_host(host: Host, release_replicas: Iterable[Mapping[str, Any]], max_n
                 mode: ServingMode = KSERVE) -> ServedHost:
     """A serving host from its current release's `serve.replicas` ([{index, gpus, ports: [http, grpc, metrics]}],
     as serving/releases checks them when read back), served in `mode`."""
-    replicas = tuple((int(r["index"]), int(r["ports"][0]), int(r["ports"][1])) for r in release_replicas)
+    replicas = tuple((int(r["index"]), int(mode.endpoints(r["ports"])[mode.http_door_role]),
+                      int(mode.endpoints(r["ports"])["grpc"])) for r in release_replicas)
     return ServedHost(host.name, replica_address(host), replicas,
                       whole_number(max_num_seqs, f"{host.name}: max_num_seqs", None), mode)

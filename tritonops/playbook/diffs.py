@@ -1,4 +1,5 @@
-"""--diff: what a task's PutFile steps would change, as unified diffs of the files' text."""
+"""--diff: what a task's PutFile steps would change, as unified diffs of the files' text; and for a step that
+starts something (a serve step), the command line it would start (its `diff_text`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def file_diffs(transport: Transport, steps: Sequence[Step], facts: Facts) -> str
     if unread:
         more = read_facts(transport, [FileQuery(path, content=True) for path in unread])
         before.update({path: more.file(path) for path in unread})
-    return "".join(unified(step, before[step.path]) for step in puts)
+    said = [step.diff_text() for step in steps if callable(getattr(step, "diff_text", None))]
+    return "".join(unified(step, before[step.path]) for step in puts) + "".join(said)
 
 
 def unified(step: PutFile, before: FileFact) -> str:
