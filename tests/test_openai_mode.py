@@ -264,3 +264,27 @@ def test_a_misspelt_mode_is_that_hosts_plan_error_at_its_line(tmp_path):
     assert not hp.ok and not hp.files
     assert hp.error == (f"{tmp_path / 'hosts.yml'}:6: tritonops_frontend 'OpenAI' is not a serving mode (known: "
                         "kserve, openai); did you mean 'openai'?")
+
+
+def test_a_check_run_with_diff_of_the_serve_task_shows_the_frontends_command_line(tmp_path):
+    """The serve_release task as `deploy --check --diff` runs it, on this machine (its facts read for real: no
+    release folder, no container of that name): changed, nothing started, the diff naming the command line."""
+    from tritonops.operations.serve import serve_release
+    from tritonops.playbook.host_task import run_host_task
+    from tritonops.transport.local import LocalTransport
+    from tritonops.transport.sessions import HostSession
+    from tritonops.transport.spec import ConnectionSpec
+
+    root = str(tmp_path / "chat")
+    args = ServeArgs.model_validate({
+        "release": {"root": root, "files": {"chat/config.pbtxt": "backend: \"vllm\"\n"}, "image_id": "sha256:img",
+                    "created": "20261202T150000Z"},
+        "deployment": "tritonops-test-openai-check", "models": ["chat"], "gpus": [0], "weights_dirs": [WEIGHTS],
+        "replicas": SERVE["replicas"], "frontend": "openai"})
+    session = HostSession(ConnectionSpec(name="h1", host="localhost"), LocalTransport("h1"))
+    done = run_host_task(session, serve_release, [args], check=True, diff=True)
+    assert done.status == "changed" and done.msg.startswith("would start tritonops-tritonops-test-openai-check")
+    assert "python3 /opt/tritonserver/python/openai/openai_frontend/main.py --model-repository " \
+           f"{root}/releases/" in done.diff
+    assert f"--tokenizer {WEIGHTS} --openai-port 9000 --enable-kserve-frontends" in done.diff
+    assert not (tmp_path / "chat").exists()
