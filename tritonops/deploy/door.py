@@ -16,6 +16,7 @@ from tritonops.balancer.door_program import ARGV, DoorApplied, read_answer, requ
 from tritonops.deploy.run import Record
 from tritonops.deploy.served import read_current
 from tritonops.errors import InputError, TritonopsError
+from tritonops.modes.choice import mode_of_release
 from tritonops.planning.balancer import Door, ServedHost, balancer_config, door, served_host
 from tritonops.planning.deployment import deployment_of
 from tritonops.render.haproxy_config import BalancerGlobals, deployment_file, render_balancer_files
@@ -61,7 +62,8 @@ def update_doors(pool: SessionPool, serving, balancers, record: Record) -> None:
                 notes.append(f"{deployment}: {host.name}'s release {release.id} records no replicas (made before "
                              "tritonops placed them): redeploy it to balance it")
                 continue
-            hosts.append(served_host(host, replicas, release.capacity or DEFAULT_CAPACITY))
+            hosts.append(served_host(host, replicas, release.capacity or DEFAULT_CAPACITY,
+                                     mode_of_release(release.serve)))
         planned[deployment] = hosts
 
     def apply(session: HostSession) -> HostResult:

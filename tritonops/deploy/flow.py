@@ -43,6 +43,7 @@ from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
+from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
@@ -209,6 +210,8 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
         "deadline_s": gate_deadline_s(weights_bytes),
         "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),
     }
+    if plan.frontend != DEFAULT_MODE:  # the serving mode; none recorded: kserve (releases made before modes)
+        serve["frontend"] = plan.frontend
     held = [{"gpu": gpu.index, "pid": process.pid, "bytes": process.used_memory_bytes or 0}
             for gpu in (probed.nvidia.gpus if probed is not None and probed.nvidia else ()) if gpu.index in gpus
             for process in gpu.processes]

@@ -31,6 +31,7 @@ from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups
 from tritonops.planning.balancer import door
 from tritonops.planning.bind import replica_bind
 from tritonops.planning.deployment import deployment_of
+from tritonops.modes.choice import mode_of_release
 from tritonops.render.haproxy_config import BalancerGlobals
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
@@ -157,7 +158,9 @@ def _read_served(pool: SessionPool, hosts):
         release = result.payload if result.ok else None
         if result.ok:
             models = tuple((release.serve or {}).get("models") or release.models) if release else ()
-            ports = tuple(r["ports"][2] for r in (release.serve or {}).get("replicas") or ()) if release else ()
+            mode = mode_of_release(release.serve if release else None)  # its metrics page: openai, the OpenAI port
+            ports = tuple(mode.endpoints(r["ports"])[mode.metrics().port]
+                          for r in (release.serve or {}).get("replicas") or ()) if release else ()
             result = HostResult(name, "ok", "", (release.id if release else None, models, ports))
         read[name] = result
     return read

@@ -1,42 +1,49 @@
 """The lab's generate request: one prompt to each replica of the host's current release, on the host itself
 (tritonops/lab/generate.py), printing a line per replica: its index, GPUs and the answer's text.
-The replicas (their ports) are read from the current release.json; a release made before replicas, or no
-release, is the one Triton on PORT.
+The replicas (their ports) and the release's serving mode are read from the current release.json; a release made
+before replicas, or no release, is the one replica on PORT. What each mode asks is the controller's (MODES: JSON,
+mode name -> {ports: the roles of a replica's ports in order, generate: one request document}); without it,
+Triton's KServe generate.
 
-    python3 -c SOURCE RELEASE_JSON PORT MODEL PROMPT [ADDRESS]
+    python3 -c SOURCE RELEASE_JSON PORT MODEL PROMPT [ADDRESS [MODES]]
 
 ADDRESS: where the replicas answer on the host (default loopback; behind a balancer, the private address they
 are bound to).
 """
 
-import json, sys, urllib.request
+import json, sys
+
+from tritonops.host_programs.triton_client import answer_text, ask, kserve_requests
 
 
-def replicas(path, port):
+def release_serve(path):
     try:
         with open(path) as handle:
-            found = json.load(handle).get("serve", {}).get("replicas")
+            found = json.load(handle).get("serve")
     except (OSError, ValueError, AttributeError):
         found = None
-    return found or [{"index": 0, "gpus": [], "ports": [port]}]
+    return found if isinstance(found, dict) else {}
 
 
 def main():
     path, port, model, prompt = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     address = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
-    host = "[%s]" % address if ":" in address else address
-    body = json.dumps({"text_input": prompt, "parameters": {"stream": False, "max_tokens": 12}}).encode()
+    serve = release_serve(path)
+    modes = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
+    mode = modes.get(serve.get("frontend") or "kserve") or {
+        "ports": ["http"], "generate": kserve_requests([model], prompt, 12)["models"][model]["generate"][0]}
+    replicas = serve.get("replicas") or [{"index": 0, "gpus": [], "ports": [port]}]
     failed = 0
-    for replica in replicas(path, port):
-        request = urllib.request.Request("http://%s:%d/v2/models/%s/generate" % (host, replica["ports"][0], model),
-                                         data=body, headers={"Content-Type": "application/json"})
+    for replica in replicas:
+        request = mode["generate"]
         where = "replica %d (GPU %s)" % (replica["index"], ",".join(map(str, replica["gpus"])) or "?")
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                print("%s: %s" % (where, json.dumps(json.loads(response.read())["text_output"])))
-        except Exception as err:  # every replica is asked; the exit status says whether all answered
+        code, body = ask(request, dict(zip(mode["ports"], replica["ports"])), address, timeout=60)
+        text = answer_text(request, code, body)
+        if text is None:  # every replica is asked; the exit status says whether all answered
             failed += 1
-            print("%s: FAILED %s" % (where, err))
+            print("%s: FAILED %s %s" % (where, code, body[:200]))
+        else:
+            print("%s: %s" % (where, json.dumps(text)))
     sys.exit(1 if failed else 0)
 
 

@@ -3,16 +3,16 @@ release's, gate it, then switch `current`; or put the previous one back and gate
 
     python3 -c SOURCE    stdin: one JSON document (what `ServeStep` sends)   stdout: one JSON document (the outcome)
 
-It runs on the host so the whole gate is one SSH command however long the model takes to load: it polls
-Triton on the host's loopback and `docker inspect` every second or two until the deadline, and stops
-early when the container exits or restarts. The restricted APIs' key is made here on the host the first
-time (0600) and read in the container by the container logger: it never crosses the network, the
-controller's logs, a `docker run` command line or `docker inspect`.
+It runs on the host so the whole gate is one SSH command however long the model takes to load: it asks
+the replica the serving mode's requests (in the input) on the host's loopback and polls `docker inspect` every
+second or two until the deadline, and stops early when the container exits or restarts. The restricted APIs'
+key is made here on the host the first time (0600) and read in the container by the container logger: it never
+crosses the network, the controller's logs, a `docker run` command line or `docker inspect`.
 """
 
 import json, os, re, subprocess, sys, time
 
-from tritonops.host_programs.triton_client import triton_call
+from tritonops.host_programs.triton_client import answer_text, ask, requests_or_kserve
 
 spec = started = None  # the request and when it came, set by main()
 
@@ -31,10 +31,6 @@ def inspect(name):
             "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release"),
             "logging": (info.get("Config", {}).get("Labels") or {}).get("tritonops.logging"),
             "image": info.get("Image"), "started_at": state.get("StartedAt")}
-
-def http(port, method, path, body=None, timeout=10):
-    # where the replicas answer on this host: loopback, or the one address they are bound to (behind a balancer)
-    return triton_call(port, path, method, body, timeout, address=spec.get("address") or "127.0.0.1")
 
 TRITON_LEVELS = {"info": "I", "warn": "W", "error": "E", "debug": "V"}
 
@@ -77,10 +73,20 @@ def logging_driver_failed(err):
     """docker run's error when the logging driver could not start (a collector down, unreachable)."""
     return "logging driver" in err or ("logger" in err.lower() and "failed" in err.lower())
 
-def gate(name, deadline_s, expected, port):
+def replica_ask(request, endpoints, timeout=10):
+    # where the replicas answer on this host: loopback, or the one address they are bound to (behind a balancer)
+    return ask(request, endpoints, spec.get("address") or "127.0.0.1", timeout)
+
+def endpoints_of(replica):
+    """role -> port on the host of the replica's serving mode (an input from before modes: its HTTP port)."""
+    return replica.get("endpoints") or {"http": replica["http_port"]}
+
+def gate(name, deadline_s, expected, replica):
     """(passed, why, seconds to ready, answers, when every model was seen ready) for the container
-    `name` running release `expected`, answering on the host's `port`; the last is a Unix time, for measuring
-    how soon the gate notices."""
+    `name` running release `expected`, answering at the replica's ports on the host, asked the serving mode's
+    requests (spec["requests"]); the last is a Unix time, for measuring how soon the gate notices."""
+    asked = requests_or_kserve(spec.get("requests"), spec["models"], spec["prompt"], spec["max_tokens"])
+    endpoints = endpoints_of(replica)
     begin = time.time()
     stage, ready_s, interval = "live", None, 0.25
     while time.time() - begin < deadline_s:
@@ -93,28 +99,26 @@ def gate(name, deadline_s, expected, port):
             return False, "the container stopped (status %s, exit code %s, restarts %d)" % (
                 state["status"], state["exit_code"], state["restarts"]), None, None, None
         if stage == "live":
-            if http(port, "GET", "/v2/health/live")[0] == 200:
+            if replica_ask(asked["live"], endpoints)[0] == 200:
                 stage = "ready"
         if stage == "ready":
-            if http(port, "GET", "/v2/health/ready")[0] == 200:
+            if replica_ask(asked["ready"], endpoints)[0] == 200:
                 stage, ready_s = "models", time.time() - begin
         if stage == "models":
-            pending = [m for m in spec["models"] if http(port, "GET", "/v2/models/%s/ready" % m)[0] != 200]
+            pending = [m for m in spec["models"] if asked["models"][m]["ready"]
+                       and replica_ask(asked["models"][m]["ready"], endpoints)[0] != 200]
             if not pending:
                 seen_ready, answers = time.time(), {}
                 for model in spec["models"]:
-                    code, body = http(port, "POST", "/v2/models/%s/generate" % model,
-                                      {"text_input": spec["prompt"],
-                                       "parameters": {"stream": False, "max_tokens": spec["max_tokens"]}},
-                                      timeout=max(10, deadline_s - (time.time() - begin)))
-                    try:
-                        text = json.loads(body).get("text_output") if code == 200 else None
-                    except ValueError:
-                        text = None
-                    if not text:
-                        return (False, "generate on %s answered %s: %s" % (model, code, body[:300]), ready_s, None,
-                                seen_ready)
-                    answers[model] = text[:200]
+                    for request in asked["models"][model]["generate"]:
+                        code, body = replica_ask(request, endpoints,
+                                                 timeout=max(10, deadline_s - (time.time() - begin)))
+                        text = answer_text(request, code, body)
+                        if not text:
+                            what = request["path"].rsplit("/", 1)[-1] or request["path"]
+                            return (False, "%s on %s answered %s: %s" % (what, model, code, body[:300]), ready_s,
+                                    None, seen_ready)
+                        answers.setdefault(model, text[:200])
                 return True, "", ready_s, answers, seen_ready
         time.sleep(interval)
         interval = min(interval * 1.5, 0.5)  # a local HTTP request: cheap; Triton's readiness is noticed within 0.5 s
@@ -287,10 +291,10 @@ def serve_replica(replica, release):
     """One replica on `release`: found running it (gated again), or its container stopped and parked, the
     release's started and gated; on failure the parked one back and gated. A dict: status (unchanged,
     switched, failed, rolled_back) and what the outcome tells."""
-    name, port = replica["container"], replica["http_port"]
+    name = replica["container"]
     current = inspect(name)
     if running_as_asked(current, release):
-        passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]), release, port)
+        passed, why, ready_s, answers, seen_ready = gate(name, min(60, spec["deadline_s"]), release, replica)
         if passed:
             if not gate_passed(release):
                 # found running without a passed gate on record (its run was cut off, or its container came
@@ -323,7 +327,7 @@ def serve_replica(replica, release):
         remove(name)
         code, out, err = docker(*fallback[1:])
     if code == 0:
-        passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"], release, port)
+        passed, why, ready_s, answers, seen_ready = gate(name, spec["deadline_s"], release, replica)
         log = logs(name)
     else:
         passed, why, ready_s, answers, seen_ready = False, "docker run failed: " + err.strip()[-300:], None, None, None
@@ -351,7 +355,7 @@ def back_to(replica, parked, previous):
     name = replica["container"]
     docker("rename", parked, name)
     docker("start", name)
-    back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"], previous, replica["http_port"])
+    back, back_why, _, back_answers, _ = gate(name, spec["deadline_s"], previous, replica)
     return {"status": "rolled_back" if back else "failed", "rolled_back": back, "rollback_why": back_why,
             "answers": back_answers}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from tritonops.errors import TritonopsError
@@ -176,6 +176,7 @@ def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = N
 
 
 def _preflight(run: _Run, session: Session, needs: ImageNeeds) -> bool:
+    needs = replace(needs, frontend=session.config.frontend)  # each host's own serving mode
     verdict = check(session.facts, session.engine_facts, needs)
     if verdict.ok:
         return True

@@ -1,8 +1,9 @@
 """Preflight: may this host receive the image? Pure: facts in, reasons out.
 
 Checked before any byte moves: the engine answers, the driver runs the image's CUDA, a GPU
-runtime is installed, the GPUs meet the release's compute capability, and Docker's data root
-has room for twice the image (a `docker load` holds the tar and the extracted layers at once).
+runtime is installed, the GPUs meet the release's compute capability, the release ships what the serving
+mode runs (the OpenAI frontend: 24.11 on), and Docker's data root has room for twice the image (a
+`docker load` holds the tar and the extracted layers at once).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 from tritonops.facts.model import HostFacts
 from tritonops.image import ngc
+from tritonops.modes.choice import DEFAULT as DEFAULT_MODE, serving_mode
 from tritonops.units import gib
 
 DISK_FACTOR = 2
@@ -31,6 +33,7 @@ class EngineFacts:
 class ImageNeeds:
     release: ngc.NgcRelease | None
     size_bytes: int | None  # None: not known yet (checked again when it is)
+    frontend: str = DEFAULT_MODE  # the serving mode the image is for (tritonops_frontend)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ def check(facts: HostFacts | None, engine: EngineFacts, needs: ImageNeeds) -> Pr
                             "'nvidia-ctk runtime configure --runtime=docker'")
     else:
         notes.append("no host facts: driver and GPU runtime not checked")
+    mode = serving_mode(needs.frontend)
+    if release is not None and mode.first_release and release.release < mode.first_release:
+        refusals.append(f"tritonops_frontend {mode.name} runs {mode.runs}, which NGC tritonserver images ship from "
+                        f"{mode.first_release} on (Triton {mode.first_triton}); {release.release} has none: pick a "
+                        f"base of {mode.first_release} or later")
     if release is None:
         notes.append("unknown Triton release: driver floor not checked")
     if needs.size_bytes is not None and engine.answering:

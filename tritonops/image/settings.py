@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 from tritonops import __version__
 from tritonops.errors import InputError
 from tritonops.image import ngc
+from tritonops.modes.choice import FRONTEND_VAR, serving_mode
 from tritonops.image.spec import MODES, ImageConfig, PipOptions
 from tritonops.sizing.default_version import DEFAULT_VLLM_VERSION
 
@@ -85,9 +86,10 @@ def image_config(host, read_file: Callable[[str], str] | None = None) -> ImageCo
                             _where(host, "tritonops_pip_extra_args"), split_words=True),
         constraints=constraints,
     )
+    frontend = serving_mode(v.get(FRONTEND_VAR), _where(host, FRONTEND_VAR)).name
     return ImageConfig(mode=mode, image=image, vllm_version=str(vllm) if vllm is not None else None, pip=pip,
                        tritonops_version=__version__, build_host=v.get("tritonops_build_host"),
-                       registry=v.get("tritonops_registry"))
+                       registry=v.get("tritonops_registry"), frontend=frontend)
 
 
 def _read(path: str) -> str:

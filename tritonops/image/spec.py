@@ -60,6 +60,7 @@ class ImageConfig:
     tritonops_version: str = ""
     build_host: str | None = None
     registry: str | None = None
+    frontend: str = "kserve"  # the serving mode it is for (tritonops_frontend): the preflight checks the base has it
 
     @property
     def release(self) -> str | None:

@@ -23,6 +23,8 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_http_port": "Triton's HTTP port on the host (default 8000)",
     "tritonops_grpc_port": "Triton's gRPC port on the host (default 8001)",
     "tritonops_metrics_port": "Triton's metrics port on the host (default 8002)",
+    "tritonops_frontend": "the serving mode: kserve (tritonserver, the default) or openai (Triton's OpenAI frontend)",
+    "tritonops_openai_port": "the OpenAI frontend's port on the host in tritonops_frontend openai (default 9000)",
     "tritonops_bind_address": "address Triton's ports are bound to (default 0.0.0.0; with balancers the host's "
                               "private address: tritonops_replica_address, else a private ansible_host)",
     "tritonops_metrics_address": "address Prometheus scrapes this host's metrics port at (default: a specific bind address, else ansible_host)",

@@ -5,10 +5,12 @@ printing each answer. A lab helper for ./lab-demo; exits 1 unless every replica 
 from __future__ import annotations
 
 import argparse
+import json
 import posixpath
 import shlex
 
 from tritonops import host_programs
+from tritonops.modes.choice import MODES
 from tritonops.planning.balancer import balancers_among, serving_hosts
 from tritonops.planning.bind import local_address, replica_bind
 from tritonops.planning.deployment import deployment_of
@@ -38,7 +40,7 @@ def main(argv: list[str]) -> int:
         root, deployment = deployment_of(host)
         release = posixpath.join(root, deployment, "current", "release.json")
         command = shlex.join(("python3", "-c", PROGRAM, release, str(port), args.model, args.prompt,
-                                 addresses[session.name]))
+                              addresses[session.name], modes_document(args.model, args.prompt)))
         result = session.transport.run(command, timeout=300)
         text = result.stdout.strip()
         return HostResult(session.name, "ok" if result.ok and text else "failed", text or result.tail(2))
@@ -46,6 +48,12 @@ def main(argv: list[str]) -> int:
     with SessionPool([host.connection for host in hosts]) as pool:
         results = pool.run(ask)
     return print_answers(results)
+
+
+def modes_document(model: str, prompt: str, max_tokens: int = 12) -> str:
+    """What each serving mode asks a replica for the lab's request (the host program picks the release's)."""
+    return json.dumps({name: {"ports": list(mode.port_roles), "generate": mode.generate(model, prompt, max_tokens)[0]
+                              .document()} for name, mode in MODES.items()}, separators=(",", ":"))
 
 
 def print_answers(results) -> int:

@@ -84,6 +84,8 @@ def content_digest(args: ReleaseArgs, weights: str) -> str:
     placement = [json.dumps(serve["replicas"], sort_keys=True)] if serve.get("replicas") else []
     if serve.get("bind") not in (None, "0.0.0.0"):
         placement.append("bind " + str(serve["bind"]))
+    if serve.get("frontend") not in (None, "kserve"):  # another serving mode is another release
+        placement.append("frontend " + str(serve["frontend"]))
     for part in (json.dumps(args.files, sort_keys=True), args.image_id, weights, *placement):
         encoded = part.encode()
         digest.update(len(encoded).to_bytes(8, "big") + encoded)

@@ -30,6 +30,7 @@ from tritonops.operations.release import (RELEASE_FILE, REPOSITORY_DIR, ReleaseA
 from tritonops.operations.restarts import restart_lines
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
+from tritonops.modes.choice import DEFAULT, mode_of_release, serving_mode
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
@@ -115,6 +116,15 @@ class ServeArgs(ContainerSettings):
     kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
     gpu_processes: list[dict] = []  # {gpu, pid, bytes} the probe saw on the release's GPUs
     replicas: list[dict] = []       # the placement: {index, gpus, ports: [http, grpc, metrics]}; none: one on gpus
+    frontend: str = "kserve"        # the serving mode (tritonops/modes), as the plan checked tritonops_frontend
+
+    @field_validator("frontend")
+    @classmethod
+    def _a_mode(cls, name: str) -> str:
+        try:
+            return serving_mode(name).name
+        except TritonopsError as err:
+            raise ValueError(str(err)) from None
 
 
 def inspect_argv(deployment: str, index: int = 0) -> tuple[str, ...]:
@@ -147,9 +157,6 @@ class ServeStep:
     predicted_kv_tokens: int
     restarts: tuple[str, ...] = ()     # --diff: per replica, whether its container restarts and why
 
-    def diff_text(self) -> str:
-        return "".join(f"{line}\n" for line in self.restarts)
-
     @property
     def spec(self) -> ServeSpec:
         return self.specs[0]
@@ -159,6 +166,13 @@ class ServeStep:
             return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
         each = ", ".join(f"{s.container} (GPUs {list(s.gpus)})" for s in self.specs)
         return f"start release {self.spec.release} on {len(self.specs)} replicas one at a time and gate each: {each}"
+
+    def diff_text(self) -> str:
+        """For --diff: per replica, whether its container restarts and why, then each container as it would start
+        (its `docker run`, the server's command line last)."""
+        return "".join(f"{line}\n" for line in self.restarts) + \
+            "".join(f"{spec.container} would run on release {spec.release}:\n  {shlex.join(run_argv(spec))}\n"
+                    for spec in self.specs)
 
     def run_on(self, transport: Transport) -> Learned:
         stepped, learned = self._run(transport, self.payload)
@@ -234,7 +248,8 @@ class ServeOperation:
                 and current.link_target == f"releases/{release}"):
             return
         serve = {"models": args.models, "gpus": args.gpus, "replicas": replicas, "weights_dirs": args.weights_dirs,
-                 "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens}
+                 "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens,
+                 **({"frontend": args.frontend} if args.frontend != DEFAULT else {})}
         step = serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args,
                           gpu_processes=args.gpu_processes)
         yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging)))
@@ -267,6 +282,8 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
     kv_cache_tokens) on each of its replicas, with the host's gate settings (`settings`: the task's
     arguments). `gpu_processes`: what the probe saw on the GPUs, each replica refusing those on its own."""
     log = settings.shipping(deployment)
+    mode = mode_of_release(serve)
+    admin_key_file = settings.admin_key_file if mode.restricts_apis else None
     specs, replicas = [], []
     for replica in replicas_of(serve, settings):
         http, grpc, metrics = replica["ports"]
@@ -275,14 +292,15 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                          ports=Ports(http, grpc, metrics, settings.bind_address),
                          shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
                          triton_args=tuple(settings.triton_args),
-                         admin_key_file=settings.admin_key_file, log=log,
+                         admin_key_file=admin_key_file, log=log,
                          logger_path=posixpath.join(root, "bin", "container_logger.py"),
                          host_name=settings.host_name, models=tuple(serve["models"]),
-                         replica=replica_label(replica["index"]))
+                         replica=replica_label(replica["index"]), mode=mode)
         specs.append(spec)
         replicas.append({"name": replica["index"], "container": spec.container, "run_argv": list(run_argv(spec)),
                          "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)), "http_port": http,
-                         "ports": [http, grpc, metrics], "gpus": list(replica["gpus"]),
+                         "ports": [http, grpc, metrics], "endpoints": mode.endpoints(replica["ports"]),
+                         "gpus": list(replica["gpus"]),
                          "gpu_processes": [p for p in gpu_processes if p.get("gpu") in replica["gpus"]]})
     if len(replicas) == 1:
         replicas[0]["name"] = None  # one container: said as before replicas
@@ -291,10 +309,11 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "replicas": replicas, "deployment": deployment,
                "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
                "logger_path": first.logger_path, "logger_source": LOGGER_SOURCE,
-               "admin_key_file": settings.admin_key_file,
+               "admin_key_file": admin_key_file,
                "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
                "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
+               "requests": mode.host_requests(serve["models"], settings.prompt, settings.max_tokens),
                "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
                "keep": settings.keep_releases}
     return ServeStep(tuple(specs), payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))

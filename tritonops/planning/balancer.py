@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tritonops.errors import InputError
+from tritonops.modes.base import ServingMode
+from tritonops.modes.kserve import KSERVE
 from tritonops.planning.entries import host_where
 from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig
 from tritonops.values.names import safe_name
@@ -61,11 +63,13 @@ class Door:
 @dataclass(frozen=True)
 class ServedHost:
     """A serving host as its current release placed it: where balancers reach it, its replicas as
-    (index, http port, grpc port), and the requests each takes at once (vLLM's max_num_seqs)."""
+    (index, the port the HTTP door sends to (the mode's: KServe's HTTP port, or the OpenAI port), grpc port), and
+    the requests each takes at once (vLLM's max_num_seqs)."""
     name: str
     address: str
     replicas: tuple[tuple[int, int, int], ...]
     max_num_seqs: int
+    mode: ServingMode = KSERVE  # how its current release serves
 
 
 class Host(Protocol):
@@ -160,15 +164,22 @@ def balancer_config(deployment: str, settings: Door, hosts: Iterable[ServedHost]
                      for h in hosts for index, http, grpc in h.replicas)
     if not replicas:
         raise InputError(f"deployment {deployment}: no serving host has a current release to balance")
-    return BalancerConfig(deployment=deployment, replicas=replicas, http_port=settings.http_port,
+    modes = {h.mode.name: h.mode for h in hosts}
+    if len(modes) > 1:
+        raise InputError(f"deployment {deployment}: its hosts serve in different modes ({', '.join(sorted(modes))}); "
+                         "a door balances replicas of one mode")
+    return BalancerConfig(deployment=deployment, replicas=replicas, mode=next(iter(modes.values())),
+                          http_port=settings.http_port,
                           grpc_port=settings.grpc_port, queue_timeout_ms=settings.queue_timeout_ms,
                           max_queue=settings.max_queue, server_timeout_s=settings.longest_generation_s,
                           keys_file=settings.keys_file, tls_pem=settings.tls_pem)
 
 
-def served_host(host: Host, release_replicas: Iterable[Mapping[str, Any]], max_num_seqs: int) -> ServedHost:
+def served_host(host: Host, release_replicas: Iterable[Mapping[str, Any]], max_num_seqs: int,
+                mode: ServingMode = KSERVE) -> ServedHost:
     """A serving host from its current release's `serve.replicas` ([{index, gpus, ports: [http, grpc, metrics]}],
-    as serving/releases checks them when read back)."""
-    replicas = tuple((int(r["index"]), int(r["ports"][0]), int(r["ports"][1])) for r in release_replicas)
+    as serving/releases checks them when read back), served in `mode`."""
+    replicas = tuple((int(r["index"]), int(mode.endpoints(r["ports"])[mode.http_door_role]),
+                      int(mode.endpoints(r["ports"])["grpc"])) for r in release_replicas)
     return ServedHost(host.name, replica_address(host), replicas,
-                      whole_number(max_num_seqs, f"{host.name}: max_num_seqs", None))
+                      whole_number(max_num_seqs, f"{host.name}: max_num_seqs", None), mode)

@@ -16,6 +16,7 @@ from tritonops.sizing.explain import why_it_does_not_fit
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
 from tritonops.planning.gpu_choice import (GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, place_replicas,
                                            replica_count, restrict_facts)
+from tritonops.modes.choice import DEFAULT as DEFAULT_MODE, FRONTEND_VAR, serving_mode
 from tritonops.planning.placement import Placement, ReplicaPorts
 from tritonops.values.numbers import whole_number
 from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
@@ -60,6 +61,7 @@ class HostDeployPlan:
     notes: tuple[str, ...] = ()
     placement: Placement | None = None  # the host's Triton containers (replicas): GPUs and ports (when planned)
     bind: str = WILDCARD             # the address the replicas' ports bind to (planning.bind.replica_bind)
+    frontend: str = DEFAULT_MODE     # the serving mode (tritonops_frontend, checked: tritonops/modes)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +107,7 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
     try:
         entries = model_entries(host, default_model, default_name)
         bind = replica_bind(host, behind_balancer)
+        mode = serving_mode(host.vars.get(FRONTEND_VAR), host_where(host, FRONTEND_VAR))
     except TritonopsError as err:
         return HostDeployPlan(name, error=str(err))
     if not entries:
@@ -117,8 +120,11 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
         replicas = replica_count(host.vars.get(REPLICAS_VAR), host_where(host, REPLICAS_VAR))
         given = lambda var, default: default if host.vars.get(var) in (None, "") else host.vars[var]  # noqa: E731
         stride = whole_number(given(STRIDE_VAR, 10), STRIDE_VAR, host_where(host, STRIDE_VAR), minimum=3, maximum=10000)
+        # the mode's ports, each from tritonops_<role>_port (kserve: http, grpc, metrics; openai: http, grpc, openai)
+        port_vars = [(f"tritonops_{role}_port", dict(PORT_VARS).get(f"tritonops_{role}_port", port))
+                     for role, port in mode.ports]
         ports = ReplicaPorts(*(whole_number(given(var, default), var, host_where(host, var), maximum=65535)
-                               for var, default in PORT_VARS))
+                               for var, default in port_vars))
         facts = restrict_facts(facts, allowed)
         gpus = gpu_spec_from_facts(facts, f"probe facts of {name}")
         if gpus is None:
@@ -152,7 +158,8 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
-    return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement, bind=bind)
+    return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement, bind=bind,
+                          frontend=mode.name)
 
 
 def _with_weights(host, instances: tuple[ModelInstancePlan, ...],

@@ -1,4 +1,5 @@
-"""--diff: what a task's PutFile steps would change, as unified diffs of the files' text."""
+"""--diff: what a task's PutFile steps would change, as unified diffs of the files' text; and for a step that
+starts something (a serve step), the command line it would start (its `diff_text`)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.door import door_rows
 from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
+from tritonops.modes.choice import mode_of_release
 from tritonops.serving.releases import parse_releases, releases_query
 from tritonops.transport.sessions import HostSession
 from tritonops.values.numbers import whole_number
@@ -48,8 +49,12 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
         except TritonopsError:  # no release to read: the host's one metrics port, as it answers
             deployed = None
         release = deployed.release(deployed.current) if deployed and deployed.current else None
-        ports = [r["ports"][2] for r in (release.serve or {}).get("replicas") or ()] if release else []
-        fetches = [(p, fetch_query(address, p)) for p in ports] if len(ports) > 1 else [(port, query)]
+        # each replica's metrics page, at the port its serving mode says (kserve's :8002; the openai mode's OpenAI
+        # port, where the frontend serves /metrics), as the release recorded its ports
+        mode = mode_of_release(release.serve if release else None)
+        ports = [mode.endpoints(r["ports"])[mode.metrics().port] for r in (release.serve or {}).get("replicas") or ()] \
+            if release else []
+        fetches = [(p, fetch_query(address, p)) for p in ports] if ports and ports != [port] else [(port, query)]
         more = [q for p, q in fetches if p != port]  # the other replicas' ports, read once they are known
         others = read_facts(session.transport, more) if more else read
         answers = []

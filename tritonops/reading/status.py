@@ -7,6 +7,7 @@ import posixpath
 
 from tritonops.balancer.door_servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
+from tritonops.modes.choice import mode_of_release
 from tritonops.facts.query_program import read_facts
 from tritonops.planning.bind import local_address, replica_bind
 from tritonops.planning.deployment import deployment_of
@@ -36,8 +37,9 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
         release = deployed.release(deployed.current) if deployed.current else None
         models = tuple((release.serve or {}).get("models", ())) if release else ()
         placement = list((release.serve or {}).get("replicas") or ()) if release else []
+        mode = mode_of_release(release.serve if release else None)
         if len(placement) > 1:  # every replica of the current release, on its own ports
-            probes = [health_query(r["ports"][0], r["ports"][2], models, address) for r in placement]
+            probes = [health_query(mode, r["ports"], models, address) for r in placement]
             names = tuple(replica_container(deployment, r["index"]) for r in placement)
             states_query = container_states_query(names)
             read = read_facts(session.transport, [*probes, states_query])
@@ -47,8 +49,7 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
                              for r, name, h in zip(placement, names, healths))
             health = healths[0]
         else:
-            probe = health_query(int(host.vars.get("tritonops_http_port", 8000)),
-                                 int(host.vars.get("tritonops_metrics_port", 8002)), models, address)
+            probe = health_query(mode, host_ports(host.vars, mode), models, address)
             health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
             replicas = ()
         found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment), replicas)
@@ -69,6 +70,11 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
         hosts = pool.run(phase, [host.name for host in inputs.hosts], task="status")
         doors = pool.run(lambda session: _door(session, deployments), [b.name for b in inputs.balancers], task="door")
     return GroupResult.of(list(hosts) + list(doors))
+
+
+def host_ports(host_vars: dict, mode) -> tuple[int, ...]:
+    """A host's ports from its variables, in the mode's order, for a release that recorded none (one replica)."""
+    return tuple(int(host_vars.get(f"tritonops_{role}_port", port)) for role, port in mode.ports)
 
 
 def _door(session: HostSession, deployments: set[str]) -> HostResult[DoorStatus]:

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from tritonops.errors import InputError
+from tritonops.modes.base import ServingMode
+from tritonops.modes.kserve import KSERVE
 from tritonops.values.names import safe_name
 from tritonops.values.numbers import whole_number
 
 GLOBALS_FILE = "00-tritonops.cfg"
-HEALTH_PATH = "/v2/health/ready"
 CHECK_FALL = 3
 CHECK_RISE = 2
 OBSERVED_ERRORS = 10  # consecutive layer-7 errors in real traffic that mark a replica down at once
@@ -50,15 +51,6 @@ _MAX_PATH = 1024
 _MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the final NUL
 _MAX_PORT = 65535
 _MAX_CONNECTIONS = 1_000_000
-
-# Triton's KServe v2 HTTP paths that pass the door: health, server and model metadata, model readiness,
-# inference and generation. Model names are the safe alphabet (values.names), versions are numbers.
-_HTTP_EXPOSED = (r"^/v2(/health/(live|ready)"
-                 r"|/models/[A-Za-z0-9][A-Za-z0-9_.-]*(/versions/[0-9]+)?(/(ready|infer|generate|generate_stream))?"
-                 r")?$")
-# ... except that "/v2/models/stats" is every model's statistics, not the metadata of a model named "stats"
-_HTTP_ALL_MODELS_STATS = "/v2/models/stats"
-_HTTP_OPEN = ("/v2/health/live", "/v2/health/ready")
 
 # Triton's gRPC service: the calls that pass the door. Model control (RepositoryIndex,
 # RepositoryModelLoad/Unload), LogSettings, TraceSetting, the shared-memory calls, ModelConfig and
@@ -95,6 +87,7 @@ class BalancerConfig:
     keys_file: str | None = None  # bearer tokens, one a line, on the balancer; None: no key needed
     tls_pem: str | None = None  # certificate and key in one PEM on the balancer; None: plain HTTP
     bind_address: str = "*"  # the doors' address on the balancer: "*" for all, or one IP address
+    mode: ServingMode = KSERVE  # how the replicas serve: what the HTTP door passes and checks, its answers' shape
 
 
 @dataclass(frozen=True)
@@ -149,8 +142,12 @@ class Refusal:
     grpc_status: int  # PERMISSION_DENIED 7, UNAUTHENTICATED 16, UNAVAILABLE 14: a client may retry 14
     error: str
 
-    def json(self) -> str:
-        return json.dumps({"error": self.error, "reason": self.reason})
+    def json(self, mode: ServingMode = KSERVE) -> str:
+        """The HTTP body, in the shape the replicas' mode's clients read (kserve: {"error", "reason"})."""
+        body = json.dumps(mode.error_body(self.reason, self.http_status, self.error))
+        if set("'%\\\n") & set(body):  # it goes between single quotes, where HAProxy interprets nothing
+            raise ValueError(f"a door's answer cannot hold quotes, '%', backslashes or newlines: {body}")
+        return body
 
     def grpc_message(self) -> str:
         return f"{self.reason}: {self.error}"
@@ -167,10 +164,12 @@ REFUSALS = (NOT_EXPOSED, UNAUTHORIZED, NO_REPLICA, QUEUE_FULL, QUEUE_TIMEOUT)
 assert not any(set("'%\\\n") & set(r.json() + r.grpc_message()) for r in REFUSALS)
 
 
-def _http_return(refusal: Refusal, condition: str) -> str:
-    extra = " hdr www-authenticate Bearer" if refusal is UNAUTHORIZED else ""
-    return (f"    http-request return status {refusal.http_status} content-type application/json"
-            f" string '{refusal.json()}'{extra} {condition}")
+def _http_return(mode: ServingMode) -> Callable[[Refusal, str], str]:
+    def answer(refusal: Refusal, condition: str) -> str:
+        extra = " hdr www-authenticate Bearer" if refusal is UNAUTHORIZED else ""
+        return (f"    http-request return status {refusal.http_status} content-type application/json"
+                f" string '{refusal.json(mode)}'{extra} {condition}")
+    return answer
 
 
 def _grpc_return(refusal: Refusal, condition: str) -> str:
@@ -267,6 +266,8 @@ class _Door:
     check_interval_ms: int
     keys_file: str | None
     tls_pem: str | None
+    check_path: str
+    mode: ServingMode
 
     @classmethod
     def checked(cls, c: BalancerConfig, where: str) -> _Door:
@@ -288,6 +289,7 @@ class _Door:
             check_interval_ms=number(c.check_interval_ms, "check_interval_ms", minimum=100, maximum=3_600_000),
             keys_file=None if c.keys_file is None else _balancer_path(c.keys_file, "keys_file", where),
             tls_pem=None if c.tls_pem is None else _balancer_path(c.tls_pem, "tls_pem", where),
+            check_path=_check_path(c.mode.check_path, where), mode=c.mode,
         )
 
 
@@ -298,13 +300,15 @@ def _http_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
         f"frontend tritonops_{deployment}_http_door",
         f"    bind {door.address}:{door.http_port}{tls}",
         f"    timeout client {door.server_timeout_s}s",
-        f"    acl open path {' '.join(_HTTP_OPEN)}",
-        f"    acl exposed path_reg '{_HTTP_EXPOSED}'",
-        f"    acl all_models_stats path {_HTTP_ALL_MODELS_STATS}",
+        f"    acl open path {' '.join(door.mode.door_open)}",
+        f"    acl exposed path_reg '{door.mode.door_exposed}'",
+        *(f"    acl {name} path {path}" for name, path in door.mode.door_refused),
     ]
     servers = [f"    server {r.name} {r.address}:{r.http_port} maxconn {r.maxconn}" for r in replicas]
-    queue_timeout = f"    http-error status 503 content-type application/json string '{QUEUE_TIMEOUT.json()}'"
-    return _door(frontend, "if !exposed or all_models_stats", _http_return, backend, door, queue_timeout, servers)
+    queue_timeout = (f"    http-error status 503 content-type application/json string "
+                     f"'{QUEUE_TIMEOUT.json(door.mode)}'")
+    refused = "".join(f" or {name}" for name, _ in door.mode.door_refused)
+    return _door(frontend, f"if !exposed{refused}", _http_return(door.mode), backend, door, queue_timeout, servers)
 
 
 def _grpc_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) -> list[str]:
@@ -349,7 +353,7 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
             "    option http-no-delay",
             "    option redispatch",
             "    option httpchk",
-            f"    http-check send meth GET uri {HEALTH_PATH}",
+            f"    http-check send meth GET uri {door.check_path}",
             "    http-check expect status 200",
             # the one 503 HAProxy makes itself once a request is in the backend: its queue timed out
             queue_timeout,
@@ -424,6 +428,13 @@ def _bind_address(value: Any, field: str, where: str) -> str:
     if ip is None:
         raise InputError(f"{field} must be '*' or an IP address, not {_shown(value)}", where)
     return f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
+
+
+def _check_path(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _PATH.fullmatch(value) or len(value) > _MAX_PATH:
+        raise InputError(f"the serving mode's health check path must be a plain absolute path, not {_shown(value)}",
+                         where)
+    return value
 
 
 def _balancer_path(value: Any, field: str, where: str, maximum: int = _MAX_PATH) -> str:

@@ -13,6 +13,8 @@ import posixpath
 from dataclasses import dataclass, field
 
 from tritonops.logs.shipping import LOCAL_FALLBACK, LogShipping, log_argv
+from tritonops.modes.base import ServingMode
+from tritonops.modes.kserve import KSERVE
 from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE, LABEL_REPLICA, container_name
 
 LABEL_LOGGING = "tritonops.logging"  # digest of the log settings asked for (kept on a fallback container too)
@@ -49,6 +51,7 @@ class ServeSpec:
     host_name: str = ""                # the inventory name, for the log lines' host.name
     models: tuple[str, ...] = ()       # Triton model names, for the log lines' labels.model
     replica: str | None = None         # one container per replica (issue #22); None: one per deployment
+    mode: ServingMode = KSERVE         # what the container runs and which ports it has (tritonops/modes)
 
     @property
     def container(self) -> str:
@@ -83,7 +86,7 @@ def run_argv(spec: ServeSpec, log: LogShipping | None = None) -> tuple[str, ...]
         argv += ["--ulimit", limit]
     argv += ["--shm-size", spec.shm_size] if spec.shm_size else ["--ipc", "host"]
     bind = f"[{spec.ports.bind}]" if ":" in spec.ports.bind else spec.ports.bind  # docker's form of an IPv6 address
-    for host_port, port in ((spec.ports.http, 8000), (spec.ports.grpc, 8001), (spec.ports.metrics, 8002)):
+    for host_port, (_, port) in zip(host_ports(spec.ports), spec.mode.ports, strict=True):
         argv += ["--publish", f"{bind}:{host_port}:{port}"]
     argv += log_argv(log or spec.log)
     for path in (spec.release_dir, *spec.weights_dirs, spec.logger_path, spec.admin_key_file):
@@ -97,7 +100,10 @@ def run_argv(spec: ServeSpec, log: LogShipping | None = None) -> tuple[str, ...]
             argv += ["--restricted-key-file", spec.admin_key_file, "--restricted-apis", RESTRICTED_APIS,
                      "--restricted-header", ADMIN_HEADER]
         argv.append("--")
-    argv += ["tritonserver", f"--model-repository={spec.model_repository}",
-             "--log-format=ISO8601", f"--exit-timeout-secs={spec.exit_timeout_s}", "--strict-readiness=true",
-             *spec.triton_args]
+    argv += spec.mode.server_argv(spec.model_repository, spec.exit_timeout_s, spec.triton_args, spec.weights_dirs)
     return tuple(argv)
+
+
+def host_ports(ports: Ports) -> tuple[int, ...]:
+    """The replica's ports on the host, in its mode's order (release.json's `ports`)."""
+    return (ports.http, ports.grpc, ports.metrics)

@@ -14,6 +14,7 @@ from typing import Any
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
 from tritonops.facts.queries import CommandQuery
+from tritonops.modes.choice import MODES
 from tritonops.text import printable
 from tritonops.values.containers import container_name
 
@@ -114,6 +115,8 @@ def _serve_problem(serve: Any) -> str | None:
             return f"serve.{key} is missing or not what tritonops wrote"
     if "replicas" in serve and not _good_replicas(serve["replicas"]):
         return "serve.replicas is not what tritonops wrote"
+    if "frontend" in serve and serve["frontend"] not in MODES:
+        return "serve.frontend is not a serving mode tritonops knows"
     return None
 
 

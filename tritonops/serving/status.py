@@ -16,6 +16,7 @@ from tritonops import host_programs
 from tritonops.facts.queries import CommandQuery
 from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
+from tritonops.modes.base import ServingMode
 from tritonops.serving.container import logging_digest
 from tritonops.serving.releases import Deployed
 from tritonops.serving.verdict import kv_shortfall
@@ -28,10 +29,13 @@ _DURATIONS = {"request": "nv_inference_request_duration_us", "queue": "nv_infere
               "compute_output": "nv_inference_compute_output_duration_us"}
 
 
-def health_query(http_port: int, metrics_port: int, models: tuple[str, ...],
+def health_query(mode: ServingMode, host_ports: tuple[int, ...] | list[int], models: tuple[str, ...],
                  address: str = "127.0.0.1") -> CommandQuery:
-    """`address`: where the replica answers on the host (planning.bind.local_address), checked by the caller."""
-    return CommandQuery(("python3", "-c", HEALTH_SOURCE, address, str(http_port), str(metrics_port), *models))
+    """The replica's health as its serving mode asks it, at its ports on the host (in the mode's order, as
+    release.json records them). `address`: where the replica answers on the host (planning.bind.local_address),
+    checked by the caller."""
+    check = {"endpoints": mode.endpoints(host_ports), "models": list(models), "requests": mode.host_requests(models)}
+    return CommandQuery(("python3", "-c", HEALTH_SOURCE, address, json.dumps(check, separators=(",", ":"))))
 
 
 def container_states_query(names: tuple[str, ...]) -> CommandQuery:

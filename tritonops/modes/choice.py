@@ -1,0 +1,31 @@
+"""The serving mode a name says: `tritonops_frontend` in the inventory, `serve.frontend` in release.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritonops.errors import InputError
+from tritonops.modes.base import ServingMode
+from tritonops.modes.kserve import KSERVE
+from tritonops.modes.openai import OPENAI
+from tritonops.text import close_matches
+
+MODES: dict[str, ServingMode] = {KSERVE.name: KSERVE, OPENAI.name: OPENAI}
+DEFAULT = KSERVE.name
+FRONTEND_VAR = "tritonops_frontend"
+
+
+def serving_mode(name: Any = None, where: str | None = None) -> ServingMode:
+    """The mode named `name` (None or "": the default); InputError naming `where` for any other."""
+    if name is None or name == "":
+        return MODES[DEFAULT]
+    if isinstance(name, str) and name in MODES:
+        return MODES[name]
+    close = close_matches(str(name).lower(), MODES)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise InputError(f"{FRONTEND_VAR} {name!r} is not a serving mode (known: {', '.join(MODES)}){hint}", where)
+
+
+def mode_of_release(serve: dict | None) -> ServingMode:
+    """The mode a release was started in (release.json's `serve.frontend`; none recorded: the default)."""
+    return serving_mode((serve or {}).get("frontend"), "release.json serve.frontend")
