@@ -99,3 +99,26 @@ def test_failures_up_to_max_fail_percentage_let_the_rollout_go_on(tmp_path):
 def test_serial_lists_and_percentages_cut_the_hosts_like_ansible(tmp_path, serial, expected):
     run, batches = rollout(tmp_path, f"serial: {serial}", broken=[])
     assert batches[:len(expected)] == expected and run.ok
+
+
+def test_after_batch_sees_each_finished_batch_and_its_reason_stops_the_rollout(tmp_path):
+    (tmp_path / "inventory.yml").write_text(INVENTORY)
+    (tmp_path / "site.yml").write_text(PLAYBOOK.format(settings="serial: 2"))
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "blocker").write_text("a regular file")
+    inputs = load_run_inputs(str(tmp_path / "site.yml"), [str(tmp_path / "inventory.yml")], extra_vars={"root": str(root)})
+    compiled = compile_playbook(inputs, host_facts={"h2": {"broken": True}})
+    seen = []
+
+    def gate(done):
+        seen.append((done.play, done.number, done.of, done.hosts, [(r.host, r.task) for r in done.results]))
+        return "the canary was slower" if done.number == 1 else None
+
+    with SessionPool(compiled.connections, forks=6) as pool:
+        run = run_playbook(compiled, pool, after_batch=gate)
+    # h2 failed its first task: the batch goes on without it, and the hook sees h1 alone still in the run
+    assert seen == [("rollout", 1, 3, ("h1",), [("h1", "first"), ("h2", "first"), ("h1", "second")])]
+    assert run.stopped_reason == "the canary was slower" and not run.ok
+    assert sorted(p.name for p in root.iterdir()) == ["blocker", "h1"]  # no later batch, no later play
+    assert run.plays == ("rollout",)

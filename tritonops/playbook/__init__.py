@@ -11,7 +11,7 @@ calls, before any host is touched (PlaybookError, exit code 5: bad input).
 """
 
 from tritonops.playbook.compile import CompiledPlaybook, compile_playbook
-from tritonops.playbook.events import BatchStarted, Event, HostDone, PlayStarted, TaskStarted
+from tritonops.playbook.events import BatchDone, BatchStarted, Event, HostDone, PlayStarted, TaskStarted
 from tritonops.playbook.extra_vars import parse_extra_vars
 from tritonops.playbook.host_task import TaskOutcome
 from tritonops.playbook.inputs import RunInputs, load_run_inputs
@@ -19,6 +19,6 @@ from tritonops.playbook.loader import load_playbook
 from tritonops.playbook.model import Play, Playbook, PlaybookError, Role, Task
 from tritonops.playbook.runner import PlaybookRun, run_playbook
 
-__all__ = ["BatchStarted", "CompiledPlaybook", "Event", "HostDone", "Play", "PlayStarted", "Playbook",
+__all__ = ["BatchDone", "BatchStarted", "CompiledPlaybook", "Event", "HostDone", "Play", "PlayStarted", "Playbook",
            "PlaybookError", "PlaybookRun", "Role", "RunInputs", "Task", "TaskOutcome", "TaskStarted",
            "compile_playbook", "load_playbook", "load_run_inputs", "parse_extra_vars", "run_playbook"]

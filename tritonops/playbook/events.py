@@ -30,6 +30,16 @@ class BatchStarted:
 
 
 @dataclass(frozen=True)
+class BatchDone:
+    """A batch that ran to its end (its handlers too) without stopping the run."""
+    play: str
+    number: int  # 1-based
+    of: int
+    hosts: tuple[str, ...]                 # the batch's hosts still in the run (none failed or unreachable)
+    results: tuple[HostResult, ...] = ()   # the batch's task and handler results, in the order they ran
+
+
+@dataclass(frozen=True)
 class TaskStarted:
     play: str
     task: str
@@ -50,7 +60,7 @@ class PhaseDone:
     result: HostResult
 
 
-Event = Union[PhaseDone, PlayStarted, BatchStarted, TaskStarted, HostDone, Progress]  # Progress: bytes so far
+Event = Union[PhaseDone, PlayStarted, BatchStarted, BatchDone, TaskStarted, HostDone, Progress]  # Progress: bytes so far
 OnEvent = Callable[[Event], None]
 
 

@@ -9,21 +9,22 @@ mode nothing is carried out, handlers included; results say what would change.
 
 The run stops (later batches and plays untouched) when a batch has more failed hosts than the
 play's max_fail_percentage allows (checked after every task, as Ansible does), or, without it,
-when every host of a batch failed.
+when every host of a batch failed; or when the caller's `after_batch` (given each batch that ran to its
+end, as a BatchDone) says why it must stop: deploy's bench gate on the first batch is one.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.query_program import read_facts
 from tritonops.playbook.batches import batches
 from tritonops.playbook.compile import CompiledPlay, CompiledPlaybook, CompiledTask
-from tritonops.playbook.events import BatchStarted, HostDone, OnEvent, PlayStarted, TaskStarted
+from tritonops.playbook.events import BatchDone, BatchStarted, HostDone, OnEvent, PlayStarted, TaskStarted
 from tritonops.operations.steps import StepFailed
 from tritonops.playbook.host_task import PREFETCH, TaskOutcome, run_host_task
 from tritonops.results import HostResult, Recap
@@ -43,8 +44,11 @@ class PlaybookRun:
         return self.stopped_reason is None and self.recap.all_ok
 
 
+AfterBatch = Callable[[BatchDone], "str | None"]  # why the run must stop after this batch, or None
+
+
 def run_playbook(compiled: CompiledPlaybook, pool: SessionPool, *, check: bool = False, diff: bool = False,
-                 on_event: OnEvent | None = None) -> PlaybookRun:
+                 on_event: OnEvent | None = None, after_batch: AfterBatch | None = None) -> PlaybookRun:
     run = _Run(pool, check, diff, on_event)
     plays = []
     stopped = None
@@ -57,7 +61,13 @@ def run_playbook(compiled: CompiledPlaybook, pool: SessionPool, *, check: bool =
         cut = batches(hosts, play.play.serial)
         for number, batch in enumerate(cut, 1):
             run.emit(BatchStarted(play.play.name, number, len(cut), tuple(batch)))
+            first = len(run.results)
             stopped = _batch(run, play, batch)
+            if not stopped:
+                done = BatchDone(play.play.name, number, len(cut), tuple(h for h in batch if h not in run.failed),
+                                 tuple(run.results[first:]))
+                run.emit(done)
+                stopped = after_batch(done) if after_batch is not None else None
             if stopped:
                 break
         if stopped:
