@@ -241,3 +241,53 @@ def test_compare_flags_a_release_whose_engine_takes_one_request_at_a_time(capsys
     plots = [Path(p) for p in report["plots"]]
     assert sorted(p.name for p in plots) == ["itl.png", "latency_throughput.png", "throughput.png", "ttft.png"]
     assert all(p.is_file() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots)
+
+
+GATE_VARS = {"tritonops_bench_gate_concurrency": "4", "tritonops_bench_gate_requests": 8,
+             "tritonops_bench_gate_input_tokens": 16, "tritonops_bench_gate_output_tokens": 32}
+
+
+def gated_deploy(capsys, inventory, **host_vars):
+    data = yaml.safe_load(Path(inventory).read_text())
+    data["all"]["hosts"]["s1"].update(GATE_VARS, **host_vars)
+    path = Path(inventory).with_name("gated.yml")
+    path.write_text(yaml.safe_dump(data))
+    return cli(capsys, "deploy", "-i", str(path), "--bench-gate")
+
+
+def current_release(lab) -> str:
+    import subprocess
+
+    return subprocess.run(lab.ssh_argv(FULL_2080TI, f"readlink {ROOT}/{DEPLOYMENT}/current"), capture_output=True,
+                          text=True, timeout=60).stdout.strip().rstrip("/").rsplit("/", 1)[-1]
+
+
+def test_the_bench_gate_sends_a_slower_first_batch_back_and_stops_the_rollout(capsys, monkeypatch, lab, inventory,
+                                                                              deployed):
+    monkeypatch.setenv("TRITONOPS_BENCH_DIR", str(deployed))
+    # the first release again (four requests at once): its gate has no run of the one-at-a-time release measured
+    # its way to compare with, so it passes, and its run is kept for the next deploy's gate
+    code, first = gated_deploy(capsys, inventory)
+    assert code == 0, [r["msg"] for r in first["results"] if r["status"] == "failed"]
+    gate = first["bench_gate"]
+    assert gate["passed"] and gate["hosts"] == ["s1"] and gate["said"].startswith("nothing to compare with"), gate
+    fast = current_release(lab)
+    assert gate["verdict"]["release"] == fast
+    kept = json.loads((Path(gate["kept"]) / "summary.json").read_text())
+    assert (kept["through"], kept["release"], kept["levels"][0]["concurrency"]) == ("replicas", fast, 4)
+    assert kept["levels"][0]["requests_ok"] == 8
+
+    # one request at a time: at four streams its tokens/s fall to about a quarter and TTFT p99 grows; the gate
+    # sends s1 back to the release it served before and the rollout stops
+    code, second = gated_deploy(capsys, inventory, tritonops_max_num_seqs=1)
+    assert code == 2, second["results"]
+    gate = second["bench_gate"]
+    assert not gate["passed"] and gate["verdict"]["previous"] == fast, gate
+    assert "output tokens/s at concurrency 4 fell to" in gate["said"] and "TTFT p99 at concurrency 4 rose" in gate["said"]
+    assert gate["rolled_back"] == f"s1 back on {fast}", gate
+    assert second["stopped"].startswith("bench gate on batch 1 of play 'Triton + vLLM on every GPU host': output")
+    row = next(r for r in second["results"] if r["task"] == "bench gate")
+    assert (row["host"], row["status"]) == ("s1", "failed") and gate["kept"] in row["msg"]
+    assert any(r["task"].startswith("Triton serves the earlier release") and r["status"] == "changed"
+               for r in second["results"]), [r["task"] for r in second["results"]]
+    assert current_release(lab) == fast != gate["verdict"]["release"]

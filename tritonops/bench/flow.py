@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from tritonops.bench import store, tokenizer
 from tritonops.bench.runner import aiperf_command, run_aiperf
@@ -95,38 +96,13 @@ def run_bench(inputs: RunInputs, options: ReadOptions, request: BenchRequest,
     balancers = [h for h in inputs.balancers if deployment_of(h)[1] == deployment]
     with SessionPool([h.connection for h in hosts + balancers], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
-        fleet = _read_fleet(pool, hosts, balancers, deployment, workload.model, request.through)
+        fleet = read_fleet(pool, hosts, balancers, deployment, workload.model, request.through)
         workload = replace(workload, model=fleet.model)
         for endpoint in fleet.endpoints:
-            _check_ready(endpoint)
-        tokenizer_dir = request.tokenizer_dir or _tokenizer(pool, root, hosts, fleet)
-    release = release_key({name: r.id for name, r in fleet.releases.items()})
-    run_dir = store.new_run_dir(root, deployment, release)
-    template = run_dir / "kserve_payload.json.j2"
-    template.write_text(KSERVE_TEMPLATE)
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    levels, version = [], ""
-    for concurrency in workload.concurrency:
-        level_dir = run_dir / f"c{concurrency}"
-        level_dir.mkdir()
-        before = _server_figures(inputs, options)
-        argv = aiperf_argv(aiperf, [e.url for e in fleet.endpoints], workload, concurrency, tokenizer_dir,
-                           str(template), str(level_dir))
-        ran = run_aiperf(argv, level_dir, workload.time_bound_s(concurrency), fleet.api_key)
-        after = _server_figures(inputs, options)
-        export = level_dir / AIPERF_JSON
-        if ran.timed_out:
-            raise BenchFailed(f"aiperf ran past {workload.time_bound_s(concurrency):.0f} s at concurrency "
-                              f"{concurrency} and was stopped (its log: {level_dir / 'aiperf.log'})")
-        if ran.exit_code != 0 or not export.is_file():
-            raise TritonopsError(f"aiperf failed at concurrency {concurrency} (exit {ran.exit_code}): "
-                                 f"{_last_line(ran.log)} (its log: {level_dir / 'aiperf.log'})")
-        text = export.read_text()
-        version = version or aiperf_version(text)
-        levels.append(level_from_aiperf(concurrency, text, server_times(before, after, fleet.model)))
-    summary = BenchSummary(deployment, release, fleet.model, fleet.through, tuple(e.name for e in fleet.endpoints),
-                           _workload_doc(workload), tuple(levels), started, version)
-    store.write_summary(run_dir, summary)
+            check_ready(endpoint)
+        tokenizer_dir = request.tokenizer_dir or tokenizer_for(pool, root, hosts, fleet)
+    summary, run_dir = measure(fleet, workload, tokenizer_dir, root, aiperf,
+                               lambda: _server_figures(inputs, options))
     comparison, other = None, None
     if request.compare_to:
         other = _other_run(root, deployment, summary, request.compare_to)
@@ -137,6 +113,42 @@ def run_bench(inputs: RunInputs, options: ReadOptions, request: BenchRequest,
         from tritonops.bench.plots import write_plots
         plots = tuple(write_plots(run_dir, summary, other))
     return BenchReport(summary, run_dir, plots, comparison, other)
+
+
+def measure(fleet: Fleet, workload: Workload, tokenizer_dir: str, root: Path, aiperf: list[str],
+            server_figures: Callable[[], list] | None = None) -> tuple[BenchSummary, Path]:
+    """aiperf level by level against the fleet's endpoints, its exports and tritonops' summary kept in a new run
+    folder under `root`, filed under the fleet's release. `server_figures`: every replica's model figures, read
+    before and after each level for the servers' queue and compute times (None: left out)."""
+    release = release_key({name: r.id for name, r in fleet.releases.items()})
+    run_dir = store.new_run_dir(root, fleet.deployment, release)
+    template = run_dir / "kserve_payload.json.j2"
+    template.write_text(KSERVE_TEMPLATE)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    levels, version = [], ""
+    for concurrency in workload.concurrency:
+        level_dir = run_dir / f"c{concurrency}"
+        level_dir.mkdir()
+        before = server_figures() if server_figures else []
+        argv = aiperf_argv(aiperf, [e.url for e in fleet.endpoints], workload, concurrency, tokenizer_dir,
+                           str(template), str(level_dir))
+        ran = run_aiperf(argv, level_dir, workload.time_bound_s(concurrency), fleet.api_key)
+        after = server_figures() if server_figures else []
+        export = level_dir / AIPERF_JSON
+        if ran.timed_out:
+            raise BenchFailed(f"aiperf ran past {workload.time_bound_s(concurrency):.0f} s at concurrency "
+                              f"{concurrency} and was stopped (its log: {level_dir / 'aiperf.log'})")
+        if ran.exit_code != 0 or not export.is_file():
+            raise TritonopsError(f"aiperf failed at concurrency {concurrency} (exit {ran.exit_code}): "
+                                 f"{_last_line(ran.log)} (its log: {level_dir / 'aiperf.log'})")
+        text = export.read_text()
+        version = version or aiperf_version(text)
+        levels.append(level_from_aiperf(concurrency, text, server_times(before, after, fleet.model)))
+    summary = BenchSummary(fleet.deployment, release, fleet.model, fleet.through,
+                           tuple(e.name for e in fleet.endpoints), _workload_doc(workload), tuple(levels), started,
+                           version)
+    store.write_summary(run_dir, summary)
+    return summary, run_dir
 
 
 def _other_run(root: Path, deployment: str, summary: BenchSummary, compare_to: str) -> BenchSummary | None:
@@ -165,7 +177,7 @@ def _last_line(log: str) -> str:
     return one_line((errors or lines or ["no output"])[-1])[:300]
 
 
-def _read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str, through: str | None) -> Fleet:
+def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str, through: str | None) -> Fleet:
     by_name = {host.name: host for host in hosts}
 
     def phase(session: HostSession):
@@ -235,7 +247,7 @@ def _door_key(pool: SessionPool, endpoint: Endpoint) -> str:
     return result.payload
 
 
-def _check_ready(endpoint: Endpoint) -> None:
+def check_ready(endpoint: Endpoint) -> None:
     url = f"{endpoint.url}/v2/health/ready"
     try:
         with urllib.request.urlopen(url, timeout=READY_TIMEOUT_S) as reply:
@@ -251,7 +263,7 @@ def _check_ready(endpoint: Endpoint) -> None:
     raise BenchFailed(f"{endpoint.name}: {url} answers HTTP {status}, not ready: nothing was sent")
 
 
-def _tokenizer(pool: SessionPool, root: Path, hosts, fleet: Fleet) -> str:
+def tokenizer_for(pool: SessionPool, root: Path, hosts, fleet: Fleet) -> str:
     """The controller's copy of the model (a local folder the inventory names), else the files of the weights
     folder the release names, fetched once from the first serving host."""
     for host in hosts:

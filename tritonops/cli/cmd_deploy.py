@@ -111,6 +111,9 @@ def register(subparsers, common) -> None:
     parser.add_argument("--model", metavar="DIR|HF_ID", help="model for hosts without tritonops_model(s)")
     parser.add_argument("--model-name", default="vllm_model", help="Triton model name (default vllm_model)")
     parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
+    parser.add_argument("--bench-gate", action="store_true",
+                        help="bench the first batch that switched (aiperf, tritonops_bench_gate_* thresholds) against "
+                             "the previous release's recorded run; slower: that batch goes back and the rollout stops")
     add_engine_options(parser)
     parser.set_defaults(run=run)
 
@@ -135,9 +138,14 @@ def run(args, out) -> int:
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock,
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
         metrics=not args.no_metrics, audit_log=audit_log_of(args))
+    gate = None
+    if args.bench_gate and not args.check:
+        from tritonops.deploy.bench_gate import plan_bench_gate
+
+        gate = plan_bench_gate(inputs, run_inputs(args, default_playbook("rollback.yml")))
     progress = None if args.json else _Progress(out)
     try:
-        report = deploy(inputs, options, on_event=progress)
+        report = deploy(inputs, options, on_event=progress, gate=gate)
     finally:
         if progress is not None:
             progress.close()
@@ -256,4 +264,5 @@ def _report_json(report, command: str = "deploy") -> dict:
         "files": {host: facts["tritonops_deploy"]["files"] for host, facts in report.host_facts.items()},
         "stopped": report.run.stopped_reason if report.run else None,
         "image_bytes_sent": report.image_bytes,
+        "bench_gate": json_data(report.bench_gate),
     })

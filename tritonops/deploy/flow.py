@@ -23,6 +23,8 @@ fails a phase leaving the run while the others go on:
             the same sessions;
  11. door   every balancer (the hosts of `tritonops_balancers`, which serve nothing themselves) in front of
             the replicas the serving hosts' current releases placed (deploy.door).
+With --bench-gate, the run's step 7 benches the first batch that switched and may send it back and stop the
+rollout there (deploy.bench_gate).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from tritonops import __version__
+from tritonops.deploy.bench_gate import BenchGate, BenchGatePlan
 from tritonops.deploy.door import update_doors
 from tritonops.deploy.door_rollout import door_rollout, said_drained
 from tritonops.deploy.event_log import events_phase
@@ -58,9 +61,10 @@ NO_IMAGE = {"id": "", "reference": ""}  # before the image phase, and in --check
 
 
 def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None = None,
-           clock: Callable[[], float] = time.time) -> DeployReport:
+           clock: Callable[[], float] = time.time, gate: BenchGatePlan | None = None) -> DeployReport:
     """`on_event`: a subscriber of the run's one event stream (the controller's phases, the playbook's
-    plays and tasks), beside the report itself."""
+    plays and tasks), beside the report itself. `gate`: the canary bench after the first batch that switched
+    (deploy.bench_gate; not in --check)."""
     report = DeployReport(check=options.check)
     stream = EventStream([report.subscriber(clock), on_event])
     record = stream.phase
@@ -114,8 +118,12 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                 ready = [name for name in ready if name in images]
                 report.host_facts, compiled = compiled_for(ready, images)
                 rollout = door_rollout(pool, ready, balancers, deployments, options)
-                report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream)
+                after = BenchGate(gate, pool, by_name, stream, record) if gate is not None and not options.check \
+                    else None
+                report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream,
+                                          after_batch=after)
                 said_drained(rollout, ready, record)
+                report.bench_gate = after.report if after is not None else None
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,
                              finished=clock(), on_phase=record)

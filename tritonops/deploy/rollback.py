@@ -24,6 +24,16 @@ def rollback_vars(to: str | None) -> dict[str, str]:
     return {"tritonops_rollback_to": safe_name(to, "release", "--to")} if to else {}
 
 
+def rollback_facts(hosts, behind_balancer: bool, to: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """Per host, what its rollback role reads beyond the inventory: where its replicas bind (planning.bind: the
+    inventory's choice now, so that a release made before a balancer existed comes back behind it, never on
+    0.0.0.0; a host with no private address is refused here) and, from `to`, the release it goes back to."""
+    facts = {host.name: {BIND_FACT: replica_bind(host, behind_balancer)} for host in hosts}
+    for name, release in (to or {}).items():
+        facts[name]["tritonops_rollback_to"] = safe_name(release, "release")
+    return facts
+
+
 def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None = None) -> DeployReport:
     """`inputs` loaded with rollback.yml and, for --to, `rollback_vars(to)` among the extra variables;
     `on_event` a subscriber of the run's event stream."""
@@ -34,9 +44,7 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
     hosts, balancers = inputs.hosts, list(inputs.balancers)
     deployments = {host.name: deployment_of(host) for host in hosts}
 
-    # where each host's replicas bind (planning.bind): the inventory's choice now, so that a release made before a
-    # balancer existed comes back behind it, never on 0.0.0.0; a host with no private address is refused here
-    binds = {host.name: {BIND_FACT: replica_bind(host, inputs.behind_balancer)} for host in hosts}
+    binds = rollback_facts(hosts, inputs.behind_balancer)
 
     def compiled_for(names=None):
         return compile_playbook(inputs, host_facts=binds, tags=options.tags, skip_tags=options.skip_tags,

@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tritonops.deploy import lock as host_lock
 from tritonops.exit_codes import ExitCode, exit_code_of
@@ -55,6 +55,7 @@ class DeployReport:
     check: bool = False
     timeline: list[tuple[float, HostResult]] = field(default_factory=list)  # (when, result) as learned
     events: dict[str, list[dict]] = field(default_factory=dict)  # host -> its deploy events (deploy.events)
+    bench_gate: Any = None  # deploy --bench-gate: what it found (deploy.bench_gate.GateReport); None: it did not run
 
     @property
     def results(self) -> list[HostResult]:
