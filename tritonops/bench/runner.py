@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonops.errors import TritonopsError
+from tritonops.values.user_dirs import user_path
 
 AIPERF_VAR = "TRITONOPS_AIPERF"          # the aiperf executable (default: on PATH, else the default venv)
 VENV_VAR = "TRITONOPS_AIPERF_VENV"
@@ -25,11 +26,7 @@ class AiperfMissing(TritonopsError):
 
 
 def default_venv() -> Path:
-    given = os.environ.get(VENV_VAR)
-    if given:
-        return Path(given)
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data) / "tritonops" / "aiperf"
+    return user_path("data", "aiperf", override=VENV_VAR)
 
 
 def aiperf_command() -> list[str]:

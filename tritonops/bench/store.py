@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from tritonops.errors import TritonopsError
+from tritonops.values.user_dirs import user_path
 from tritonops.planning.bench_results import BenchSummary, summary_from_json
 from tritonops.values.names import safe_name
 
@@ -23,11 +24,7 @@ SUMMARY = "summary.json"
 
 
 def bench_root() -> Path:
-    given = os.environ.get(ROOT_VAR)
-    if given:
-        return Path(given)
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "tritonops" / "bench"
+    return user_path("state", "bench", override=ROOT_VAR)
 
 
 def new_run_dir(root: Path, deployment: str, release: str) -> Path:

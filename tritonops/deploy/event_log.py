@@ -18,17 +18,14 @@ from tritonops.logs.shipping import LogShipping, log_argv, shipping_of
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 from tritonops.values.containers import container_name
+from tritonops.values.user_dirs import user_path
 
 EVENTS_LABEL = "tritonops.events"  # the events container's label (not tritonops.deployment: it is not Triton)
 
 
 def default_audit_log() -> Path:
     """$TRITONOPS_AUDIT_LOG, else $XDG_STATE_HOME/tritonops/audit.log (~/.local/state/...)."""
-    given = os.environ.get("TRITONOPS_AUDIT_LOG")
-    if given:
-        return Path(given)
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "tritonops" / "audit.log"
+    return user_path("state", "audit.log", override="TRITONOPS_AUDIT_LOG")
 
 
 def append_audit(path: Path, docs: Iterable[Mapping[str, Any]]) -> None:

@@ -16,6 +16,8 @@ import threading
 import zlib
 from pathlib import Path
 
+from tritonops.values.user_dirs import user_path
+
 _BOOTSTRAP = ("import sys,zlib,base64;"
               "exec(compile(zlib.decompress(base64.b64decode(sys.stdin.read())),'tritonops-probe','exec'))")
 
@@ -40,7 +42,7 @@ def _cached_build() -> bytes:
     inputs = [_source_of("tritonops.facts.probe_program"), _pynvml_file().read_text(encoding="utf-8"),
               _source_of("tritonops.facts.pynvml_slice")]
     digest = hashlib.sha256("\0".join(inputs).encode()).hexdigest()[:32]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritonops" / f"probe-{digest}.b64"
+    cache = user_path("cache", f"probe-{digest}.b64")
     try:
         return cache.read_bytes()
     except OSError:
