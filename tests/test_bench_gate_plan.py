@@ -53,7 +53,8 @@ def test_the_baseline_is_the_newest_run_of_the_previous_release_measured_the_sam
     longer = run("r1", "2026-12-02T15:50:00Z", four, workload={"input_tokens": 16, "output_tokens": 64})
     other_release = run("r0", "2026-12-02T15:55:00Z", four)
     other_level = run("r1", "2026-12-02T15:56:00Z", fixture_level("fast_c1.json", 1))
-    runs = [older, newer, through_door, longer, other_release, other_level]
+    other_mode = run("r1", "2026-12-02T15:57:00Z", four, workload={**WORKLOAD, "mode": "openai"})
+    runs = [older, newer, through_door, longer, other_release, other_level, other_mode]
     assert baseline(runs, now, "r1") == newer
     assert baseline(runs, now, "r9") is None
 

@@ -12,6 +12,7 @@ import pytest
 
 from tritonops.errors import InputError, TritonopsError
 from tritonops.metrics.figures import ModelFigures
+from tritonops.modes.openai import OpenAI
 from tritonops.planning.bench import (KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload, door_endpoints,
                                       parse_levels, release_key, replica_endpoints)
 from tritonops.planning.bench_results import (BenchSummary, ServerTimes, compare, level_from_aiperf, previous_run,
@@ -44,8 +45,9 @@ def test_a_workload_is_bounded_by_a_count_or_a_duration_never_both():
     with pytest.raises(InputError) as err:
         check_workload(Workload("m", output_tokens=0))
     assert err.value.where == "--output-tokens"
-    with pytest.raises(InputError, match="issue #23"):
-        check_workload(Workload("m", mode="openai"))
+    check_workload(Workload("m", mode="openai"))
+    with pytest.raises(InputError, match="not a serving mode"):
+        check_workload(Workload("m", mode="grpc"))
     # the default count grows with the concurrency; the time bound follows it
     assert [Workload("m").requests_at(c) for c in (1, 8, 128)] == [16, 64, 1024]
     assert Workload("m", duration_s=60).time_bound_s(8) == 60 + 30 + 60
@@ -71,6 +73,9 @@ def test_replicas_are_reached_where_the_balancer_reaches_them_at_the_ports_their
         ("s1-r0", "http://172.18.0.4:18300"), ("s1-r1", "http://172.18.0.4:18310")]
     assert [e.url for e in replica_endpoints(Host("s2", (), {"ansible_host": "fd00::2"}), None, 8000)] == [
         "http://[fd00::2]:8000"]
+    # in the openai mode a release records [http, grpc, openai]: requests go to the OpenAI frontend's port
+    assert [e.url for e in replica_endpoints(host, replicas, 8000, OpenAI())] == [
+        "http://172.18.0.4:18302", "http://172.18.0.4:18312"]
 
 
 def test_a_bench_is_filed_under_the_release_every_host_runs():
@@ -103,6 +108,14 @@ def test_aiperfs_command_line_drives_kserve_generate_stream_through_its_template
     assert timed[timed.index("--request-rate"):][:4] == ["--request-rate", "2.5", "--arrival-pattern", "constant"]
     with pytest.raises(InputError, match="absolute"):
         aiperf_argv(["aiperf"], ["http://a:1"], Workload("m"), 1, "tok", "/t.j2", "/out")
+
+
+def test_in_the_openai_mode_aiperf_streams_chat_completions():
+    argv = aiperf_argv(["aiperf"], ["http://10.0.0.9:9000"], Workload("vllm_model", requests=8, mode="openai"), 4,
+                       "/tok", "/run/kserve_payload.json.j2", "/run/c4")
+    assert argv[:10] == ["aiperf", "profile", "--model", "vllm_model", "--tokenizer", "/tok",
+                         "--url", "http://10.0.0.9:9000", "--endpoint-type", "chat"]
+    assert argv[10] == "--streaming" and "--custom-endpoint" not in argv and "--extra-inputs" not in argv
 
 
 def test_the_kserve_payload_template_renders_the_body_triton_streams():

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.lab.test_door_lab import BALANCER, balancer, lab_address  # noqa: F401 - the door lab's fixture
-from tests.lab.test_serve_lab import cli, full_host_inventory
+from tests.lab.test_door_lab import BALANCER, balancer, door_inventory, lab_address  # noqa: F401 - the door lab's fixture
+from tests.lab.test_serve_lab import cli
 from tritonops.lab.testing import FULL_2080TI
 
 DEPLOYMENT = "dep-bench"
@@ -28,18 +28,9 @@ SMALL = ("--input-tokens", "16", "--output-tokens", "32", "--requests", "8")
 
 @pytest.fixture(scope="module")
 def inventory(lab, balancer, tmp_path_factory):  # noqa: F811
-    path = tmp_path_factory.mktemp("bench") / "hosts.yml"
-    full_host_inventory(lab, path, DEPLOYMENT, tritonops_http_port=18300, tritonops_grpc_port=18301,
-                        tritonops_metrics_port=18302, tritonops_replica_address=lab_address(lab, FULL_2080TI))
-    data = yaml.safe_load(path.read_text())
-    door = balancer.host(BALANCER)
-    data["all"]["children"] = {"tritonops_balancers": {"hosts": {"door-1": {
-        "ansible_host": door.address, "ansible_port": door.port, "ansible_ssh_private_key_file": str(balancer.key_file),
-        "tritonops_known_hosts_file": str(balancer.known_hosts_file), "tritonops_deployment": DEPLOYMENT,
-        "tritonops_door_http_port": DOOR_HTTP, "tritonops_door_grpc_port": DOOR_GRPC,
-        "tritonops_api_keys_file": KEYS, "tritonops_door_address": door.network_address}}}}
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return door_inventory(lab, balancer, tmp_path_factory.mktemp("bench") / "hosts.yml", DEPLOYMENT,
+                          (18300, 18301, 18302), (DOOR_HTTP, DOOR_GRPC), KEYS,
+                          tritonops_door_address=balancer.host(BALANCER).network_address)
 
 
 @pytest.fixture(scope="module")
@@ -114,14 +105,17 @@ def bench(capsys, monkeypatch, root, inventory, *argv):
     return code, found
 
 
+def with_host_vars(inventory, **host_vars) -> Path:
+    """The inventory with `host_vars` added to s1's, in a file beside it."""
+    data = yaml.safe_load(Path(inventory).read_text())
+    data["all"]["hosts"]["s1"].update(host_vars)
+    path = Path(inventory).with_name("changed.yml")
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 def deploy(capsys, inventory, **host_vars) -> None:
-    path = inventory
-    if host_vars:
-        data = yaml.safe_load(Path(inventory).read_text())
-        data["all"]["hosts"]["s1"].update(host_vars)
-        path = Path(inventory).with_name("changed.yml")
-        path.write_text(yaml.safe_dump(data))
-    code, report = cli(capsys, "deploy", "-i", str(path))
+    code, report = cli(capsys, "deploy", "-i", str(with_host_vars(inventory, **host_vars)))
     assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
 
 
@@ -248,11 +242,7 @@ GATE_VARS = {"tritonops_bench_gate_concurrency": "4", "tritonops_bench_gate_requ
 
 
 def gated_deploy(capsys, inventory, **host_vars):
-    data = yaml.safe_load(Path(inventory).read_text())
-    data["all"]["hosts"]["s1"].update(GATE_VARS, **host_vars)
-    path = Path(inventory).with_name("gated.yml")
-    path.write_text(yaml.safe_dump(data))
-    return cli(capsys, "deploy", "-i", str(path), "--bench-gate")
+    return cli(capsys, "deploy", "-i", str(with_host_vars(inventory, **GATE_VARS, **host_vars)), "--bench-gate")
 
 
 def current_release(lab) -> str:

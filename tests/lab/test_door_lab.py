@@ -62,20 +62,28 @@ def lab_address(lab, host: str) -> str:
     return container.attrs["NetworkSettings"]["Networks"][network_name(lab.prefix)]["IPAddress"]
 
 
-@pytest.fixture(scope="module")
-def inventory(lab, balancer, tmp_path_factory):
-    path = tmp_path_factory.mktemp("door") / "hosts.yml"
-    full_host_inventory(lab, path, DEPLOYMENT, tritonops_http_port=18100, tritonops_grpc_port=18101,
-                        tritonops_metrics_port=18102, tritonops_replica_address=lab_address(lab, FULL_2080TI))
+def door_inventory(lab, balancer, path: Path, deployment: str, replica_ports: tuple[int, int, int],
+                   door_ports: tuple[int, int], keys: str, **door_vars) -> Path:
+    """The test lab's full host as `s1` serving `deployment` on `replica_ports` (HTTP, gRPC, metrics) at its address
+    on the lab network, behind the balancer host as `door-1` (its door on `door_ports`, its API keys in `keys`)."""
+    http, grpc, metrics = replica_ports
+    full_host_inventory(lab, path, deployment, tritonops_http_port=http, tritonops_grpc_port=grpc,
+                        tritonops_metrics_port=metrics, tritonops_replica_address=lab_address(lab, FULL_2080TI))
     data = yaml.safe_load(path.read_text())
     door = balancer.host(BALANCER)
     data["all"]["children"] = {"tritonops_balancers": {"hosts": {"door-1": {
         "ansible_host": door.address, "ansible_port": door.port, "ansible_ssh_private_key_file": str(balancer.key_file),
-        "tritonops_known_hosts_file": str(balancer.known_hosts_file), "tritonops_deployment": DEPLOYMENT,
-        "tritonops_door_http_port": DOOR_HTTP, "tritonops_door_grpc_port": DOOR_GRPC,
-        "tritonops_api_keys_file": KEYS}}}}
+        "tritonops_known_hosts_file": str(balancer.known_hosts_file), "tritonops_deployment": deployment,
+        "tritonops_door_http_port": door_ports[0], "tritonops_door_grpc_port": door_ports[1],
+        "tritonops_api_keys_file": keys, **door_vars}}}}
     path.write_text(yaml.safe_dump(data))
-    return str(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def inventory(lab, balancer, tmp_path_factory):
+    return str(door_inventory(lab, balancer, tmp_path_factory.mktemp("door") / "hosts.yml", DEPLOYMENT,
+                              (18100, 18101, 18102), (DOOR_HTTP, DOOR_GRPC), KEYS))
 
 
 @pytest.fixture(scope="module")

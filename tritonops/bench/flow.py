@@ -23,6 +23,9 @@ from tritonops.bench.runner import aiperf_command, run_aiperf
 from tritonops.errors import InputError, TritonopsError, one_line
 from tritonops.exit_codes import ExitCode
 from tritonops.facts.query_program import read_facts
+from tritonops.modes.base import ServingMode
+from tritonops.modes.choice import mode_of_release
+from tritonops.modes.kserve import KSERVE
 from tritonops.planning.bench import (Endpoint, KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload,
                                       door_endpoints, release_key, replica_endpoints)
 from tritonops.planning.bench_results import (BenchSummary, Comparison, LevelResult, aiperf_version, compare,
@@ -78,6 +81,7 @@ class Fleet:
     through: str
     model: str
     api_key: str | None
+    mode: ServingMode = KSERVE            # how the current releases serve (tritonops_frontend when deployed)
 
 
 def run_bench(inputs: RunInputs, options: ReadOptions, request: BenchRequest,
@@ -97,9 +101,9 @@ def run_bench(inputs: RunInputs, options: ReadOptions, request: BenchRequest,
     with SessionPool([h.connection for h in hosts + balancers], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         fleet = read_fleet(pool, hosts, balancers, deployment, workload.model, request.through)
-        workload = replace(workload, model=fleet.model)
+        workload = replace(workload, model=fleet.model, mode=fleet.mode.name)
         for endpoint in fleet.endpoints:
-            check_ready(endpoint)
+            check_ready(endpoint, fleet.mode)
         tokenizer_dir = request.tokenizer_dir or tokenizer_for(pool, root, hosts, fleet)
     summary, run_dir = measure(fleet, workload, tokenizer_dir, root, aiperf,
                                lambda: _server_figures(inputs, options))
@@ -123,7 +127,8 @@ def measure(fleet: Fleet, workload: Workload, tokenizer_dir: str, root: Path, ai
     release = release_key({name: r.id for name, r in fleet.releases.items()})
     run_dir = store.new_run_dir(root, fleet.deployment, release)
     template = run_dir / "kserve_payload.json.j2"
-    template.write_text(KSERVE_TEMPLATE)
+    if workload.mode == "kserve":
+        template.write_text(KSERVE_TEMPLATE)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     levels, version = [], ""
     for concurrency in workload.concurrency:
@@ -207,6 +212,11 @@ def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str,
         if len(served) != 1:
             raise InputError(f"{deployment} serves {len(served)} models ({', '.join(served)}): name one", "--model")
         model = served[0]
+    modes = {mode_of_release(release.serve).name: mode_of_release(release.serve) for release in releases.values()}
+    if len(modes) > 1:
+        raise InputError(f"deployment {deployment}: its hosts serve in several modes ({', '.join(sorted(modes))}): "
+                         "bench them apart (--limit)")
+    mode = next(iter(modes.values()))
     doors = door_endpoints(balancers, deployment)
     through = through or ("balancer" if doors else "replicas")
     if through == "balancer":
@@ -222,9 +232,9 @@ def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str,
                 continue
             port = whole_number(host.vars.get("tritonops_http_port", 8000), "tritonops_http_port",
                                 host_where(host, "tritonops_http_port"), minimum=1, maximum=65535)
-            endpoints += replica_endpoints(host, (release.serve or {}).get("replicas"), port)
+            endpoints += replica_endpoints(host, (release.serve or {}).get("replicas"), port, mode)
     key = _door_key(pool, doors[0]) if through == "balancer" and doors[0].keys_file else None
-    return Fleet(deployment, releases, tuple(endpoints), through, model, key)
+    return Fleet(deployment, releases, tuple(endpoints), through, model, key, mode)
 
 
 def _door_key(pool: SessionPool, endpoint: Endpoint) -> str:
@@ -247,8 +257,8 @@ def _door_key(pool: SessionPool, endpoint: Endpoint) -> str:
     return result.payload
 
 
-def check_ready(endpoint: Endpoint) -> None:
-    url = f"{endpoint.url}/v2/health/ready"
+def check_ready(endpoint: Endpoint, mode: ServingMode = KSERVE) -> None:
+    url = f"{endpoint.url}{mode.ready().path}"
     try:
         with urllib.request.urlopen(url, timeout=READY_TIMEOUT_S) as reply:
             if reply.status == 200:

@@ -111,8 +111,8 @@ class BenchGate:
         hosts = [self.hosts[name] for name in names]
         fleet = read_fleet(self.pool, hosts, [], self.plan.deployment, "", "replicas")
         for endpoint in fleet.endpoints:
-            check_ready(endpoint)
-        workload = self.plan.settings.workload(fleet.model)
+            check_ready(endpoint, fleet.mode)
+        workload = replace(self.plan.settings.workload(fleet.model), mode=fleet.mode.name)
         tokenizer = tokenizer_for(self.pool, self.plan.root, hosts, fleet)
         summary, self.kept = measure(fleet, workload, tokenizer, self.plan.root, list(self.plan.aiperf))
         before = release_key(previous) if any(previous.values()) else None

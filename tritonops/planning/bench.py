@@ -3,8 +3,9 @@ releases placed), the workload per concurrency level, and aiperf's command line 
 
 KServe mode drives `/v2/models/<model>/generate_stream` through aiperf's `template` endpoint: a payload template
 file (`text_input`, `parameters.max_tokens`, `parameters.stream`, `ignore_eos` so every request generates the
-asked tokens) and the response field `text_output`. OpenAI mode (issue #23) will use aiperf's own `chat` /
-`completions` endpoint types: `endpoint_args` is the one place that differs.
+asked tokens) and the response field `text_output`. OpenAI mode (issue #23) uses aiperf's own `chat` endpoint type
+(`/v1/chat/completions`, streamed): `endpoint_args` is the one place that differs, and a replica is reached on the
+port its mode sends a balancer's HTTP door to (`ServingMode.http_door_role`).
 
 Every value reaching aiperf's argv is checked here (numbers in range, paths absolute) and passed as one argument.
 """
@@ -20,9 +21,11 @@ from tritonops.errors import InputError
 from tritonops.planning.balancer import TLS_VAR, balancers_among, door, replica_address, _address
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import host_where
+from tritonops.modes.base import ServingMode
+from tritonops.modes.kserve import KSERVE
 
 DOOR_ADDRESS_VAR = "tritonops_door_address"  # where clients reach a balancer's door (default: its ansible_host)
-MODES = ("kserve",)  # "openai" once issue #23 lands
+MODES = ("kserve", "openai")  # the serving modes (tritonops/modes): read from the current release
 THROUGH = ("balancer", "replicas")
 DEFAULT_CONCURRENCY = (1, 8, 32, 128)
 DEFAULT_INPUT_TOKENS = 128
@@ -91,7 +94,7 @@ def parse_levels(text: str, where: str = "--concurrency") -> tuple[int, ...]:
 def check_workload(workload: Workload) -> Workload:
     """The workload, or an InputError naming the flag."""
     if workload.mode not in MODES:
-        raise InputError(f"mode {workload.mode!r}: only KServe exists yet (OpenAI mode is issue #23)", "--mode")
+        raise InputError(f"mode {workload.mode!r} is not a serving mode ({', '.join(MODES)})")
     if not workload.concurrency:
         raise InputError("no concurrency level", "--concurrency")
     for flag, value, low, high in (("--input-tokens", workload.input_tokens, 1, 1_000_000),
@@ -127,15 +130,16 @@ def door_endpoints(hosts: Iterable[Any], deployment: str) -> list[Endpoint]:
 
 
 def replica_endpoints(host: Any, release_replicas: Iterable[Mapping[str, Any]] | None,
-                      http_port: int) -> list[Endpoint]:
-    """A serving host's replicas as its current release placed them ([{index, gpus, ports: [http, grpc,
-    metrics]}]); a release made before replicas: the host's own HTTP port."""
+                      http_port: int, mode: ServingMode = KSERVE) -> list[Endpoint]:
+    """A serving host's replicas as its current release placed them ([{index, gpus, ports}], in the mode's port
+    order), each at the port its mode serves requests on; a release made before replicas: the host's own HTTP
+    port."""
     address = _url_host(replica_address(host))
     replicas = list(release_replicas or ())
     if not replicas:
         return [Endpoint(host.name, host.name, f"http://{address}:{http_port}")]
-    return [Endpoint(f"{host.name}-r{int(r['index'])}", host.name, f"http://{address}:{int(r['ports'][0])}")
-            for r in replicas]
+    return [Endpoint(f"{host.name}-r{int(r['index'])}", host.name,
+                     f"http://{address}:{int(mode.endpoints(r['ports'])[mode.http_door_role])}") for r in replicas]
 
 
 def _url_host(address: str) -> str:
@@ -157,7 +161,9 @@ def endpoint_args(workload: Workload, template_file: str) -> list[str]:
         return ["--endpoint-type", "template", "--custom-endpoint", f"/v2/models/{workload.model}/generate_stream",
                 "--streaming", "--extra-inputs", f"payload_template:{template_file}",
                 "--extra-inputs", f"response_field:{KSERVE_RESPONSE_FIELD}"]
-    raise InputError(f"mode {workload.mode!r} is not built yet", "--mode")
+    if workload.mode == "openai":
+        return ["--endpoint-type", "chat", "--streaming"]
+    raise InputError(f"mode {workload.mode!r} is not a serving mode ({', '.join(MODES)})")
 
 
 def aiperf_argv(aiperf: Sequence[str], urls: Iterable[str], workload: Workload, concurrency: int,

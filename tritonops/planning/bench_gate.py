@@ -77,9 +77,10 @@ def gate_settings(host: Any) -> GateSettings:
 
 
 def same_measure(run: BenchSummary, now: BenchSummary) -> bool:
-    """Whether `run` measured what the gate's run `now` did: model, the way in, lengths and every level."""
+    """Whether `run` measured what the gate's run `now` did: model, mode, the way in, lengths and every level."""
     levels = {level.concurrency for level in now.levels}
     return (run.model == now.model and run.through == now.through
+            and run.workload.get("mode", "kserve") == now.workload.get("mode", "kserve")
             and run.workload.get("input_tokens") == now.workload.get("input_tokens")
             and run.workload.get("output_tokens") == now.workload.get("output_tokens")
             and levels <= {level.concurrency for level in run.levels})

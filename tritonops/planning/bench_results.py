@@ -189,9 +189,10 @@ def compare(now: BenchSummary, before: BenchSummary, threshold: float = DEFAULT_
 
 
 def comparable(run: BenchSummary, other: BenchSummary) -> bool:
-    """Whether two runs measured the same thing: the same model, the same way in (the door, or the replicas),
-    at least one concurrency level in common."""
+    """Whether two runs measured the same thing: the same model in the same serving mode, the same way in (the
+    door, or the replicas), at least one concurrency level in common."""
     return (run.model == other.model and run.through == other.through
+            and run.workload.get("mode", "kserve") == other.workload.get("mode", "kserve")
             and bool({level.concurrency for level in run.levels} & {level.concurrency for level in other.levels}))
 
 
