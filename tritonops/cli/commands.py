@@ -12,6 +12,8 @@ COMMANDS = {
     "status": "what each host serves: release, container, health, KV cache, metrics",
     "metrics": "per host and model: requests, average times, KV cache (from :8002)",
     "logs": "the Triton container's logs of each host, through SSH",
+    "stop": "stop the current release's replicas for maintenance (drained first behind balancers)",
+    "start": "start the stopped replicas again, each ready before the balancers send to it",
     "door": "the front door's API keys on the balancers: rotate-key, retire-keys",
     "bench": "load-test the deployed fleet with aiperf: TTFT, ITL, tokens/s per concurrency",
     "lab": "the local lab of simulated GPU hosts",

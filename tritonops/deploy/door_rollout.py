@@ -40,9 +40,9 @@ class DoorRollout:
     notes: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> what draining said (not failures)
     drained: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> each replica drained, and how long
 
-    def summary(self, host: str) -> str | None:
+    def summary(self, host: str, when: str = "before each restart") -> str | None:
         """What draining did on a host's rollout, one line (None: nothing was drained or said)."""
-        said = [f"drained {', '.join(self.drained[host])} before each restart"] if self.drained.get(host) else []
+        said = [f"drained {', '.join(self.drained[host])} {when}"] if self.drained.get(host) else []
         return "; ".join(said + self.notes.get(host, [])) or None
 
     def __call__(self, session: HostSession, step):
@@ -50,27 +50,27 @@ class DoorRollout:
             return run_step(session.transport, step)
         earlier: list = []
         for position, index in enumerate(step.replica_indices):
-            servers = self._drain(session.name, index)
+            servers = self.drain(session.name, index)
             try:
                 stepped, learned = step.run_replica(session.transport, position, earlier)
             finally:
-                self._ready(session.name, servers)
+                self.ready(session.name, servers)
             if learned is not None:
                 return learned
             earlier.append([position, stepped])
         raise AssertionError("the serve program never answered for the last replica")  # it always does
 
-    def _backends(self, host: str, index: int) -> list[tuple[str, str]]:
+    def backends(self, host: str, index: int) -> list[tuple[str, str]]:
         deployment = self.deployments[host]
         server = server_name(host, index)
         return [(http_backend(deployment), server), (grpc_backend(deployment), server)]
 
-    def _drain(self, host: str, index: int) -> list[tuple[str, str, str]]:
+    def drain(self, host: str, index: int) -> list[tuple[str, str, str]]:
         """Every (balancer, backend, server) that now drains this replica, once its requests finished (or the
         drain timeout passed: said in the notes)."""
         drained = []
         for balancer in self.balancers:
-            for backend, server in self._backends(host, index):
+            for backend, server in self.backends(host, index):
                 try:
                     self._send(balancer, set_server_state(backend, server, "drain"))
                 except RuntimeApiError:
@@ -96,7 +96,7 @@ class DoorRollout:
                     "of draining")
         return drained
 
-    def _ready(self, host: str, servers: list[tuple[str, str, str]]) -> None:
+    def ready(self, host: str, servers: list[tuple[str, str, str]]) -> None:
         """Each drained server ready again, then, before the next replica drains, seen UP by HAProxy's health
         checks (a replica still DOWN there while the next one drains would leave the door with one less)."""
         back = []

@@ -1,0 +1,58 @@
+"""`tritonops stop` and `tritonops start` (tritonops.deploy.maintenance): one parser shape for both."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tritonops.cli.commands import COMMANDS
+from tritonops.cli.output import status_text
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+DESCRIPTIONS = {
+    "stop": "Stop the current release's replicas of each host for maintenance, one at a time: behind balancers each "
+            "is drained first and stays drained. Nothing else changes; `tritonops start` brings them back.",
+    "start": "Start the stopped replicas of each host's current release again (the same containers), each ready "
+             "(its models too) before the balancers send to it again.",
+}
+
+
+def register_action(subparsers, common, action: str) -> None:
+    from tritonops.cli.selection import add_host_key_option
+
+    parser = subparsers.add_parser(action, parents=[common], help=COMMANDS[action], description=DESCRIPTIONS[action])
+    parser.add_argument("--replica", type=int, default=None, metavar="N",
+                        help=f"{action} only replica N of each host (default: every replica)")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
+                        help="the extra variables the deploy had (e.g. tritonops_deployment, ports); repeatable")
+    parser.add_argument("--check", "-C", action="store_true", help="change nothing: say what would be done")
+    parser.add_argument("--break-lock", action="store_true",
+                        help="take over a host's deployment lock held by another run (only when that run is gone)")
+    parser.add_argument("--audit-log", metavar="PATH", default=None,
+                        help="append this run's events here (JSON lines; default $TRITONOPS_AUDIT_LOG, else "
+                             "~/.local/state/tritonops/audit.log; 'none': not written)")
+    add_host_key_option(parser)
+    parser.set_defaults(run=run, maintenance_action=action)
+
+
+def run(args, out) -> int:
+    from tritonops.cli.cmd_deploy import audit_log_of, default_playbook, run_inputs, show_host_results
+    from tritonops.deploy.maintenance import MaintenanceOptions, maintain
+
+    inputs = run_inputs(args, default_playbook("deploy.yml"))  # the deployment's variables as a deploy sees them
+    options = MaintenanceOptions(action=args.maintenance_action, replica=args.replica, check=args.check,
+                                 forks=args.forks, accept_new_host_keys=args.accept_new_host_keys,
+                                 break_lock=args.break_lock, audit_log=audit_log_of(args))
+    return show_host_results(out, args, maintain(inputs, options), args.maintenance_action, _table)
+
+
+def _table(results) -> Table:
+    from rich.table import Table
+
+    table = Table(title=f"{results[0].task.upper() if results else 'MAINTENANCE'}", title_justify="left")
+    for column in ("host", "status", "replicas"):
+        table.add_column(column)
+    for result in results:
+        table.add_row(result.host, status_text(result.status), result.msg)
+    return table
