@@ -1,0 +1,45 @@
+"""deploy/maintenance (`tritonops stop` / `start`): what is refused before any host is contacted. The stop and
+start themselves run on the lab: tests/lab/test_maintenance_lab.py."""
+
+from pathlib import Path
+
+import pytest
+
+from tritonops.cli.main import main
+from tritonops.deploy.maintenance import MaintenanceOptions, maintain
+from tritonops.errors import InputError
+from tritonops.playbook import load_run_inputs
+from tritonops.playbook.shipped import playbook_path, roles_path
+
+INVENTORY = """all:
+  hosts:
+    gpu-1: {ansible_host: 10.0.0.11}
+  children:
+    tritonops_balancers:
+      hosts:
+        door-1: {ansible_host: 10.0.0.2, tritonops_deployment: default}
+"""
+
+
+def inputs(tmp_path: Path, limit=None, text=INVENTORY):
+    (tmp_path / "hosts.yml").write_text(text)
+    playbook = str(playbook_path("deploy.yml"))
+    return load_run_inputs(playbook, [str(tmp_path / "hosts.yml")], roles_path=roles_path(playbook), limit=limit)
+
+
+def test_a_negative_replica_an_unknown_action_and_no_serving_host_are_refused_before_any_host(tmp_path):
+    with pytest.raises(InputError, match="0 or more") as err:
+        maintain(inputs(tmp_path), MaintenanceOptions("stop", replica=-1))  # these addresses do not exist
+    assert err.value.where == "--replica"
+    with pytest.raises(InputError, match="not an action: 'pause'"):
+        maintain(inputs(tmp_path), MaintenanceOptions("pause"))
+    with pytest.raises(InputError, match="no serving host matches door-1") as err:
+        maintain(inputs(tmp_path, limit="door-1"), MaintenanceOptions("start"))
+    assert err.value.where == "--limit"
+
+
+def test_the_cli_takes_a_whole_replica_index_only(tmp_path, capsys):
+    (tmp_path / "hosts.yml").write_text(INVENTORY)
+    with pytest.raises(SystemExit) as exited:
+        main(["stop", "-i", str(tmp_path / "hosts.yml"), "--replica", "one"])
+    assert exited.value.code == 5 and "--replica: invalid int value: 'one'" in capsys.readouterr().err
