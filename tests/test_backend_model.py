@@ -573,12 +573,14 @@ def test_whether_a_client_left_is_never_asked_during_a_send_or_after_the_final_o
     model = backend(env={"TRITONOPS_LAB_TOKENS_PER_S": "1000"})
     model.pump.poll_s = 0.001  # the watch sweeps all the time (once its first 0.5 s wait is over)
     time.sleep(0.6)
-    requests = [Request(f"race {i}", stream=True, sampling={"max_tokens": 60}, send_s=0.001) for i in range(16)]
+    # streams of 0.24 s each, so the sweeps have time to ask even when a busy machine starves the watch thread
+    # (at 60 tokens CI machines saw 16 checks: one per request)
+    requests = [Request(f"race {i}", stream=True, sampling={"max_tokens": 240}, send_s=0.001) for i in range(16)]
     run(model, *requests, timeout=30)
     time.sleep(0.05)  # sweeps after the last final response
     assert sum(r.sender.cancel_checks for r in requests) > 16  # asked a lot ...
     assert [r.sender.unsafe_checks for r in requests] == [0] * 16  # ... never at a moment that crashes Triton
-    assert all(len("".join(r.sender.texts()).split()) == 60 for r in requests)
+    assert all(len("".join(r.sender.texts()).split()) == 240 for r in requests)
 
 
 def test_first_and_last_responses_go_before_the_middle_of_other_streams(backend):

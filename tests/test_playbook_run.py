@@ -180,7 +180,7 @@ def test_events_tell_a_live_display_about_plays_tasks_and_each_host(tmp_path):
     events = []
     run = play(tmp_path, events=events, tags=["marker"])
     kinds = [type(event).__name__ for event in events]
-    assert kinds == ["PlayStarted", "BatchStarted", "TaskStarted", "HostDone", "HostDone", "PlayStarted"]
+    assert kinds == ["PlayStarted", "BatchStarted", "TaskStarted", "HostDone", "HostDone", "BatchDone", "PlayStarted"]
     assert isinstance(events[0], PlayStarted) and events[0].hosts == ("h1", "h2")
     assert isinstance(events[2], TaskStarted) and events[2].task == "play marker"
     done = sorted(event.result.host for event in events if isinstance(event, HostDone))
