@@ -815,6 +815,9 @@ def test_cumulative_outputs_count_only_what_is_new_and_pieces_go_by_sequence_ind
     prompt, tokens, logprobs = c.take()
     assert (tokens, picked(logprobs)) == ([1, 1], [[12], [21]])
     assert c.take()[1:] == ([0, 0], [None, None])
+    # a position a newer vLLM's flat logprobs holds as None: an empty one, so positions still match tokens
+    c.add(out(CompletionOutput(0, " a b c", [10, 11, 12, 13], logprobs=[{}, {}, {}, None])))
+    assert c.take()[1:] == ([1, 0], [[{}], None])
 
 
 def test_usage_of_merged_responses_adds_the_counts_and_joins_the_logprobs(backend):
