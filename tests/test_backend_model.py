@@ -21,6 +21,7 @@ from tritonops.lab.hub.model import tiny_model
 from tritonops.lab.profile_file import render_profile
 from tritonops.lab.profiles import PROFILES
 from tritonops.lab.wheelhouse import wheel_bytes
+from tritonops.render import config_pbtxt
 
 FINAL = 1
 
@@ -39,6 +40,7 @@ def _numpy():
     except ImportError:
         shim = types.ModuleType("numpy")
         shim.object_ = object
+        shim.uint32 = int
         shim.array = shim.asarray = lambda data, dtype=None: data if isinstance(data, _Array) else _Array(data)
         return shim
 
@@ -78,6 +80,17 @@ class InferenceResponse:
 
     def texts(self):
         return [b.decode() for b in self.output_tensors[0].as_numpy()] if self.output_tensors else []
+
+    def names(self):
+        return [t.name() for t in self.output_tensors]
+
+    def output(self, name):
+        """The named output's values as Python values (JSON text read), or None where the response has none."""
+        found = next((t for t in self.output_tensors if t.name() == name), None)
+        if found is None:
+            return None
+        values = list(found.as_numpy())
+        return [json.loads(v) for v in values] if name == "logprobs" else [int(v) for v in values]
 
 
 class Metric:
@@ -172,14 +185,19 @@ class Sender:
     def texts(self):
         return [t for r, _ in self.sent if r is not None and r.error is None for t in r.texts()]
 
+    def responses(self):
+        return [r for r, _ in self.sent if r is not None and r.error is None]
+
     def error(self):
         return next((r.error for r, _ in self.sent if r is not None and r.error is not None), None)
 
 
 class Request:
     def __init__(self, text, stream=None, exclude=None, sampling=None, parameters=None, cancel_after=None,
-                 gone_after_s=None, send_s=0.0):
+                 gone_after_s=None, send_s=0.0, asks=()):
         self.inputs = {"text_input": Tensor("text_input", np.array([text.encode()], dtype=object))}
+        for flag in asks:  # e.g. return_num_input_tokens: a BOOL input set True
+            self.inputs[flag] = Tensor(flag, np.array([True]))
         if stream is not None:
             self.inputs["stream"] = Tensor("stream", np.array([stream]))
         if exclude is not None:
@@ -442,8 +460,14 @@ def test_auto_complete_declares_the_inputs_outputs_and_decoupled_policy(backend)
             self.policy = policy
 
     config = type(model).auto_complete_config(Config())
-    assert [i["name"] for i in config.inputs] == ["stream", "sampling_parameters", "exclude_input_in_output"]
-    assert config.outputs == [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}]
+    assert [i["name"] for i in config.inputs] == ["stream", "sampling_parameters", "exclude_input_in_output",
+                                                  "return_num_input_tokens", "return_num_output_tokens",
+                                                  "return_logprobs"]  # text_input was in the file already
+    assert config.outputs[0] == {"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}
+    # what the rendered config.pbtxt declares, the same (so the file and the backend never disagree)
+    assert [(i["name"], i["data_type"], tuple(i["dims"]), i["optional"]) for i in config.inputs] == \
+        [i for i in config_pbtxt.INPUTS if i[0] != "text_input"]
+    assert [(o["name"], o["data_type"], tuple(o["dims"])) for o in config.outputs] == list(config_pbtxt.OUTPUTS)
     assert config.policy == {"decoupled": True} and config.batch == 0
     batched = type(model).auto_complete_config(Config(batch=256))  # dynamic batching asked for: kept
     assert batched.batch == 256 and batched.policy == {"decoupled": True}
@@ -682,3 +706,125 @@ def test_a_vllm_without_a_renderer_is_given_the_text_even_when_the_renderer_is_a
     calls = _record_tokenizing_threads(model)
     (req,) = run(model, Request("older engine", parameters={"max_tokens": 2}))
     assert calls == ["vllm-backend-loop"] and req.sender.texts()[0].startswith("older engine ")
+
+
+# -- token counts and log probabilities, as Triton's OpenAI frontend asks for them ------------------
+USAGE = ("return_num_input_tokens", "return_num_output_tokens")
+PROMPT = "count  these\twords please"  # 4 tokens for the lab's whitespace tokenizer
+
+
+def _counts(responses) -> list:
+    return [r.output("num_output_tokens")[0] for r in responses]
+
+
+def test_without_the_return_inputs_a_response_carries_only_its_text(backend):
+    model = backend()
+    (whole,) = run(model, Request(PROMPT, sampling={"max_tokens": 3}))
+    (streamed,) = run(model, Request(PROMPT, stream=True, sampling={"max_tokens": 3}))
+    assert {tuple(r.names()) for r in whole.sender.responses() + streamed.sender.responses()} == {("text_output",)}
+
+
+def test_a_whole_answer_counts_the_prompts_tokens_and_every_generated_one(backend):
+    model = backend()
+    prompt_tokens = len(model.engine._core.tokenizer.encode(PROMPT))
+    (req,) = run(model, Request(PROMPT, exclude=True, sampling={"max_tokens": 7, "ignore_eos": True}, asks=USAGE))
+    (response,) = req.sender.responses()
+    assert response.names() == ["text_output", "num_input_tokens", "num_output_tokens"]
+    assert response.output("num_input_tokens") == [prompt_tokens] == [4]
+    assert response.output("num_output_tokens") == [7] and len(response.texts()[0].split()) == 7
+
+
+@pytest.mark.parametrize("version, profile", [("0.10.2", "2080ti"), ("0.10.2", "a100x4"), ("0.6.3", "a100x4")])
+def test_each_streamed_response_counts_the_tokens_it_brings_and_they_add_up(backend, version, profile):
+    model = backend(version=version, profile=profile)
+    (req,) = run(model, Request(PROMPT, stream=True, sampling={"max_tokens": 12, "ignore_eos": True}, asks=USAGE))
+    responses = req.sender.responses()
+    assert len(responses) >= 2
+    for r in responses:  # the frontend takes the prompt's count from any and adds up the others
+        assert r.output("num_input_tokens") == [4]
+        assert r.output("num_output_tokens") == [len(r.texts()[0].split())]  # its own tokens, not all so far
+    assert sum(_counts(responses)) == 12
+
+
+def test_pieces_merged_behind_a_slow_send_carry_their_tokens_and_logprobs_together(backend):
+    model = backend()
+    asks = USAGE + ("return_logprobs",)
+    (slow,) = run(model, Request(PROMPT, stream=True, sampling={"max_tokens": 200, "logprobs": 1}, send_s=0.02,
+                                 asks=asks))
+    (whole,) = run(model, Request(PROMPT, exclude=True, sampling={"max_tokens": 200, "logprobs": 1}, asks=asks))
+    responses = slow.sender.responses()
+    counts = _counts(responses)
+    assert len(responses) < 50 and max(counts) > 1 and sum(counts) == 200  # merged, nothing lost
+    for r, n in zip(responses, counts):
+        assert len(r.texts()[0].split()) == n and len(r.output("logprobs")[0]) == n
+    assert [p for r in responses for p in r.output("logprobs")[0]] == whole.sender.responses()[0].output("logprobs")[0]
+
+
+def test_logprobs_come_per_generated_token_with_the_engines_candidates(backend):
+    model = backend()
+    (req,) = run(model, Request(PROMPT, exclude=True, sampling={"max_tokens": 5, "logprobs": 2},
+                                asks=("return_logprobs",)))
+    (response,) = req.sender.responses()
+    assert response.names() == ["text_output", "logprobs"]
+    (positions,) = response.output("logprobs")
+    assert len(positions) == 5
+    for position, word in zip(positions, response.texts()[0].split()):
+        first, second = sorted(position.values(), key=lambda c: c["rank"])
+        assert (first["rank"], second["rank"]) == (1, 2) and first["logprob"] > second["logprob"]
+        assert first["decoded_token"] == " " + word  # the generated token is the most likely one here
+
+
+def test_logprobs_are_null_where_the_engine_was_asked_for_none(backend):
+    model = backend()
+    (req,) = run(model, Request(PROMPT, stream=True, sampling={"max_tokens": 3}, asks=("return_logprobs",)))
+    assert {json.dumps(r.output("logprobs")) for r in req.sender.responses()} == {"[null]"}
+
+
+def test_text_sent_before_an_engine_error_still_counts_its_tokens(backend):
+    model = backend()
+    (req,) = run(model, Request("boom __lab_engine_error__", stream=True, sampling={"max_tokens": 8}, asks=USAGE))
+    responses = req.sender.responses()
+    assert req.sender.error().code() == TritonError.INTERNAL and responses
+    assert sum(_counts(responses)) == len("".join(req.sender.texts()).split()) >= 1
+
+
+def test_cumulative_outputs_count_only_what_is_new_and_pieces_go_by_sequence_index(backend):
+    model = backend()
+    collector_type = type(model).initialize.__globals__["TextCollector"]
+    from vllm.outputs import CompletionOutput, RequestOutput  # the stand-in's (vLLM's shapes), loaded above
+    from vllm.sequence import Logprob
+
+    def out(*completions):
+        return RequestOutput("r", "p", [1, 2, 3], None, list(completions), False)
+
+    def seq(index, text, ids):
+        return CompletionOutput(index, text, list(ids), logprobs=[{t: Logprob(-0.5, 1, f" w{t}")} for t in ids])
+
+    def picked(logprobs):
+        return [[token for position in positions for token in position] if positions else positions
+                for positions in logprobs]
+
+    c = collector_type(delta=False, logprobs=True)  # versions without RequestOutputKind: all so far, every time
+    assert c.add(out(seq(0, " a", [10]))) == [" a"]
+    assert c.add(out(seq(0, " a b", [10, 11]), seq(1, " x", [20]))) == [" b", " x"]
+    prompt, tokens, logprobs = c.take()
+    assert (prompt, tokens, picked(logprobs)) == (3, [2, 1], [[10, 11], [20]])
+    assert logprobs[1] == [{20: {"logprob": -0.5, "rank": 1, "decoded_token": " w20"}}]
+    # one sequence's output alone (vLLM V1 streams n > 1 that way): its piece at its own index
+    assert c.add(out(seq(1, " x y", [20, 21]))) == ["", " y"]
+    # a token whose text is not out yet (part of a character): counted with the next take, not lost
+    assert c.add(out(seq(0, " a b", [10, 11, 12]))) == ["", ""]
+    prompt, tokens, logprobs = c.take()
+    assert (tokens, picked(logprobs)) == ([1, 1], [[12], [21]])
+    assert c.take()[1:] == ([0, 0], [None, None])
+    # a position a newer vLLM's flat logprobs holds as None: an empty one, so positions still match tokens
+    c.add(out(CompletionOutput(0, " a b c", [10, 11, 12, 13], logprobs=[{}, {}, {}, None])))
+    assert c.take()[1:] == ([1, 0], [[{}], None])
+
+
+def test_usage_of_merged_responses_adds_the_counts_and_joins_the_logprobs(backend):
+    merge = type(backend()).initialize.__globals__["merge_usage"]
+    assert merge(None, (3, [1], None)) == (3, [1], None) == merge((3, [1], None), None)
+    assert merge((3, [2, 1], [["p1"], None]), (3, [1, 0, 4], [["p2"], ["q1"], None])) == \
+        (3, [3, 1, 4], [["p1", "p2"], ["q1"], None])
+    assert merge((3, [2], None), (3, [1], [["p"]])) == (3, [3], [["p"]])

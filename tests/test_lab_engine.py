@@ -209,6 +209,35 @@ def test_generation_is_deterministic_paced_and_abortable(vllm, model_dir, monkey
     assert engine.lab_stats["requests_aborted"] == 1 and engine.lab_stats["prompt_tokens"] == 3 * 4
 
 
+def test_outputs_carry_prompt_and_token_ids_and_logprobs_only_when_asked_like_vllms(vllm, model_dir, monkeypatch):
+    monkeypatch.setenv("TRITONOPS_LAB_TOKENS_PER_S", "2000")
+    monkeypatch.setenv("TRITONOPS_LAB_TTFT_S", "0")
+    v = vllm("a100x4")
+    from vllm.sampling_params import RequestOutputKind
+    from vllm.sequence import Logprob
+    engine = _start(v, model=str(model_dir))
+
+    async def collect(**params):
+        return [out async for out in engine.generate("t5  t6\thello", v.SamplingParams(**params), str(params))]
+
+    async def main():
+        return (await collect(max_tokens=4), await collect(max_tokens=4, logprobs=3),
+                await collect(max_tokens=4, logprobs=0, output_kind=RequestOutputKind.DELTA))
+
+    plain, cumulative, delta = asyncio.run(main())
+    assert all(out.prompt_token_ids == engine._core.tokenizer.encode("t5 t6 hello") for out in plain + delta)
+    assert [len(out.outputs[0].token_ids) for out in plain] == [1, 2, 3, 4]  # all so far
+    assert [len(out.outputs[0].token_ids) for out in delta] == [1, 1, 1, 1]  # only the new one
+    assert all(out.outputs[0].logprobs is None for out in plain)
+    last = cumulative[-1].outputs[0]
+    assert len(last.logprobs) == 4  # one {token id: Logprob} per generated token
+    for token, position in zip(last.token_ids, last.logprobs):
+        assert sorted(p.rank for p in position.values()) == [1, 2, 3] and position[token].rank == 1
+        assert isinstance(position[token], Logprob) and position[token].decoded_token == engine._core._text([token])
+    assert [len(out.outputs[0].logprobs) for out in delta] == [1, 1, 1, 1]  # logprobs 0: the generated token only
+    assert [list(out.outputs[0].logprobs[0]) for out in delta] == [out.outputs[0].token_ids for out in delta]
+
+
 def test_sampling_params_refuse_unknown_keys_like_msgspec(vllm):
     v = vllm()
     with pytest.raises(TypeError, match="^Unexpected keyword argument 'max_tokenz'$"):

@@ -44,11 +44,81 @@ def test_model_json_refuses_a_key_the_version_removed():
         render_model_json(bad)
 
 
+# The backend's inputs and outputs, as every config.pbtxt declares them (NVIDIA's vLLM backend's names and types;
+# the return_* inputs are what Triton's OpenAI frontend sends from Triton 2.60 / 2.64 for its usage figures)
+INTERFACE = """input [
+  {
+    name: "text_input"
+    data_type: TYPE_STRING
+    dims: [ 1 ]
+  },
+  {
+    name: "stream"
+    data_type: TYPE_BOOL
+    dims: [ 1 ]
+    optional: true
+  },
+  {
+    name: "sampling_parameters"
+    data_type: TYPE_STRING
+    dims: [ 1 ]
+    optional: true
+  },
+  {
+    name: "exclude_input_in_output"
+    data_type: TYPE_BOOL
+    dims: [ 1 ]
+    optional: true
+  },
+  {
+    name: "return_num_input_tokens"
+    data_type: TYPE_BOOL
+    dims: [ 1 ]
+    optional: true
+  },
+  {
+    name: "return_num_output_tokens"
+    data_type: TYPE_BOOL
+    dims: [ 1 ]
+    optional: true
+  },
+  {
+    name: "return_logprobs"
+    data_type: TYPE_BOOL
+    dims: [ 1 ]
+    optional: true
+  }
+]
+output [
+  {
+    name: "text_output"
+    data_type: TYPE_STRING
+    dims: [ -1 ]
+  },
+  {
+    name: "num_input_tokens"
+    data_type: TYPE_UINT32
+    dims: [ 1 ]
+  },
+  {
+    name: "num_output_tokens"
+    data_type: TYPE_UINT32
+    dims: [ -1 ]
+  },
+  {
+    name: "logprobs"
+    data_type: TYPE_STRING
+    dims: [ -1 ]
+  }
+]
+"""
+
+
 def test_config_pbtxt_with_metrics():
     assert render_config_pbtxt("vllm_model") == """name: "vllm_model"
 backend: "vllm"
 max_batch_size: 0
-model_transaction_policy {
+""" + INTERFACE + """model_transaction_policy {
   decoupled: true
 }
 instance_group [
@@ -66,7 +136,7 @@ parameters: {
 
 def test_config_pbtxt_without_metrics_has_no_parameters():
     text = render_config_pbtxt(metrics=False)
-    assert "parameters" not in text and text.startswith('backend: "vllm"\n')
+    assert "parameters:" not in text and text.startswith('backend: "vllm"\n')
 
 
 def test_config_pbtxt_refuses_a_quote_in_the_name():

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.test_render import INTERFACE
 from tritonops.errors import InputError
 from tritonops.render import RepositoryModel, render_model_repository
 
@@ -11,13 +12,13 @@ def test_two_models_one_in_two_versions():
                                      RepositoryModel("chat", 1, {"model": "a", "enforce_eager": False}),
                                      RepositoryModel("code", 1, {"model": "c"})], metrics=False)
     assert files == {
-        "chat/config.pbtxt": 'name: "chat"\nbackend: "vllm"\nmax_batch_size: 0\n'
+        "chat/config.pbtxt": 'name: "chat"\nbackend: "vllm"\nmax_batch_size: 0\n' + INTERFACE +
                              "version_policy: { specific: { versions: [ 1, 2 ] } }\n"
                              "model_transaction_policy {\n  decoupled: true\n}\n"
                              "instance_group [\n  {\n    count: 1\n    kind: KIND_MODEL\n  }\n]\n",
         "chat/1/model.json": '{\n  "model": "a",\n  "enforce_eager": false\n}\n',
         "chat/2/model.json": '{\n  "model": "b"\n}\n',
-        "code/config.pbtxt": 'name: "code"\nbackend: "vllm"\nmax_batch_size: 0\n'
+        "code/config.pbtxt": 'name: "code"\nbackend: "vllm"\nmax_batch_size: 0\n' + INTERFACE +
                              "model_transaction_policy {\n  decoupled: true\n}\n"
                              "instance_group [\n  {\n    count: 1\n    kind: KIND_MODEL\n  }\n]\n",
         "code/1/model.json": '{\n  "model": "c"\n}\n',
