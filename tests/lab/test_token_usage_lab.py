@@ -23,7 +23,7 @@ from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, wheel_bytes
 
 ROOT = "/opt/tritonops"
 DEPLOYMENT = "dep-tokens"
-HTTP_PORT = 18600
+HTTP_PORT = 18900
 PROMPT = "how  many\ttokens are in this prompt"
 MAX_TOKENS = 9
 USAGE = {"return_num_input_tokens": True, "return_num_output_tokens": True}
