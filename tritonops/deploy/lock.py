@@ -5,6 +5,9 @@ than `stale_after_s` is taken over (the holder is gone: a killed run), so is one
 controller whose process is gone (it lost the host before it could unlock), and `--break-lock` takes
 it over at any age. Only the holder's token removes it. Taken with O_EXCL on the host, so two
 controllers racing for the same host cannot both win.
+
+`read_lock` is what `tritonops lock status` shows (`parse_lock_state` its pure parser); `owner_named` decides
+whether `lock release --force OWNER` names the holder, and `release_held` then removes it by the holder's token.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import shlex
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from tritonops.errors import HostError
+from tritonops.errors import HostError, TritonopsError
 from tritonops.operations import host_program
+from tritonops.text import printable
 from tritonops.transport.base import Transport
 
 LOCK_FILE = "lock"
@@ -102,6 +106,78 @@ def _acquire(transport: Transport, root: str, owner: LockOwner, stale_after_s: f
 def release(transport: Transport, root: str, owner: LockOwner) -> None:
     argv = host_program.argv("unlock", posixpath.join(root, LOCK_FILE), owner.token)
     transport.run(shlex.join(argv), timeout=60)
+
+
+@dataclass(frozen=True)
+class LockState:
+    """A host's lock as found: free, or held (the owner when the file is a tritonops lock, its text, its age)."""
+
+    held: bool
+    owner: LockOwner | None = None   # None: free, or the file is not a tritonops lock (see text)
+    text: str = ""                   # the lock file's text as found
+    age_s: float = 0.0               # since it was written
+    stale: bool = False              # older than DEFAULT_STALE_AFTER_S: the next deploy takes it over
+    gone: bool = False               # its run was on this controller and its process is gone: taken over too
+
+    @property
+    def holder(self) -> str:
+        """user@controller of the owner, as `--force` names it ('' when free or not a tritonops lock)."""
+        return f"{self.owner.user}@{self.owner.controller}" if self.owner else ""
+
+
+def parse_owner(text: str) -> LockOwner | None:
+    """The LockOwner a lock file's text holds; None when it is not one tritonops wrote."""
+    try:
+        held = json.loads(text)
+    except ValueError:
+        return None
+    fields = ("token", "user", "controller", "pid", "command", "since")
+    if not isinstance(held, dict) or set(held) != set(fields):
+        return None
+    if not all(isinstance(held[key], str) and held[key] for key in fields if key != "pid") \
+            or not isinstance(held["pid"], int) or isinstance(held["pid"], bool):
+        return None
+    return LockOwner(**{key: held[key] for key in fields})
+
+
+def parse_lock_state(stdout: str, stale_after_s: float = DEFAULT_STALE_AFTER_S, gone: bool = False) -> LockState:
+    """The `held` action's answer -> LockState. Pure; `gone` is the controller's own look (_gone_from_here)."""
+    try:
+        answer = json.loads(stdout)
+        if not answer["held"]:
+            return LockState(False)
+        text, age = str(answer["owner"]), max(0.0, float(answer["age_s"]))
+    except (ValueError, KeyError, TypeError) as err:
+        raise TritonopsError(f"cannot read the lock: {printable(str(err))}") from None
+    return LockState(True, parse_owner(text), text, age, age > stale_after_s, gone)
+
+
+def read_lock(transport: Transport, root: str) -> LockState:
+    path = posixpath.join(root, LOCK_FILE)
+    result = transport.run(shlex.join(host_program.argv("held", path)), timeout=60)
+    if not result.ok:
+        raise HostError(transport.name, f"cannot read the lock {path}: {result.tail(2)}")
+    state = parse_lock_state(result.stdout)
+    return replace(state, gone=_gone_from_here(state.text)) if state.held else state
+
+
+def owner_named(state: LockState, named: str) -> bool:
+    """Whether `named` (user@controller, or the token) is the holder of a held tritonops lock."""
+    return state.owner is not None and named in (state.holder, state.owner.token)
+
+
+def release_held(transport: Transport, root: str, state: LockState) -> bool:
+    """Remove the lock `state` found, by its holder's token: False when it changed hands since (nothing removed)."""
+    if state.owner is None:
+        return False
+    path = posixpath.join(root, LOCK_FILE)
+    result = transport.run(shlex.join(host_program.argv("unlock", path, state.owner.token)), timeout=60)
+    if not result.ok:
+        raise HostError(transport.name, f"cannot release the lock {path}: {result.tail(2)}")
+    try:
+        return json.loads(result.stdout)["released"] is True
+    except (ValueError, KeyError, TypeError):
+        return False
 
 
 def refusal(host: str, outcome: LockOutcome) -> str:
