@@ -24,16 +24,17 @@ def register(subparsers, common) -> None:
     status = actions.add_parser(
         "status", parents=[common, shared], help="who holds each host's lock and since when",
         description="Per host: free, or held by user@controller (the run's pid and command, since when, its "
-                    "token); stale when it is older than a deploy waits for (the next deploy takes it over).")
+                    "lock id: the token in the lock file); stale when it is older than a deploy waits for (the "
+                    "next deploy takes it over).")
     status.set_defaults(run=run_status)
     release = actions.add_parser(
         "release", parents=[common, shared], help="remove each host's lock held by OWNER (--force OWNER)",
-        description="Removes the lock of each selected host whose holder is OWNER (user@controller, or the token "
+        description="Removes the lock of each selected host whose holder is OWNER (user@controller, or the lock id "
                     "`tritonops lock status` shows); a lock held by anyone else stays, and that host says who "
                     "holds it. Use it for a run that is gone (a killed controller); a running deploy loses its "
                     "lock, not its work. Recorded in the audit log.")
     release.add_argument("--force", required=True, metavar="OWNER",
-                         help="the holder, as `lock status` names it: user@controller or its token")
+                         help="the holder, as `lock status` names it: user@controller or its lock id")
     release.add_argument("--audit-log", metavar="PATH", default=None,
                          help="append the release here (JSON lines; default $TRITONOPS_AUDIT_LOG, else "
                               "~/.local/state/tritonops/audit.log; 'none': not written)")
@@ -61,17 +62,16 @@ def _table(results) -> Table:
     from rich.table import Table
 
     table = Table(title="LOCK", title_justify="left")
-    for column in ("host", "status", "lock", "held by", "command", "since", "age", "token"):
+    for column in ("host", "status", "lock", "held by", "command", "since", "age", "lock id"):
         table.add_column(column)
     for result in results:
         state = result.payload
-        owner = state.owner if state is not None else None
-        if state is None or not state.held or owner is None or result.status != "ok":
+        if state is None or not state.lock_id or result.status != "ok":
             lock = "-" if state is None else ("free" if not state.held else "held")
             table.add_row(styled(result.host), status_text(result.status), lock, styled(result.msg), *("",) * 4)
             continue
         age = f"{state.age_s / 60:.0f} min" + (" (stale)" if state.stale else " (run gone)" if state.gone else "")
         table.add_row(styled(result.host), status_text(result.status), "held", styled(state.holder),
-                      styled(f"{owner.command} (pid {owner.pid})"), styled(owner.since),
-                      styled(age, "yellow" if state.stale or state.gone else ""), styled(owner.token))
+                      styled(f"{state.command} (pid {state.pid})"), styled(state.since),
+                      styled(age, "yellow" if state.stale or state.gone else ""), styled(state.lock_id))
     return table

@@ -110,19 +110,20 @@ def release(transport: Transport, root: str, owner: LockOwner) -> None:
 
 @dataclass(frozen=True)
 class LockState:
-    """A host's lock as found: free, or held (the owner when the file is a tritonops lock, its text, its age)."""
+    """A host's lock as `lock status` shows it: free, or held by user@controller (its run's pid and command, since
+    when, the lock id: the token in the lock file, which `--force` takes too). A file tritonops did not write is
+    held with no holder; its text is kept."""
 
     held: bool
-    owner: LockOwner | None = None   # None: free, or the file is not a tritonops lock (see text)
-    text: str = ""                   # the lock file's text as found
-    age_s: float = 0.0               # since it was written
+    holder: str = ""                 # user@controller; '' when free or not a tritonops lock
+    lock_id: str = ""                # the owner's token
+    pid: int | None = None
+    command: str = ""
+    since: str = ""                  # UTC, ISO 8601, as the owner wrote it
+    age_s: float = 0.0               # since the file was written
     stale: bool = False              # older than DEFAULT_STALE_AFTER_S: the next deploy takes it over
     gone: bool = False               # its run was on this controller and its process is gone: taken over too
-
-    @property
-    def holder(self) -> str:
-        """user@controller of the owner, as `--force` names it ('' when free or not a tritonops lock)."""
-        return f"{self.owner.user}@{self.owner.controller}" if self.owner else ""
+    text: str = ""                   # the file's text, when it is not a tritonops lock
 
 
 def parse_owner(text: str) -> LockOwner | None:
@@ -149,7 +150,11 @@ def parse_lock_state(stdout: str, stale_after_s: float = DEFAULT_STALE_AFTER_S, 
         text, age = str(answer["owner"]), max(0.0, float(answer["age_s"]))
     except (ValueError, KeyError, TypeError) as err:
         raise TritonopsError(f"cannot read the lock: {printable(str(err))}") from None
-    return LockState(True, parse_owner(text), text, age, age > stale_after_s, gone)
+    owner = parse_owner(text)
+    if owner is None:
+        return LockState(True, age_s=age, stale=age > stale_after_s, text=text)
+    return LockState(True, f"{owner.user}@{owner.controller}", owner.token, owner.pid, owner.command, owner.since,
+                     age, age > stale_after_s, gone)
 
 
 def read_lock(transport: Transport, root: str) -> LockState:
@@ -157,21 +162,24 @@ def read_lock(transport: Transport, root: str) -> LockState:
     result = transport.run(shlex.join(host_program.argv("held", path)), timeout=60)
     if not result.ok:
         raise HostError(transport.name, f"cannot read the lock {path}: {result.tail(2)}")
-    state = parse_lock_state(result.stdout)
-    return replace(state, gone=_gone_from_here(state.text)) if state.held else state
+    answer = result.stdout
+    state = parse_lock_state(answer)
+    if not state.lock_id:
+        return state
+    return replace(state, gone=_gone_from_here(json.loads(answer)["owner"]))
 
 
 def owner_named(state: LockState, named: str) -> bool:
-    """Whether `named` (user@controller, or the token) is the holder of a held tritonops lock."""
-    return state.owner is not None and named in (state.holder, state.owner.token)
+    """Whether `named` (user@controller, or the lock id) is the holder of a held tritonops lock."""
+    return bool(state.lock_id) and named in (state.holder, state.lock_id)
 
 
 def release_held(transport: Transport, root: str, state: LockState) -> bool:
     """Remove the lock `state` found, by its holder's token: False when it changed hands since (nothing removed)."""
-    if state.owner is None:
+    if not state.lock_id:
         return False
     path = posixpath.join(root, LOCK_FILE)
-    result = transport.run(shlex.join(host_program.argv("unlock", path, state.owner.token)), timeout=60)
+    result = transport.run(shlex.join(host_program.argv("unlock", path, state.lock_id)), timeout=60)
     if not result.ok:
         raise HostError(transport.name, f"cannot release the lock {path}: {result.tail(2)}")
     try:

@@ -1,9 +1,11 @@
 """`tritonops lock status|release`: each host's deployment lock seen, and released by hand.
 
 `lock status` reads the lock of every selected host (deploy/lock.py read_lock). `lock release --force OWNER`
-removes a host's lock only when OWNER names its holder (user@controller, or the token `lock status` shows),
-by the holder's token, so a lock that changed hands in between stays; every host's outcome goes into the audit
-log like a deploy's (deploy/event_log.py).
+removes a host's lock only when OWNER names its holder (user@controller, or the lock id `lock status` shows: the
+token in the lock file), by that token, so a lock that changed hands in between stays; every host's outcome goes
+into the audit log like a deploy's (deploy/event_log.py). The token is called the lock id where it is shown: a
+field named `token` is masked in every output (redact.py), and this one is no secret (the file is readable by
+anyone who may release it).
 """
 
 from __future__ import annotations
@@ -32,15 +34,15 @@ _OWNER = re.compile(r"\S+@\S+|[0-9a-f]{32}")
 
 @dataclass(frozen=True)
 class ReleaseLockOptions:
-    owner: str                       # --force: user@controller or the token
+    owner: str                       # --force: user@controller or the lock id
     read: ReadOptions = ReadOptions()
     audit_log: object | None = None  # a Path; None: not written
 
 
 def forced_owner(named: str) -> str:
-    """--force's OWNER, checked: user@controller or a lock token (32 hex digits), as `lock status` shows them."""
+    """--force's OWNER, checked: user@controller or a lock id (32 hex digits), as `lock status` shows them."""
     if not _OWNER.fullmatch(named or ""):
-        raise InputError(f"OWNER must be user@controller or a lock token (32 hex digits, see `tritonops lock "
+        raise InputError(f"OWNER must be user@controller or a lock id (32 hex digits, see `tritonops lock "
                          f"status`), not {printable(named)!r}", "--force")
     return named
 
@@ -59,19 +61,19 @@ def lock_status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
 def status_said(state: host_lock.LockState) -> str:
     if not state.held:
         return "free"
-    if state.owner is None:
+    if not state.lock_id:
         return f"held by a file tritonops did not write ({printable(state.text[:80])!r})"
-    said = f"held by {owner_said(state.owner, state.age_s)}"
+    said = f"held by {owner_said(state)}"
     if state.stale or state.gone:
         said += "; stale: the next deploy takes it over" if state.stale else \
             "; its run is gone: the next deploy from this controller takes it over"
     return said
 
 
-def owner_said(owner: host_lock.LockOwner, age_s: float) -> str:
-    """'alice@ctl (pid 42, deploy since 2026-12-01T08:00:00Z, 5 min ago), token …': who holds a lock."""
-    return (f"{printable(owner.user)}@{printable(owner.controller)} (pid {owner.pid}, {printable(owner.command)} "
-            f"since {printable(owner.since)}, {age_s / 60:.0f} min ago), token {printable(owner.token)}")
+def owner_said(state: host_lock.LockState) -> str:
+    """'alice@ctl (pid 42, deploy since 2026-12-01T08:00:00Z, 5 min ago), lock id …': who holds a lock."""
+    return (f"{printable(state.holder)} (pid {state.pid}, {printable(state.command)} since {printable(state.since)}, "
+            f"{state.age_s / 60:.0f} min ago), lock id {printable(state.lock_id)}")
 
 
 def release_lock(inputs: RunInputs, options: ReleaseLockOptions, clock=time.time) -> GroupResult:
@@ -87,17 +89,17 @@ def release_lock(inputs: RunInputs, options: ReleaseLockOptions, clock=time.time
         path = posixpath.join(root, host_lock.LOCK_FILE)
         if not state.held:
             return HostResult(session.name, "ok", "not locked: nothing to release", state)
-        if state.owner is None:
+        if not state.lock_id:
             return HostResult(session.name, "failed", f"{path} is not a tritonops lock "
                               f"({printable(state.text[:80])!r}): nothing released; remove it by hand if no run "
                               "holds it", state)
         if not host_lock.owner_named(state, named):
-            return HostResult(session.name, "failed", f"locked by {printable(state.holder)} (token "
-                              f"{printable(state.owner.token)}), not {printable(named)}: nothing released", state)
+            return HostResult(session.name, "failed", f"locked by {printable(state.holder)} (lock id "
+                              f"{printable(state.lock_id)}), not {printable(named)}: nothing released", state)
         if not host_lock.release_held(session.transport, root, state):
             return HostResult(session.name, "failed", "the lock changed hands before it was released: nothing "
                               "released (see `tritonops lock status`)", state)
-        return HostResult(session.name, "changed", f"released the lock of {owner_said(state.owner, state.age_s)}",
+        return HostResult(session.name, "changed", f"released the lock of {owner_said(state)}",
                           state)
 
     results = read_each(inputs, options.read, phase, RELEASE_COMMAND)
