@@ -14,7 +14,7 @@ from tests.test_result_json import SCHEMA
 from tritonops.cli.main import main
 from tritonops.deploy.lock import (LockOwner, LockState, acquire, owner_named, parse_lock_state, read_lock,
                                    release_held)
-from tritonops.deploy.lock_admin import forced_owner
+from tritonops.deploy.lock_admin import forced_owner, left_alone
 from tritonops.errors import InputError, TritonopsError
 from tritonops.transport.local import LocalTransport
 
@@ -45,6 +45,15 @@ def test_the_holder_is_named_by_user_at_controller_or_by_its_token_and_by_nothin
     for bad in ("", "carol", "carol @ctl", "0123abcd"):
         with pytest.raises(InputError, match="--force"):
             forced_owner(bad)
+
+
+def test_release_leaves_a_free_lock_a_foreign_file_and_anyone_elses_lock_alone():
+    assert left_alone(LockState(False), "carol@ctl-elsewhere", "/d/lock") == ("ok", "not locked: nothing to release")
+    assert left_alone(LockState(True, text="mine\x1b[2J"), "carol@ctl-elsewhere", "/d/lock") == \
+        ("failed", "/d/lock is not a tritonops lock ('mine'): nothing released; remove it by hand if no run holds it")
+    assert left_alone(HELD, "dave@ctl", "/d/lock") == \
+        ("failed", f"locked by carol@ctl-elsewhere (lock id {OTHER.token}), not dave@ctl: nothing released")
+    assert left_alone(HELD, "carol@ctl-elsewhere", "/d/lock") is None and left_alone(HELD, OTHER.token, "/") is None
 
 
 def test_a_lock_read_on_a_host_and_released_by_its_token_only_while_it_is_the_same_lock(tmp_path):

@@ -141,8 +141,8 @@ def parse_owner(text: str) -> LockOwner | None:
     return LockOwner(**{key: held[key] for key in fields})
 
 
-def parse_lock_state(stdout: str, stale_after_s: float = DEFAULT_STALE_AFTER_S, gone: bool = False) -> LockState:
-    """The `held` action's answer -> LockState. Pure; `gone` is the controller's own look (_gone_from_here)."""
+def parse_lock_state(stdout: str, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> LockState:
+    """The `held` action's answer -> LockState (`gone` left False: that is the controller's own look). Pure."""
     try:
         answer = json.loads(stdout)
         if not answer["held"]:
@@ -154,7 +154,7 @@ def parse_lock_state(stdout: str, stale_after_s: float = DEFAULT_STALE_AFTER_S, 
     if owner is None:
         return LockState(True, age_s=age, stale=age > stale_after_s, text=text)
     return LockState(True, f"{owner.user}@{owner.controller}", owner.token, owner.pid, owner.command, owner.since,
-                     age, age > stale_after_s, gone)
+                     age, age > stale_after_s)
 
 
 def read_lock(transport: Transport, root: str) -> LockState:
@@ -162,11 +162,11 @@ def read_lock(transport: Transport, root: str) -> LockState:
     result = transport.run(shlex.join(host_program.argv("held", path)), timeout=60)
     if not result.ok:
         raise HostError(transport.name, f"cannot read the lock {path}: {result.tail(2)}")
-    answer = result.stdout
-    state = parse_lock_state(answer)
+    state = parse_lock_state(result.stdout)
     if not state.lock_id:
         return state
-    return replace(state, gone=_gone_from_here(json.loads(answer)["owner"]))
+    # a run of this controller whose process is gone: the next deploy from here takes its lock over
+    return replace(state, gone=_gone_from_here(json.loads(result.stdout)["owner"]))
 
 
 def owner_named(state: LockState, named: str) -> bool:

@@ -86,21 +86,13 @@ def release_lock(inputs: RunInputs, options: ReleaseLockOptions, clock=time.time
     def phase(session: HostSession) -> HostResult[host_lock.LockState]:
         root = roots[session.name]
         state = host_lock.read_lock(session.transport, root)
-        path = posixpath.join(root, host_lock.LOCK_FILE)
-        if not state.held:
-            return HostResult(session.name, "ok", "not locked: nothing to release", state)
-        if not state.lock_id:
-            return HostResult(session.name, "failed", f"{path} is not a tritonops lock "
-                              f"({printable(state.text[:80])!r}): nothing released; remove it by hand if no run "
-                              "holds it", state)
-        if not host_lock.owner_named(state, named):
-            return HostResult(session.name, "failed", f"locked by {printable(state.holder)} (lock id "
-                              f"{printable(state.lock_id)}), not {printable(named)}: nothing released", state)
+        kept = left_alone(state, named, posixpath.join(root, host_lock.LOCK_FILE))
+        if kept is not None:
+            return HostResult(session.name, *kept, state)
         if not host_lock.release_held(session.transport, root, state):
             return HostResult(session.name, "failed", "the lock changed hands before it was released: nothing "
                               "released (see `tritonops lock status`)", state)
-        return HostResult(session.name, "changed", f"released the lock of {owner_said(state)}",
-                          state)
+        return HostResult(session.name, "changed", f"released the lock of {owner_said(state)}", state)
 
     results = read_each(inputs, options.read, phase, RELEASE_COMMAND)
     if options.audit_log is not None:
@@ -110,6 +102,20 @@ def release_lock(inputs: RunInputs, options: ReleaseLockOptions, clock=time.time
             result.host, HostLabels(deployment_of(by_name[result.host])[1], ""), [(finished, result)],
             command=RELEASE_COMMAND, who=who(), started=started, finished=finished)))
     return results
+
+
+def left_alone(state: host_lock.LockState, named: str, path: str) -> tuple[str, str] | None:
+    """(status, message) when `lock release --force named` leaves the lock it found as it is; None: remove it.
+    Pure."""
+    if not state.held:
+        return "ok", "not locked: nothing to release"
+    if not state.lock_id:
+        return "failed", (f"{path} is not a tritonops lock ({printable(state.text[:80])!r}): nothing released; "
+                          "remove it by hand if no run holds it")
+    if not host_lock.owner_named(state, named):
+        return "failed", (f"locked by {printable(state.holder)} (lock id {printable(state.lock_id)}), not "
+                          f"{printable(named)}: nothing released")
+    return None
 
 
 def _roots(inputs: RunInputs) -> dict[str, str]:
