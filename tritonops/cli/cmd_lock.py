@@ -55,7 +55,7 @@ def run_release(args, out) -> int:
     owner = forced_owner(args.force)  # a malformed OWNER is bad input before the inventory is read
     inputs, read = reading_inputs(args)
     results = release_lock(inputs, ReleaseLockOptions(owner, read, audit_log_of(args)))
-    return show_host_results(out, args, results, "lock release", _table)
+    return show_host_results(out, args, results, "lock release", _release_table)
 
 
 def _table(results) -> Table:
@@ -66,12 +66,24 @@ def _table(results) -> Table:
         table.add_column(column)
     for result in results:
         state = result.payload
-        if state is None or not state.lock_id or result.status != "ok":
+        if state is None or not state.lock_id:
             lock = "-" if state is None else ("free" if not state.held else "held")
-            table.add_row(styled(result.host), status_text(result.status), lock, styled(result.msg), *("",) * 4)
+            said = "-" if state is not None and not state.held else result.msg  # unreachable, a foreign file
+            table.add_row(styled(result.host), status_text(result.status), lock, styled(said), *("",) * 4)
             continue
         age = f"{state.age_s / 60:.0f} min" + (" (stale)" if state.stale else " (run gone)" if state.gone else "")
         table.add_row(styled(result.host), status_text(result.status), "held", styled(state.holder),
                       styled(f"{state.command} (pid {state.pid})"), styled(state.since),
                       styled(age, "yellow" if state.stale or state.gone else ""), styled(state.lock_id))
+    return table
+
+
+def _release_table(results) -> Table:
+    from rich.table import Table
+
+    table = Table(title="LOCK RELEASE", title_justify="left")
+    for column in ("host", "status", "lock"):
+        table.add_column(column)
+    for result in results:
+        table.add_row(styled(result.host), status_text(result.status), styled(result.msg))
     return table
