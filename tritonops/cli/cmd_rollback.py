@@ -12,8 +12,9 @@ def register(subparsers, common) -> None:
         "rollback", parents=[common], help=COMMANDS["rollback"],
         description="Each host goes back to the newest release before `current` that passed its health gate "
                     "(or --to RELEASE): image, model repository and engine arguments together, read from the "
-                    "host's release.json, gated like a deploy; if it does not pass, the current release comes back.")
-    parser.add_argument("--to", metavar="RELEASE", help="the release id to go back to (see tritonops status)")
+                    "host's release.json, gated like a deploy; if it does not pass, the current release comes back. "
+                    "`tritonops releases` lists each host's releases and names the previous one.")
+    parser.add_argument("--to", metavar="RELEASE", help="the release id to go back to (see tritonops releases)")
     add_playbook_options(parser, "rollback.yml")
     parser.set_defaults(run=run)
 

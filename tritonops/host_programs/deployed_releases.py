@@ -27,8 +27,10 @@ def main():
             continue
         gates = body.get("gates") if isinstance(body.get("gates"), list) else []
         models = body.get("models") if isinstance(body.get("models"), list) else []
+        files = body.get("files") if isinstance(body.get("files"), dict) else {}
         releases.append({"id": name, "created": body.get("created"), "image_id": body.get("image_id"),
-                         "serve": body.get("serve"),
+                         "serve": body.get("serve"), "who": body.get("who"),
+                         "files": {p: s for p, s in files.items() if str(p).endswith("/model.json")},
                          "models": [m.get("name") for m in models if isinstance(m, dict)],
                          "max_num_seqs": [(m.get("engine") or {}).get("max_num_seqs") for m in models
                                           if isinstance(m, dict) and isinstance(m.get("engine"), dict)],

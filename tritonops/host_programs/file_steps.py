@@ -8,7 +8,8 @@ quoted by shlex.join, never pasted into the source.
     python3 -c SOURCE remove PATH RECURSIVE
     python3 -c SOURCE rename PATH TARGET    (refused when TARGET exists)
     python3 -c SOURCE lock PATH STALE_S BREAK  stdin: owner JSON; stdout: acquired, or who holds it
-    python3 -c SOURCE unlock PATH TOKEN     (only the holder's token removes it)
+    python3 -c SOURCE unlock PATH TOKEN     (only the holder's token removes it); stdout: released or not
+    python3 -c SOURCE held PATH             stdout: {"held": false}, or the lock file's text and age
 """
 
 import json, os, shutil, sys, tempfile
@@ -78,11 +79,25 @@ def lock(path, stale_s, break_lock):
 def unlock(path, token):
     try:
         with open(path) as handle:
-            held = json.load(handle)
+            owner = json.load(handle)
     except (FileNotFoundError, ValueError):
+        json.dump({"released": False}, sys.stdout)
         return
-    if held.get("token") == token:
+    released = isinstance(owner, dict) and owner.get("token") == token
+    if released:
         os.unlink(path)
+    json.dump({"released": released}, sys.stdout)
+
+def held(path):
+    import time
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(64 * 1024).decode("utf-8", "replace")
+        age = time.time() - os.stat(path).st_mtime
+    except FileNotFoundError:
+        json.dump({"held": False}, sys.stdout)
+        return
+    json.dump({"held": True, "owner": text, "age_s": age}, sys.stdout)
 
 
 def main():
@@ -99,6 +114,8 @@ def main():
         lock(args[0], args[1], args[2])
     elif action == "unlock":
         unlock(args[0], args[1])
+    elif action == "held":
+        held(args[0])
     elif action == "rename":
         if os.path.lexists(args[1]):
             sys.exit("rename: %s already exists" % args[1])

@@ -2,11 +2,13 @@
 
 A fact like the probe: `releases_query(root, deployment)` is the command (a stdlib program run with
 python3 on the host), `parse_releases` its pure parser. `rollback_target` picks the release a
-rollback goes back to. Everything a rollback needs is on the host: no network beyond SSH.
+rollback goes back to, `release_listing` what `tritonops releases` shows of them. Everything a rollback
+needs is on the host: no network beyond SSH.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,8 @@ class ReleaseRecord:
     gates: tuple[dict, ...] = ()
     damaged: str | None = None   # why its release.json cannot be used (it is never gone back to)
     max_num_seqs: tuple[int, ...] = ()  # each model engine's, as release.json records them
+    who: str | None = None       # user@controller that made it
+    engine_args: str | None = None  # engine_args_digest of its model.json files (what vLLM is given)
 
     @property
     def capacity(self) -> int | None:
@@ -43,6 +47,14 @@ class ReleaseRecord:
         """Whether this release ever passed its health gate (and so served)."""
         return self.damaged is None and any(gate.get("passed") is True for gate in self.gates)
 
+    @property
+    def gate(self) -> str:
+        """Its last health gate: passed or failed; 'not gated' when it never started (a --check, a run that
+        stopped before the gate)."""
+        if not self.gates:
+            return "not gated"
+        return "passed" if self.gates[-1].get("passed") is True else "failed"
+
 
 @dataclass(frozen=True)
 class Deployed:
@@ -52,6 +64,14 @@ class Deployed:
 
     def release(self, release_id: str) -> ReleaseRecord | None:
         return next((r for r in self.releases if r.id == release_id), None)
+
+    @property
+    def previous(self) -> ReleaseRecord | None:
+        """The release a rollback goes back to: the newest one before `current` that served (passed its gate)."""
+        if self.current is None:
+            return None
+        older = [r for r in self.releases if r.id < self.current and r.passed]
+        return older[-1] if older else None
 
 
 def releases_query(root: str, deployment: str) -> CommandQuery:
@@ -82,6 +102,8 @@ def _record(item: Any) -> ReleaseRecord:
     release_id = item["id"]
     if item.get("damaged"):
         return ReleaseRecord(release_id, None, None, None, damaged=str(item["damaged"]))
+    who = item.get("who") if isinstance(item.get("who"), str) else None
+    engine_args = engine_args_digest(item.get("files"))
     why = _serve_problem(item.get("serve"))
     image = item.get("image_id")
     if image is not None and not isinstance(image, str):
@@ -90,11 +112,26 @@ def _record(item: Any) -> ReleaseRecord:
     models = tuple(m for m in item.get("models") or () if isinstance(m, str))
     gates = tuple(g for g in item.get("gates") or () if isinstance(g, dict))
     if why:
-        return ReleaseRecord(release_id, created, None, None, models, gates, damaged=f"release.json: {why}")
+        return ReleaseRecord(release_id, created, None, None, models, gates, damaged=f"release.json: {why}",
+                             who=who, engine_args=engine_args)
     seqs = item.get("max_num_seqs") or ()
     seqs = tuple(n for n in seqs if isinstance(n, int) and not isinstance(n, bool) and n > 0) \
         if isinstance(seqs, list) and len(seqs) == len(models) else ()
-    return ReleaseRecord(release_id, created, image, item.get("serve"), models, gates, max_num_seqs=seqs)
+    return ReleaseRecord(release_id, created, image, item.get("serve"), models, gates, max_num_seqs=seqs, who=who,
+                         engine_args=engine_args)
+
+
+def engine_args_digest(files: Any) -> str | None:
+    """12 hex digits naming a release's engine arguments: the SHA-256 of its model.json files' paths and
+    digests (release.json's `files`), every model's together. Two releases with the same digest give vLLM the
+    same arguments, whatever else (image, config.pbtxt, placement) differs. None: release.json lists none."""
+    if not isinstance(files, dict):
+        return None
+    named = sorted((path, sha) for path, sha in files.items()
+                   if isinstance(path, str) and isinstance(sha, str) and path.endswith("/model.json"))
+    if not named:
+        return None
+    return hashlib.sha256("".join(f"{path}={sha}\n" for path, sha in named).encode()).hexdigest()[:12]
 
 
 def _serve_problem(serve: Any) -> str | None:
@@ -146,8 +183,43 @@ def rollback_target(deployed: Deployed, to: str | None) -> ReleaseRecord:
         return found
     if deployed.current is None:
         raise TritonopsError("nothing is deployed here (no current release): nothing to roll back")
-    older = [r for r in deployed.releases if r.id < deployed.current and r.passed]
-    if not older:
+    if deployed.previous is None:
         raise TritonopsError(f"no earlier release that served before {printable(deployed.current)}: nothing to "
                              "roll back to")
-    return older[-1]
+    return deployed.previous
+
+
+@dataclass(frozen=True)
+class ListedRelease:
+    """One release as `tritonops releases` shows it."""
+
+    id: str
+    created: str | None
+    who: str | None
+    image_id: str | None
+    engine_args: str | None       # engine_args_digest
+    models: tuple[str, ...]
+    gate: str                     # passed, failed, not gated, damaged
+    why: str | None               # the last gate's reason when it failed; why release.json is damaged
+    role: str | None              # current, previous (what a rollback goes back to), or None
+
+
+@dataclass(frozen=True)
+class ReleaseListing:
+    current: str | None
+    previous: str | None
+    releases: tuple[ListedRelease, ...]   # newest first
+
+
+def release_listing(deployed: Deployed) -> ReleaseListing:
+    """Every release kept on the host, newest first, `current` and `previous` named. Pure."""
+    previous = deployed.previous
+    roles = {deployed.current: "current", previous.id if previous else None: "previous"}
+    listed = []
+    for record in sorted(deployed.releases, key=lambda r: r.id, reverse=True):
+        last = record.gates[-1] if record.gates else {}
+        why = record.damaged or (printable(str(last["why"])) if record.gate == "failed" and last.get("why") else None)
+        listed.append(ListedRelease(record.id, record.created, record.who, record.image_id, record.engine_args,
+                                    record.models, "damaged" if record.damaged else record.gate, why,
+                                    roles.get(record.id)))
+    return ReleaseListing(deployed.current, previous.id if previous else None, tuple(listed))
