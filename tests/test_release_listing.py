@@ -67,6 +67,17 @@ def test_every_kept_release_is_listed_newest_first_with_current_and_the_one_a_ro
     ))
 
 
+def test_the_current_release_is_the_record_current_points_to(tmp_path):
+    first = write_release(tmp_path, "20261201T080000Z", IMAGE_A, ARGS_4, "ann@ctl", [])
+    second = write_release(tmp_path, "20261201T090000Z", IMAGE_B, ARGS_8, "ann@ctl", [])
+    assert read_back(tmp_path).current_release is None  # nothing switched to yet
+    os.symlink(f"releases/{first}", tmp_path / "current")
+    deployed = read_back(tmp_path)
+    assert deployed.current_release == deployed.release(first) and deployed.current_release.image_id == IMAGE_A
+    assert Deployed(deployed.releases, "20261201T070000Z-gone").current_release is None  # its folder removed
+    assert second != first
+
+
 def test_the_engine_args_digest_names_the_model_json_files_only():
     model_json = {"chat/1/model.json": "1" * 64, "code/1/model.json": "2" * 64}
     with_others = {**model_json, "chat/config.pbtxt": "3" * 64}

@@ -10,7 +10,6 @@ through SSH, reading/metrics.py) are read before and after each level for Triton
 
 from __future__ import annotations
 
-import posixpath
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +21,6 @@ from tritonops.bench import store, tokenizer
 from tritonops.bench.runner import aiperf_command, run_aiperf
 from tritonops.errors import InputError, TritonopsError, one_line
 from tritonops.exit_codes import ExitCode
-from tritonops.facts.query_program import read_facts
 from tritonops.modes.base import ServingMode
 from tritonops.modes.choice import mode_of_release
 from tritonops.modes.kserve import KSERVE
@@ -36,7 +34,7 @@ from tritonops.planning.entries import host_where, model_entries
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.metrics import fetch_metrics
 from tritonops.reading.sessions import ReadOptions
-from tritonops.serving.releases import ReleaseRecord, parse_releases, releases_query
+from tritonops.serving.releases import ReleaseRecord, read_deployed
 from tritonops.text import close_matches
 from tritonops.transport.sessions import HostSession, SessionPool
 from tritonops.values.numbers import whole_number
@@ -188,9 +186,7 @@ def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str,
     def phase(session: HostSession):
         from tritonops.results import HostResult
         root, name = deployment_of(by_name[session.name])
-        query = releases_query(posixpath.join(root, name), name)
-        deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
-        release = deployed.release(deployed.current) if deployed.current else None
+        release = read_deployed(session.transport, root, name).current_release
         return HostResult(session.name, "ok", "", release)
 
     read = pool.run(phase, [host.name for host in hosts], task="bench")

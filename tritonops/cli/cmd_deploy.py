@@ -46,9 +46,7 @@ def add_playbook_options(parser, playbook: str) -> None:
     parser.add_argument("--skip-tags", action="append", default=[], metavar="TAGS", help="not tasks with these tags")
     parser.add_argument("--break-lock", action="store_true",
                         help="take over a host's deployment lock held by another run (only when that run is gone)")
-    parser.add_argument("--audit-log", metavar="PATH", default=None,
-                        help="append this run's events (JSON lines) here (default $TRITONOPS_AUDIT_LOG, else "
-                             "~/.local/state/tritonops/audit.log; 'none': not written)")
+    add_audit_log_option(parser, "this run's events")
     add_host_key_option(parser)
     from tritonops.cli.playbook_listing import add_listing_options
 
@@ -91,6 +89,13 @@ def show_host_results(out, args, results, command: str, table) -> int:
     else:
         out.print(table(results))
     return exit_code_of(r.status for r in results)
+
+
+def add_audit_log_option(parser, what: str) -> None:
+    """--audit-log, read back by audit_log_of: where `what` (JSON lines) is appended."""
+    parser.add_argument("--audit-log", metavar="PATH", default=None,
+                        help=f"append {what} here (JSON lines; default $TRITONOPS_AUDIT_LOG, else "
+                             "~/.local/state/tritonops/audit.log; 'none': not written)")
 
 
 def audit_log_of(args):

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers, common) -> None:
+    from tritonops.cli.cmd_deploy import add_audit_log_option
     from tritonops.cli.selection import add_host_key_option
 
     parser = subparsers.add_parser("door", parents=[common], help=COMMANDS["door"],
@@ -22,9 +23,7 @@ def register(subparsers, common) -> None:
     shared.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
                         help="extra variables, highest precedence (repeatable)")
     shared.add_argument("--check", "-C", action="store_true", help="change nothing: say what would change")
-    shared.add_argument("--audit-log", metavar="PATH", default=None,
-                        help="append the change here (JSON lines; default $TRITONOPS_AUDIT_LOG, else "
-                             "~/.local/state/tritonops/audit.log; 'none': not written)")
+    add_audit_log_option(shared, "the change")
     add_host_key_option(shared)
     rotate = actions.add_parser(
         "rotate-key", parents=[common, shared], help="a new API key on every balancer (made there, never shown)",

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers, common) -> None:
-    from tritonops.cli.cmd_deploy import add_reading_options
+    from tritonops.cli.cmd_deploy import add_audit_log_option, add_reading_options
 
     parser = subparsers.add_parser(
         "lock", parents=[common], help=COMMANDS["lock"],
@@ -35,9 +35,7 @@ def register(subparsers, common) -> None:
                     "lock, not its work. Recorded in the audit log.")
     release.add_argument("--force", required=True, metavar="OWNER",
                          help="the holder, as `lock status` names it: user@controller or its lock id")
-    release.add_argument("--audit-log", metavar="PATH", default=None,
-                         help="append the release here (JSON lines; default $TRITONOPS_AUDIT_LOG, else "
-                              "~/.local/state/tritonops/audit.log; 'none': not written)")
+    add_audit_log_option(release, "the release")
     release.set_defaults(run=run_release)
 
 

@@ -19,20 +19,16 @@ DESCRIPTIONS = {
 
 
 def register_action(subparsers, common, action: str) -> None:
-    from tritonops.cli.selection import add_host_key_option
+    from tritonops.cli.cmd_deploy import add_audit_log_option, add_reading_options
 
     parser = subparsers.add_parser(action, parents=[common], help=COMMANDS[action], description=DESCRIPTIONS[action])
     parser.add_argument("--replica", type=int, default=None, metavar="N",
                         help=f"{action} only replica N of each host (default: every replica)")
-    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="the extra variables the deploy had (e.g. tritonops_deployment, ports); repeatable")
     parser.add_argument("--check", "-C", action="store_true", help="change nothing: say what would be done")
     parser.add_argument("--break-lock", action="store_true",
                         help="take over a host's deployment lock held by another run (only when that run is gone)")
-    parser.add_argument("--audit-log", metavar="PATH", default=None,
-                        help="append this run's events here (JSON lines; default $TRITONOPS_AUDIT_LOG, else "
-                             "~/.local/state/tritonops/audit.log; 'none': not written)")
-    add_host_key_option(parser)
+    add_audit_log_option(parser, "this run's events")
+    add_reading_options(parser)
     parser.set_defaults(run=run, maintenance_action=action)
 
 

@@ -24,6 +24,7 @@ from tritonops.planning.bench_gate import GateSettings, GateVerdict, baseline, g
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import BatchDone, RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import OnEvent
+from tritonops.playbook.host_task import TaskOutcome
 from tritonops.results import HostResult
 from tritonops.serving.outcome import ServeOutcome
 from tritonops.transport.sessions import SessionPool
@@ -144,5 +145,5 @@ class BenchGate:
 
 def _switched(result: HostResult) -> ServeOutcome | None:
     payload = result.payload
-    outcome = payload.outcome(ServeOutcome) if hasattr(payload, "outcome") else None
+    outcome = payload.outcome(ServeOutcome) if isinstance(payload, TaskOutcome) else None
     return outcome if outcome is not None and outcome.status == "switched" else None

@@ -12,7 +12,6 @@ release, or no container to start (`deploy` makes one), fails alone. Nothing els
 
 from __future__ import annotations
 
-import posixpath
 import shlex
 import time
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.status import host_ports
 from tritonops.results import GroupResult, HostResult
-from tritonops.serving.releases import parse_releases, releases_query
+from tritonops.serving.releases import read_deployed
 from tritonops.serving.status import container_states_query, health_query, parse_container_states, parse_health
 from tritonops.transport.sessions import HostSession, SessionPool
 from tritonops.values.containers import replica_container
@@ -110,9 +109,7 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
 def _on_host(session: HostSession, host, deployment: tuple[str, str], address: str, options: MaintenanceOptions,
              doors) -> HostResult:
     root, name = deployment
-    query = releases_query(posixpath.join(root, name), name)
-    deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
-    release = deployed.release(deployed.current) if deployed.current else None
+    release = read_deployed(session.transport, root, name).current_release
     if release is None:
         return HostResult(session.name, "failed", f"{name}: no current release here: nothing to {options.action}")
     serve = release.serve or {}

@@ -4,12 +4,10 @@ Prometheus targets (deploy.targets) and the balancers' doors (deploy.door)."""
 
 from __future__ import annotations
 
-import posixpath
 
-from tritonops.facts.query_program import read_facts
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
-from tritonops.serving.releases import ReleaseRecord, parse_releases, releases_query
+from tritonops.serving.releases import ReleaseRecord, read_deployed
 from tritonops.transport.sessions import HostSession, SessionPool
 
 
@@ -19,9 +17,7 @@ def read_current(pool: SessionPool, hosts, task: str) -> dict[str, HostResult]:
 
     def phase(session: HostSession) -> HostResult:
         root, deployment = deployment_of(by_name[session.name])
-        query = releases_query(posixpath.join(root, deployment), deployment)
-        deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
-        release: ReleaseRecord | None = deployed.release(deployed.current) if deployed.current else None
+        release: ReleaseRecord | None = read_deployed(session.transport, root, deployment).current_release
         return HostResult(session.name, "ok", "", release)
 
     return {result.host: result for result in pool.run(phase, [host.name for host in hosts], task=task)}

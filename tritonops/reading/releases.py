@@ -3,14 +3,12 @@ with the one `current` points to and the one a rollback goes back to. Read-only.
 
 from __future__ import annotations
 
-import posixpath
 
-from tritonops.facts.query_program import read_facts
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.sessions import ReadOptions, read_each
 from tritonops.results import GroupResult, HostResult
-from tritonops.serving.releases import ReleaseListing, parse_releases, release_listing, releases_query
+from tritonops.serving.releases import ReleaseListing, read_deployed, release_listing
 from tritonops.transport.sessions import HostSession
 
 TASK = "releases"
@@ -22,8 +20,7 @@ def releases(inputs: RunInputs, options: ReadOptions) -> GroupResult:
 
     def phase(session: HostSession) -> HostResult[ReleaseListing]:
         root, deployment = deployments[session.name]
-        query = releases_query(posixpath.join(root, deployment), deployment)
-        listing = release_listing(parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout))
+        listing = release_listing(read_deployed(session.transport, root, deployment))
         return HostResult(session.name, "ok", said(listing, deployment), listing, task=TASK)
 
     return read_each(inputs, options, phase, TASK)

@@ -3,7 +3,6 @@ see each replica (HAProxy's `show stat` through the runtime program over SSH: ba
 
 from __future__ import annotations
 
-import posixpath
 
 from tritonops.balancer.door_servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
@@ -15,7 +14,7 @@ from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.door import door_rows
 from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
-from tritonops.serving.releases import parse_releases, releases_query
+from tritonops.serving.releases import read_deployed
 from tritonops.serving.status import (container_states_query, health_query, host_status, parse_container_states,
                                       parse_health, replica_status, utc_now)
 from tritonops.values.containers import replica_container
@@ -32,9 +31,7 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
     def phase(session: HostSession) -> HostResult:
         host, address = by_name[session.name], addresses[session.name]
         root, deployment = deployment_of(host)
-        query = releases_query(posixpath.join(root, deployment), deployment)
-        deployed = parse_releases(read_facts(session.transport, [query]).command(query.argv).stdout)
-        release = deployed.release(deployed.current) if deployed.current else None
+        release = read_deployed(session.transport, root, deployment).current_release
         models = tuple((release.serve or {}).get("models", ())) if release else ()
         placement = list((release.serve or {}).get("replicas") or ()) if release else []
         mode = mode_of_release(release.serve if release else None)

@@ -1,7 +1,7 @@
 """What is deployed on a host: its releases (from each release.json), `current`, the container.
 
 A fact like the probe: `releases_query(root, deployment)` is the command (a stdlib program run with
-python3 on the host), `parse_releases` its pure parser. `rollback_target` picks the release a
+python3 on the host), `parse_releases` its pure parser, `read_deployed` the two over a transport. `rollback_target` picks the release a
 rollback goes back to, `release_listing` what `tritonops releases` shows of them. Everything a rollback
 needs is on the host: no network beyond SSH.
 """
@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
 from tritonops.facts.queries import CommandQuery
+from tritonops.facts.query_program import read_facts
 from tritonops.modes.choice import MODES
 from tritonops.text import printable
 from tritonops.values.containers import container_name
+
+if TYPE_CHECKING:
+    from tritonops.transport.base import Transport
 
 SOURCE = host_programs.source("deployed_releases")  # host_programs/deployed_releases.py
 
@@ -66,6 +71,11 @@ class Deployed:
         return next((r for r in self.releases if r.id == release_id), None)
 
     @property
+    def current_release(self) -> ReleaseRecord | None:
+        """The release `current` points to; None when nothing is deployed (or its record is gone)."""
+        return self.release(self.current) if self.current else None
+
+    @property
     def previous(self) -> ReleaseRecord | None:
         """The release a rollback goes back to: the newest one before `current` that served (passed its gate)."""
         if self.current is None:
@@ -76,6 +86,12 @@ class Deployed:
 
 def releases_query(root: str, deployment: str) -> CommandQuery:
     return CommandQuery(("python3", "-c", SOURCE, root, container_name(deployment)))
+
+
+def read_deployed(transport: Transport, root: str, deployment: str) -> Deployed:
+    """What is deployed under root/deployment on the host `transport` reaches."""
+    query = releases_query(posixpath.join(root, deployment), deployment)
+    return parse_releases(read_facts(transport, [query]).command(query.argv).stdout)
 
 
 def parse_releases(stdout: str) -> Deployed:
