@@ -3,7 +3,6 @@ see each replica (HAProxy's `show stat` through the runtime program over SSH: ba
 
 from __future__ import annotations
 
-
 from tritonops.balancer.door_servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
 from tritonops.modes.choice import mode_of_release
@@ -31,7 +30,8 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
     def phase(session: HostSession) -> HostResult:
         host, address = by_name[session.name], addresses[session.name]
         root, deployment = deployment_of(host)
-        release = read_deployed(session.transport, root, deployment).current_release
+        deployed = read_deployed(session.transport, root, deployment)
+        release = deployed.current_release
         models = tuple((release.serve or {}).get("models", ())) if release else ()
         placement = list((release.serve or {}).get("replicas") or ()) if release else []
         mode = mode_of_release(release.serve if release else None)
