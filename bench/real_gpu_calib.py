@@ -46,7 +46,7 @@ def _worker(llm):
 
 def one(spec: dict, model_root: str, deadline: float) -> None:
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-    from vllm import LLM  # noqa: the imports overlap the previous run
+    from vllm import LLM  # the imports overlap the previous run
     lock = open(LOCK, "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
     rec: dict = {"id": spec["id"], "spec": spec}

@@ -6,7 +6,6 @@ Every row is fitted (the TP 2 rules were read off them): there is no held-out TP
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
 import pytest

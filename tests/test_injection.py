@@ -6,7 +6,6 @@ Values reach command lines through: the SSH target (address, user, port), ProxyC
 (--model-name). Remote commands are fixed programs fed on stdin (the probe) and argument lists
 (docker, pip in the image build: tests/test_image.py runs its hostile pip quoting in a sandbox)."""
 
-import os
 import shlex
 from pathlib import Path
 
@@ -59,7 +58,7 @@ def inventory_for(tmp_path: Path, field: str, payload: str) -> tuple[str, str, l
         variables["ansible_ssh_common_args"] = f"-o ProxyCommand=\"printf %%s %n > {record}\""
     elif field == "label_with_match_exec":
         name = payload
-        ssh_config = f'Match exec "test %n = x"\n  User matched\n'
+        ssh_config = 'Match exec "test %n = x"\n  User matched\n'
     elif field == "limit":
         extra = ["--limit", payload]
     elif field == "model_name":

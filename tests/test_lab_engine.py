@@ -166,7 +166,7 @@ def test_no_gpu_no_engine(vllm, model_dir):
 
 
 def test_cuda_visible_devices_narrows_the_cards(vllm, model_dir, monkeypatch):
-    v = vllm("a100x4")
+    vllm("a100x4")  # the fixture installs the profile
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     from vllm.lab.gpu import visible_gpus
     assert [g.index for g in visible_gpus()] == [3]

@@ -2,7 +2,6 @@
 
 import json
 import types
-from pathlib import Path
 
 import pytest
 

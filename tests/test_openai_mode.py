@@ -46,7 +46,7 @@ def test_the_production_container_publishes_the_openai_port_and_runs_the_fronten
     argv = run_argv(step.spec)
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--publish"] == [
         "0.0.0.0:8000:8000", "0.0.0.0:8001:8001", "0.0.0.0:9000:9000"]
-    assert argv[argv.index("--") + 1:] == OPENAI.server_argv(f"/opt/tritonops/chat/releases/r1/model_repository",
+    assert argv[argv.index("--") + 1:] == OPENAI.server_argv("/opt/tritonops/chat/releases/r1/model_repository",
                                                              30, (), (WEIGHTS,))
     assert not any("restricted" in a or "admin.key" in a for a in argv)  # main.py takes no such flags
     assert step.payload["admin_key_file"] is None

@@ -6,7 +6,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import FIXTURES
-from tritonops.facts.model import GpuFacts, NvidiaFacts, report_from_json, report_to_json
+from tritonops.facts.model import NvidiaFacts, report_from_json, report_to_json
 from tritonops.facts.probe_parse import (
     ProbeOutputError,
     cuda_version_text,

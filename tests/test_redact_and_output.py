@@ -1,7 +1,6 @@
 """Secrets never reach output, and user text is printed as text: no markup, no emoji, no escapes."""
 
 import json
-import os
 
 import pytest
 

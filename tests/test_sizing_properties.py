@@ -1,6 +1,5 @@
 """Properties of the chooser over random models and cards (hypothesis)."""
 
-from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st

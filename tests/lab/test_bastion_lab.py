@@ -91,13 +91,13 @@ def test_host_keys_are_checked_on_the_bastion_and_on_the_host_behind_it(lab, tmp
     only_bastion.write_text(bastion_line + "\n")
     (host,) = probe_hosts([replace(spec, known_hosts_file=str(only_bastion))]).hosts
     assert host.status == "unreachable"
-    assert f"unknown host key" in host.msg and f"for {lab.host(LIGHT_H200X2).container} " in host.msg
+    assert "unknown host key" in host.msg and f"for {lab.host(LIGHT_H200X2).container} " in host.msg
 
     empty = tmp_path / "empty"
     empty.write_text("")
     (host,) = probe_hosts([replace(spec, known_hosts_file=str(empty))]).hosts
     assert host.status == "unreachable"
-    assert host.msg.startswith(f"bastion unknown host key ") and f"[127.0.0.1]:{lab.host(BASTION).port}" in host.msg
+    assert host.msg.startswith("bastion unknown host key ") and f"[127.0.0.1]:{lab.host(BASTION).port}" in host.msg
     assert empty.read_text() == ""
 
 

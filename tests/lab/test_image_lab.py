@@ -15,13 +15,11 @@ Fault simulations (what is real, what is staged):
 
 from __future__ import annotations
 
-import glob
 import io
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import jsonschema

@@ -10,7 +10,7 @@ from tritonops.lab import api
 from tritonops.lab.profile_file import GpuFaults, SimulatedProcess
 from tritonops.lab.profiles import PROFILES
 from tritonops.lab.request import HostSpec, LabRequest
-from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, TEST_PREFIX, TEST_REQUEST, lab_test_state_dir
+from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, TEST_PREFIX, TEST_REQUEST
 
 pytestmark = pytest.mark.lab
 

@@ -65,7 +65,7 @@ def render(pip: PipOptions, vllm_version: str, code: bytes | None = None) -> str
         "set -eu",
         # The image is a dedicated environment: a system-wide install is the point (PEP 668).
         "export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore",
-        f'PY=$(command -v python3 || command -v python || true)',
+        'PY=$(command -v python3 || command -v python || true)',
         f'[ -n "$PY" ] || {{ echo "{MARKER} the base image has no python3" >&2; exit {EXIT_NO_PYTHON}; }}',
         f'"$PY" -m pip --version >/dev/null 2>&1 || {{ echo "{MARKER} the base image has no pip '
         f'(python3 -m pip failed): use a base image with pip" >&2; exit {EXIT_NO_PIP}; }}',
@@ -75,7 +75,7 @@ def render(pip: PipOptions, vllm_version: str, code: bytes | None = None) -> str
     lines += [
         f"echo {q(MARKER)} pip {shown}",
         f'"$PY" -m pip {pip_cmd}',
-        f'GOT=$("$PY" -c \'import importlib.metadata as m; print(m.version("vllm"))\')',
+        'GOT=$("$PY" -c \'import importlib.metadata as m; print(m.version("vllm"))\')',
         f'[ "$GOT" = {q(vllm_version)} ] || {{ echo "{MARKER} pip installed vllm $GOT, not "{q(vllm_version)} >&2; '
         f'exit {EXIT_WRONG_VERSION}; }}',
         f"mkdir -p {q(BACKEND_DIR)}",
