@@ -71,7 +71,7 @@ def test_plan_returns_each_hosts_plan_as_the_cli_prints_it(tmp_path, capsys):
     results = api.plan(hosts=HOSTS, vars=VARS, facts=saved_probe("gpu1", "gpu2"))
     assert [(r.host, r.status, r.task) for r in results] == [("gpu1", "ok", ""), ("gpu2", "ok", "")]
     assert all(isinstance(r.payload, HostDeployPlan) for r in results)
-    assert results["gpu1"].payload.models[0].plan.max_num_seqs == 256
+    assert results["gpu1"].payload.models[0].plan.fits
 
     inventory, facts = tmp_path / "hosts.yml", tmp_path / "facts.json"
     inventory.write_text(INVENTORY)
@@ -80,6 +80,7 @@ def test_plan_returns_each_hosts_plan_as_the_cli_prints_it(tmp_path, capsys):
     printed = {row["host"]: row["payload"] for row in json.loads(capsys.readouterr().out)["results"]}
     assert {host: plan["repository"] for host, plan in printed.items()} == \
         {r.host: dict(r.payload.files) for r in results}
+    assert printed["gpu1"]["plan"] == results["gpu1"].payload.models[0].plan.to_dict()
 
 
 def test_plan_names_why_a_host_has_no_plan_from_the_probe():
@@ -95,3 +96,14 @@ def test_the_cli_running_a_command_never_loads_fabric(tmp_path):
     code, modules = loaded("plan", "-i", str(inventory), "--facts", str(facts), "--json")
     assert code == 0
     assert "tritonops" in modules and not modules & {"fabric", "invoke"}, sorted(modules)
+
+
+def test_a_cli_module_importing_fabric_breaks_the_cli_without_fabric_contract(tmp_path):
+    from tests.test_import_layers import copy_with, lint
+
+    folder = copy_with(tmp_path, "tritonops/cli/cmd_status.py",
+                       "\n\ndef _fabric():\n    from tritonops.transport import fabric_adapter  # noqa: F401\n")
+    code, output = lint(folder)
+    assert code == 1, output
+    assert "the CLI never imports fabric" in output and "BROKEN" in output
+    assert "tritonops.cli.cmd_status -> tritonops.transport.fabric_adapter" in output
