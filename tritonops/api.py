@@ -49,7 +49,9 @@ def probe(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, va
     """`tritonops probe`: each host's facts (HostFacts) as its result's payload; a host with a GPU problem failed."""
     from tritonops.facts.defaults import DEFAULT_ROOT
     from tritonops.facts.probe import probe_hosts
+    from tritonops.values.numbers import real_number
 
+    timeout = real_number(timeout, "timeout (seconds)", "timeout", maximum=3600.0)  # as --timeout
     selected = _inventory(inventory, hosts, vars, {}).select(limit)
     if not selected:
         raise InputError(f"no host matches {limit!r}", "limit")
@@ -79,7 +81,7 @@ def plan(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, var
     from tritonops.values.names import safe_name
 
     safe_name(model_name, "model name", "model_name")
-    inputs = _run_inputs("deploy.yml", None, (), inventory, hosts, vars, limit, extra_vars)
+    inputs = run_inputs("deploy.yml", None, (), inventory, hosts, vars, limit, extra_vars)
     selected = inputs.hosts  # as deploy sees them: role defaults, -e
     if not selected:
         raise InputError(f"no host matches {limit!r}", "limit")
@@ -117,12 +119,12 @@ def deploy(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, v
 
     options = options or DeployOptions()
     safe_name(options.model_name, "model name", "model_name")
-    inputs = _run_inputs("deploy.yml", playbook, roles_path, inventory, hosts, vars, limit, extra_vars)
+    inputs = run_inputs("deploy.yml", playbook, roles_path, inventory, hosts, vars, limit, extra_vars)
     gate = None
     if bench_gate and not options.check:
         from tritonops.deploy.bench_gate import plan_bench_gate
 
-        gate = plan_bench_gate(inputs, _run_inputs("rollback.yml", None, roles_path, inventory, hosts, vars, limit,
+        gate = plan_bench_gate(inputs, run_inputs("rollback.yml", None, roles_path, inventory, hosts, vars, limit,
                                                    extra_vars))
     return deploy_flow(inputs, options, on_event=on_event, gate=gate)
 
@@ -138,7 +140,7 @@ def rollback(*, inventory: Sequence[str] | str | None = None, hosts: Any = None,
     from tritonops.deploy.run import DeployOptions
 
     options = replace(options or DeployOptions(), command="rollback")
-    inputs = _run_inputs("rollback.yml", playbook, roles_path, inventory, hosts, vars, limit,
+    inputs = run_inputs("rollback.yml", playbook, roles_path, inventory, hosts, vars, limit,
                          {**(extra_vars or {}), **rollback_vars(to)})
     return rollback_flow(inputs, options, on_event=on_event)
 
@@ -151,14 +153,15 @@ def status(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, v
     from tritonops.reading.sessions import ReadOptions
     from tritonops.reading.status import status as status_flow
 
-    inputs = _run_inputs("deploy.yml", None, (), inventory, hosts, vars, limit, extra_vars)
+    inputs = run_inputs("deploy.yml", None, (), inventory, hosts, vars, limit, extra_vars)
     return status_flow(inputs, options or ReadOptions())
 
 
-def _run_inputs(shipped: str, playbook: str | None, roles_path: Sequence[str], inventory, hosts, vars, limit,
-                extra_vars) -> RunInputs:
-    """The run's inputs, read once as the CLI reads them: the playbook (the shipped `shipped` one unless given)
-    with its roles (beside it, then `roles_path`, then the shipped ones), the hosts, `limit` and `extra_vars`."""
+def run_inputs(shipped: str, playbook: str | None = None, roles_path: Sequence[str] = (), inventory=None, hosts=None,
+               vars=None, limit: str | None = None, extra_vars: Mapping[str, Any] | None = None) -> RunInputs:
+    """A run's inputs, read once (playbook.inputs.RunInputs), for the CLI's commands and this module's: the playbook
+    (`playbook`, else ./playbooks/`shipped` of a project of one's own, else the shipped one) with its roles (beside
+    it, then `roles_path`, then the shipped ones), the hosts, `limit` and `extra_vars`."""
     from tritonops.playbook.inputs import load_run_inputs, run_inputs_of
     from tritonops.playbook.shipped import playbook_path, roles_path as shipped_roles
 

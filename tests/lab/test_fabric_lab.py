@@ -63,8 +63,8 @@ def test_the_example_fabfile_deploys_through_fabric_and_status_reads_the_same_ho
     runtime = tmp_path / "fabric.yaml"
     runtime.write_text(yaml.safe_dump({"tritonops": {"hosts": [FULL_2080TI], "vars": fleet_vars(lab)}}))
     ssh_config(lab, tmp_path / "ssh_config")
-    fab = [sys.executable, "-m", "fabric", "-r", str(FABFILE_DIR), "-f", str(runtime), "-S", str(tmp_path / "ssh_config"),
-           "deploy"]
+    fab = [sys.executable, "-m", "fabric", "-r", str(FABFILE_DIR), "-f", str(runtime),
+           "-S", str(tmp_path / "ssh_config"), "deploy"]
     done = subprocess.run(fab, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{FULL_2080TI} ok=" in done.stdout and "unreachable=0 failed=0" in done.stdout, done.stdout
