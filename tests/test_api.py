@@ -107,3 +107,13 @@ def test_a_cli_module_importing_fabric_breaks_the_cli_without_fabric_contract(tm
     assert code == 1, output
     assert "the CLI never imports fabric" in output and "BROKEN" in output
     assert "tritonops.cli.cmd_status -> tritonops.transport.fabric_adapter" in output
+
+
+def test_the_option_types_are_reachable_from_the_api_and_are_the_clis_own():
+    from tritonops.deploy.run import DeployOptions
+    from tritonops.reading.sessions import ReadOptions
+    from tritonops.sizing.engine_plan import SizingRequest
+
+    assert (api.DeployOptions, api.ReadOptions, api.SizingRequest) == (DeployOptions, ReadOptions, SizingRequest)
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        api.Nothing  # noqa: B018

@@ -12,10 +12,9 @@ The hosts are either an inventory (`inventory=` paths, as -i; `limit=` as --limi
 `vars=` are variables of every host (the inventory's `all: vars:`), `extra_vars=` are -e's (above everything).
 
     from tritonops import api
-    from tritonops.deploy.run import DeployOptions
 
     report = api.deploy(hosts=ThreadingGroup("gpu1", "gpu2", user="ubuntu"),
-                        vars={"tritonops_model": "/models/llama"}, options=DeployOptions(forks=4))
+                        vars={"tritonops_model": "/models/llama"}, options=api.DeployOptions(forks=4))
     assert report.ok, report.recap.rows()
 
 The flows are those of the CLI (tritonops.deploy.flow, deploy.rollback, reading.status, facts.probe,
@@ -41,6 +40,17 @@ if TYPE_CHECKING:
     from tritonops.sizing.engine_plan import SizingRequest
 
 DEFAULT_MODEL_NAME = "vllm_model"
+# the option types the functions take, here too (api.DeployOptions(check=True)); loaded when first asked for
+OPTION_TYPES = {"DeployOptions": "tritonops.deploy.run", "ReadOptions": "tritonops.reading.sessions",
+                "SizingRequest": "tritonops.sizing.engine_plan"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in OPTION_TYPES:
+        import importlib
+
+        return getattr(importlib.import_module(OPTION_TYPES[name]), name)
+    raise AttributeError(f"module 'tritonops.api' has no attribute {name!r}")
 
 
 def probe(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, vars: Mapping[str, Any] | None = None,

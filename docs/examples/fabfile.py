@@ -24,7 +24,6 @@ from fabric import ThreadingGroup, task
 from invoke.exceptions import Exit
 
 from tritonops import api
-from tritonops.deploy.run import DeployOptions
 
 
 def fleet(c):
@@ -56,7 +55,7 @@ def _recap(report) -> None:
 @task
 def deploy(c, check=False):
     """Deploy the model to every host (a rolling deploy with a health gate; --check changes nothing)."""
-    report = api.deploy(hosts=fleet(c), vars=fleet_vars(c), options=DeployOptions(check=check))
+    report = api.deploy(hosts=fleet(c), vars=fleet_vars(c), options=api.DeployOptions(check=check))
     _recap(report)
     for host, plan in report.plans.items():
         for model in plan.models:

@@ -110,19 +110,28 @@ def test_an_unknown_host_key_is_refused_where_fabric_would_have_trusted_it(lab, 
         opened.close()
 
 
-def test_a_known_key_opens_a_session_with_nagle_off_that_commands_and_sftp_ride(lab, tmp_path):
-    from tritonops.transport.fabric_adapter import fabric_spec
+def test_a_known_key_opens_a_session_with_nagle_off_that_commands_sftp_and_docker_ride(lab, tmp_path):
+    from tritonops.image.docker_ssh import docker_client
+    from tritonops.transport.fabric_adapter import FabricTransport, fabric_spec
 
-    connection = Connection(LIGHT_NOGPU, config=fabric_config(lab, tmp_path))
-    spec = fabric_spec(LIGHT_NOGPU, connection)
+    connection = Connection(FULL_2080TI, config=fabric_config(lab, tmp_path))  # the host with a Docker engine
+    spec = fabric_spec(FULL_2080TI, connection)
     assert spec.known_hosts_file == str(lab.known_hosts_file)  # the alias's UserKnownHostsFile
     transport = open_transport(spec)
     try:
+        assert isinstance(transport, FabricTransport) and transport.ssh_client is connection.client
         sock = connection.transport.sock
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
-        assert transport.run("echo $((6 * 7))").stdout.strip() == "42"
+        hostname = transport.run("hostname").stdout.strip()
+        assert hostname
         with transport.ssh_client.open_sftp() as sftp:
-            assert sftp.stat("/etc/hostname").st_size > 0
+            with sftp.open("/etc/hostname") as file:
+                assert file.read().decode().strip() == hostname
+        engine = docker_client(transport)
+        try:
+            assert engine.info()["Name"] == hostname  # the host's own engine, over this session
+        finally:
+            engine.close()
     finally:
         transport.close()
     assert not connection.is_connected  # tritonops opened it, tritonops closed it
