@@ -43,6 +43,7 @@ def test_hosts_given_as_data_are_the_inventory_the_same_file_would_be(tmp_path):
     (dict(), "hosts", "one of the two"),
     (dict(inventory="x.yml", hosts=["a"]), "hosts", "one of the two"),
     (dict(hosts="gpu1"), "hosts", "not str"),
+    (dict(hosts=[]), "hosts", "names no host"),
     (dict(hosts={"gpu1": {"ansible_port": "ssh"}}), "hosts=['gpu1']['ansible_port']", "port"),
     (dict(hosts={"gpu1": {"bad-name": 1}}), "hosts=['gpu1']['bad-name']", "invalid variable name"),
     (dict(hosts={"gpu1": ["not", "vars"]}), "hosts=['gpu1']", "must map to its variables"),

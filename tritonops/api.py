@@ -198,6 +198,8 @@ def _inventory(inventory, hosts, vars, extra_vars: Mapping[str, Any]) -> Invento
         return load_inventory(_paths(inventory), extra_vars=extra_vars)
     from tritonops.inventory import inventory_of_hosts
 
+    if not _is_fabric(hosts) and isinstance(hosts, (Mapping, list, tuple)) and not hosts:
+        raise InputError("hosts= names no host", "hosts")
     if _is_fabric(hosts) or (isinstance(hosts, Mapping) and any(map(_is_fabric, hosts.values()))) or \
             (isinstance(hosts, (list, tuple)) and hosts and all(map(_is_fabric, hosts))):
         return _fabric_inventory(hosts, vars, extra_vars)

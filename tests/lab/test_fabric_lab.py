@@ -17,7 +17,7 @@ import yaml
 from fabric import Config, Connection, ThreadingGroup
 
 from tritonops import api
-from tritonops.lab.testing import FULL_2080TI, LIGHT_NOGPU
+from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU
 from tritonops.transport.sessions import open_transport
 
 ROOT = "/opt/tritonops"
@@ -135,3 +135,15 @@ def test_a_known_key_opens_a_session_with_nagle_off_that_commands_sftp_and_docke
     finally:
         transport.close()
     assert not connection.is_connected  # tritonops opened it, tritonops closed it
+
+
+def test_a_connection_the_caller_opened_with_a_known_key_is_used_and_left_open(lab, tmp_path):
+    opened = Connection(LIGHT_H200X2, config=fabric_config(lab, tmp_path))
+    opened.open()
+    try:
+        (result,) = api.probe(hosts={"h200s": opened})
+        assert (result.host, result.status) == ("h200s", "ok"), result
+        assert len(result.payload.nvidia.gpus) == 2  # the probe's facts came over the caller's session
+        assert opened.is_connected and opened.run("true", hide=True, in_stream=False).ok  # still the caller's to use
+    finally:
+        opened.close()
