@@ -23,6 +23,8 @@ import os
 import socket
 from typing import Any, Iterable, Mapping
 
+import fabric  # the extra: pip install 'tritonops[fabric]'
+
 from tritonops.errors import InputError
 from tritonops.transport.base import HostKeyRefused, Unreachable
 from tritonops.transport.dial import connect_tcp
@@ -31,8 +33,6 @@ from tritonops.transport.paramiko_lib import paramiko
 from tritonops.transport.spec import ConnectionSpec
 from tritonops.transport.ssh import (DEFAULT_KNOWN_HOSTS, SshLink, SshTransport, host_key_policy, known_keys,
                                      open_error, trust_known_hosts)
-
-import fabric  # noqa: E402  (the extra: pip install 'tritonops[fabric]')
 
 
 def named_connections(hosts: Any) -> dict[str, fabric.Connection]:
