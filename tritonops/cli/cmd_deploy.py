@@ -63,11 +63,12 @@ def add_reading_options(parser) -> None:
 def run_inputs(args, playbook: str, more_vars: dict | None = None):
     """The run's inputs, read once: `playbook` with its roles (beside it, then --roles-path, then the
     shipped ones), the -i inventory, --limit and -e (then `more_vars`)."""
-    from tritonops.playbook import load_run_inputs, parse_extra_vars
+    from tritonops.api import run_inputs as api_run_inputs
+    from tritonops.playbook import parse_extra_vars
 
-    roles_path = tuple(getattr(args, "roles_path", ())) + default_roles_path(playbook)
-    return load_run_inputs(playbook, inventory_paths(args.inventory), roles_path=roles_path, limit=args.limit,
-                           extra_vars={**parse_extra_vars(args.extra_vars), **(more_vars or {})})
+    return api_run_inputs("", playbook=playbook, roles_path=tuple(getattr(args, "roles_path", ())),
+                          inventory=inventory_paths(args.inventory), limit=args.limit,
+                          extra_vars={**parse_extra_vars(args.extra_vars), **(more_vars or {})})
 
 
 def reading_inputs(args):

@@ -167,6 +167,7 @@ def _or_dash(value: Any) -> str:
 
 def _connection_json(host: Host) -> dict[str, Any]:
     data = dataclasses.asdict(host.connection)
+    del data["opener"]  # set only for tritonops.api's fabric hosts: code, not a setting
     data["password_set"] = data.pop("password") is not None
     data["key_files"] = list(data["key_files"])
     return data

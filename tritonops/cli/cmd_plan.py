@@ -15,12 +15,11 @@ from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option
 from tritonops.errors import InputError
 from tritonops.exit_codes import exit_code_of
-from tritonops.results import HostResult
 from tritonops.values.files import read_regular_text
 from tritonops.values.names import safe_name
 
 if TYPE_CHECKING:
-    from tritonops.facts.model import HostFacts, ProbeReport
+    from tritonops.facts.model import ProbeReport
     from tritonops.planning import HostDeployPlan
 
 REPORT_MAX_BYTES = 64 * 2**20   # a probe report is some kilobytes per host
@@ -59,60 +58,27 @@ def _read_report(path: Path) -> ProbeReport:
         raise InputError(f"not a probe report: {str(err).splitlines()[0]}", str(path)) from None
 
 
-def collect_facts(args, hosts) -> tuple[dict[str, HostFacts | None], dict[str, str], dict[str, str]]:
-    """Thin I/O: probe the hosts (or read --facts). Facts by inventory name, why a host has none,
-    and each host's probe status (ok, failed, unreachable; "failed" for a host not in the report)."""
-    if args.facts:
-        report = _read_report(args.facts)
-    else:
-        from tritonops.facts.probe import probe_hosts
-
-        report = probe_hosts([h.connection for h in hosts], args.forks,
-                             accept_new_host_keys=args.accept_new_host_keys)
-    by_name = {probe.host: probe for probe in report.hosts}
-    facts = {h.name: by_name[h.name].facts if h.name in by_name else None for h in hosts}
-    why = {h.name: (f"{by_name[h.name].status}: {by_name[h.name].msg}" if h.name in by_name
-                    else "not in the probe report") for h in hosts}
-    probed = {h.name: by_name[h.name].status if h.name in by_name else "failed" for h in hosts}
-    return facts, why, probed
-
-
 def run(args, out) -> int:
-    from tritonops.cli.cmd_deploy import default_playbook, run_inputs
-    from tritonops.planning import controller_folders, load_models, model_refs, plan_hosts
+    from tritonops import api
+    from tritonops.cli.selection import inventory_paths
+    from tritonops.playbook import parse_extra_vars
 
     if not args.inventory:
         raise InputError("plan needs an inventory (-i INVENTORY)", "-i")
     safe_name(args.model_name, "model name", "--model-name")
-    base = request_from_args(args, args.model or "")
-    inputs = run_inputs(args, default_playbook("deploy.yml"))
-    hosts = inputs.hosts  # as deploy sees them: role defaults, -e
-    if not hosts:
-        raise InputError(f"no host matches {args.limit!r}", "--limit")
-    refs = model_refs(hosts, args.model, args.model_name)
-    models, model_errors = load_models(refs)
-    folders = controller_folders(hosts, refs)
-    facts, why, probed = collect_facts(args, hosts)
-    plans = plan_hosts(hosts, facts, base, models, model_errors, why_no_facts=why, default_model=args.model,
-                       default_name=args.model_name, metrics=not args.no_metrics, folders=folders,
-                       behind_balancer=inputs.behind_balancer)
-    results = [HostResult(plan.host, _host_status(plan, probed[plan.host]), "; ".join(plan.errors), plan)
-               for plan in plans]
+    results = api.plan(inventory=inventory_paths(args.inventory), limit=args.limit,
+                       extra_vars=parse_extra_vars(args.extra_vars), model=args.model, model_name=args.model_name,
+                       request=request_from_args(args, args.model or ""), metrics=not args.no_metrics,
+                       facts=_read_report(args.facts) if args.facts else None, forks=args.forks,
+                       accept_new_host_keys=args.accept_new_host_keys)
     if args.json:
         from tritonops.cli.result_json import document
 
         out.json(document("plan", results, payload=lambda result: _host_json(result.payload)))
     else:
-        for hp in plans:
-            _print_host(out, hp)
+        for result in results:
+            _print_host(out, result.payload)
     return exit_code_of(result.status for result in results)
-
-
-def _host_status(plan: HostDeployPlan, probe_status: str) -> str:
-    """ok when the host's plan is; else why not: the probe's own status (unreachable), or failed."""
-    if plan.ok:
-        return "ok"
-    return probe_status if probe_status != "ok" else "failed"
 
 
 def _host_json(hp: HostDeployPlan) -> dict:

@@ -75,9 +75,9 @@ def run(args, out) -> int:
 
 def probe_results(report: ProbeReport) -> list[HostResult]:
     """The report's hosts as the one result shape: each host's facts its payload."""
-    from tritonops.results import HostResult
+    from tritonops.api import probe_results
 
-    return [HostResult(host.host, host.status, host.msg, host.facts, elapsed_s=host.elapsed_s) for host in report.hosts]
+    return list(probe_results(report))
 
 
 def probe_table(report: ProbeReport) -> Table:

@@ -7,7 +7,7 @@ same for a host named on the command line.
 """
 
 from tritonops.inventory.connection import spec_from_target
-from tritonops.inventory.loader import load_inventory
+from tritonops.inventory.loader import inventory_of_hosts, load_inventory
 from tritonops.inventory.model import Group, Host, Inventory, Setting
 
-__all__ = ["Group", "Host", "Inventory", "Setting", "load_inventory", "spec_from_target"]
+__all__ = ["Group", "Host", "Inventory", "Setting", "inventory_of_hosts", "load_inventory", "spec_from_target"]

@@ -32,6 +32,37 @@ def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
     for path in files:
         reader = read_yaml_inventory if inventory_format(path) == "yaml" else read_ini_inventory
         reader(path, display_path(path), draft)
+    return _resolved(draft, var_dirs, tuple(display_path(f) for f in files), ssh_config_file, defaults, extra_vars)
+
+
+def inventory_of_hosts(hosts: Mapping[str, Mapping[str, Any]], *, group_vars: Mapping[str, Any] | None = None,
+                       ssh_config_file: str | None = None, extra_vars: Mapping[str, Any] | None = None,
+                       source: str = "hosts=") -> Inventory:
+    """An inventory given as data rather than files (tritonops.api's `hosts=`): each host in group 'all' with
+    its own variables, `group_vars` as all's, resolved and checked exactly as a file's would be (the connection
+    variables, known names, -e over everything). Provenance names `source` and the key, e.g. hosts=['gpu1']."""
+    draft = InventoryDraft()
+    base_dir = os.getcwd()
+    group = draft.group("all", source)
+    for var, value in (group_vars or {}).items():
+        check_var_name(var, f"vars[{var!r}]")
+        group.vars[var] = Setting(value, f"{source} vars", f"vars[{var!r}]", base_dir)
+    for name, values in hosts.items():
+        where = f"{source}[{name!r}]"
+        if not isinstance(name, str) or not name:
+            raise InputError(f"a host name must be a non-empty string, not {name!r}", source)
+        if not isinstance(values, Mapping):
+            raise InputError(f"host {name!r} must map to its variables, not {type(values).__name__}", where)
+        host = draft.add_host(None, name, where)
+        for var, value in values.items():
+            check_var_name(var, f"{where}[{var!r}]")
+            host.vars[var] = Setting(value, f"{source} (host {name})", f"{where}[{var!r}]", base_dir)
+    return _resolved(draft, [], (source,), ssh_config_file, None, extra_vars)
+
+
+def _resolved(draft: InventoryDraft, var_dirs: list[str], shown: tuple[str, ...], ssh_config_file: str | None,
+              defaults: Mapping[str, Any] | None, extra_vars: Mapping[str, Any] | None) -> Inventory:
+    """Every host's variables through the layers (provenance kept) and its connection."""
     tree = build_group_tree(draft)
     sources, warnings = _var_sources(draft, tree, var_dirs, defaults or {}, extra_vars or {})
     check_known(_every_setting(sources))
@@ -51,8 +82,7 @@ def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
         values, history = stack(host_layers(name, groups[1:], sources))
         connection = connection_from_vars(name, history, ssh_config, ssh_config_path, draft.hosts[name].where)
         hosts.append(Host(name, tuple(groups), connection, values, history))
-    return Inventory(tuple(hosts), _groups(tree, sources, priority), tuple(display_path(f) for f in files),
-                     tuple(warnings))
+    return Inventory(tuple(hosts), _groups(tree, sources, priority), shown, tuple(warnings))
 
 
 def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:

@@ -52,8 +52,20 @@ def load_run_inputs(playbook_path: str, inventory_paths: Sequence[str], *, roles
     playbook = load_playbook(playbook_path, roles_path=roles_path)
     extra_vars = dict(extra_vars or {})
     loaded = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars)
+    return _run_inputs(playbook, loaded, tuple(inventory_paths), limit, extra_vars)
+
+
+def run_inputs_of(playbook_path: str, loaded: Inventory, *, roles_path: Sequence[str] = (), limit: str | None = None,
+                  extra_vars: Mapping[str, Any] | None = None) -> RunInputs:
+    """The same for an inventory made elsewhere (tritonops.api's hosts=: `inventory_of_hosts`, given the same
+    `extra_vars`), with no inventory files."""
+    return _run_inputs(load_playbook(playbook_path, roles_path=roles_path), loaded, (), limit, dict(extra_vars or {}))
+
+
+def _run_inputs(playbook: Playbook, loaded: Inventory, paths: tuple[str, ...], limit: str | None,
+                extra_vars: dict[str, Any]) -> RunInputs:
     defaults = {name: setting for play in playbook.plays for name, setting in play.defaults.items()}
     inventory = with_role_defaults(loaded, defaults)
     hosts = inventory.select(limit) if limit else inventory.hosts
-    return RunInputs(playbook, inventory, tuple(serving_hosts(hosts)), tuple(inventory_paths), limit, extra_vars,
-                     loaded, tuple(balancers_among(hosts)))
+    return RunInputs(playbook, inventory, tuple(serving_hosts(hosts)), paths, limit, extra_vars, loaded,
+                     tuple(balancers_among(hosts)))

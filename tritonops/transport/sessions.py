@@ -54,6 +54,8 @@ Phase = Callable[[HostSession], HostResult]
 
 
 def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) -> Transport:
+    if spec.opener is not None:  # a connection the caller holds (a fabric Connection): opened its own way
+        return spec.opener(spec, accept_new_host_keys=accept_new_host_keys)
     if spec.local:
         from tritonops.transport.local import LocalTransport
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,9 @@ class ConnectionSpec:
     strict_host_key_checking: str = "yes"  # yes | accept-new (never 'no')
     connect_timeout_s: float = 10.0
     local: bool = False  # ansible_connection=local: run on this machine, no SSH
+    # how to open this host instead of dialling it: (spec, accept_new_host_keys=) -> Transport; set by an adapter
+    # over a connection the caller already holds (transport/fabric_adapter.py), None for everything else
+    opener: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:

@@ -30,16 +30,32 @@ def _known_hosts_file(spec: ConnectionSpec) -> str:
 
 def _client(spec: ConnectionSpec, accept_new: bool) -> paramiko.SSHClient:
     """A paramiko client that knows, of the spec's known_hosts file, the keys of this host only."""
-    known_hosts = _known_hosts_file(spec)
-    client = paramiko.SSHClient()
+    return trust_known_hosts(paramiko.SSHClient(), spec, accept_new)
+
+
+def trust_known_hosts(client: paramiko.SSHClient, spec: ConnectionSpec, accept_new: bool) -> paramiko.SSHClient:
+    """`client` told the keys the spec's known_hosts file holds for this host, and tritonops' policy for a key
+    it does not hold (refused, or recorded with accept-new). Also for a client made elsewhere (a fabric
+    Connection's, whose AutoAddPolicy this replaces: transport/fabric_adapter.py)."""
     name = known_hosts_name(spec.host, spec.port)
-    for key_type, key in (_host_keys(known_hosts, name).lookup(name) or {}).items():
+    for key_type, key in known_keys(spec).items():
         client.get_host_keys().add(name, key_type, key)
-    if accept_new or spec.strict_host_key_checking == "accept-new":
-        client.set_missing_host_key_policy(AcceptNewHostKey(known_hosts))
-    else:
-        client.set_missing_host_key_policy(RefuseUnknownHostKey(known_hosts, HostKeyRefused))
+    client.set_missing_host_key_policy(host_key_policy(spec, accept_new))
     return client
+
+
+def host_key_policy(spec: ConnectionSpec, accept_new: bool) -> paramiko.MissingHostKeyPolicy:
+    """What to do with a key the spec's known_hosts file does not hold: refuse it, or (accept-new) record it."""
+    known_hosts = _known_hosts_file(spec)
+    if accept_new or spec.strict_host_key_checking == "accept-new":
+        return AcceptNewHostKey(known_hosts)
+    return RefuseUnknownHostKey(known_hosts, HostKeyRefused)
+
+
+def known_keys(spec: ConnectionSpec) -> dict[str, paramiko.PKey]:
+    """The keys (by type) the spec's known_hosts file holds for the host."""
+    name = known_hosts_name(spec.host, spec.port)
+    return dict(_host_keys(_known_hosts_file(spec), name).lookup(name) or {})
 
 
 class _KnownHostsLines:
@@ -189,7 +205,7 @@ class ProxyProcess(paramiko.ProxyCommand):
 
 
 @dataclass
-class _Link:
+class SshLink:
     """One open SSH connection: its paramiko client, and the ProxyCommand or TCP socket it rides on (if
     any)."""
 
@@ -243,13 +259,13 @@ def _connect_kwargs(spec: ConnectionSpec) -> dict:
     return kwargs
 
 
-def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", role: str = "",
-          dialled: "socket.socket | OSError | None" = None) -> _Link:
+def _open(spec: ConnectionSpec, accept_new: bool, via: "str | SshLink | None", role: str = "",
+          dialled: "socket.socket | OSError | None" = None) -> SshLink:
     """Open one SSH connection: directly (on `dialled`, the connection dial_direct made, or dialling now),
     through a ProxyCommand (`via` is its finished line) or through an open bastion (`via` is its link);
     every way it can fail becomes one line (HostKeyRefused / Unreachable). `role` ("bastion ") says what
     is being reached when it is not the host itself."""
-    link = _Link(spec, _client(spec, accept_new))
+    link = SshLink(spec, _client(spec, accept_new))
     try:
         if isinstance(via, str):
             link.proxy = sock = ProxyProcess(via)
@@ -261,7 +277,7 @@ def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", rol
             link.direct = sock = dialled or connect_tcp(spec)
         link.client.connect(**_connect_kwargs(spec), sock=sock)
     except (Unreachable, paramiko.SSHException, OSError, EOFError) as exc:
-        error = _open_error(exc, link, spec, role)
+        error = open_error(exc, link, spec, role)
         link.close()
         if error is exc:
             raise
@@ -272,7 +288,7 @@ def _open(spec: ConnectionSpec, accept_new: bool, via: "str | _Link | None", rol
     return link
 
 
-def _forwarded(bastion: _Link, spec: ConnectionSpec) -> paramiko.Channel:
+def _forwarded(bastion: SshLink, spec: ConnectionSpec) -> paramiko.Channel:
     """A direct-tcpip channel from the bastion to the host; its refusal becomes Unreachable."""
     try:
         return bastion.client.get_transport().open_channel(
@@ -282,7 +298,8 @@ def _forwarded(bastion: _Link, spec: ConnectionSpec) -> paramiko.Channel:
                           f"{spec.port or 22}: {exc.text or exc.code}") from exc
 
 
-def _open_error(exc: Exception, link: _Link, spec: ConnectionSpec, role: str) -> Unreachable:
+def open_error(exc: Exception, link: SshLink, spec: ConnectionSpec, role: str = "") -> Unreachable:
+    """What a failure to open a connection means, in one line (HostKeyRefused or Unreachable)."""
     what = f"{role}{spec.label}"
     if isinstance(exc, paramiko.BadHostKeyException):
         return HostKeyRefused(role + changed_key_message(spec.host, spec.port, _known_hosts_file(spec), exc))
@@ -304,7 +321,7 @@ def _open_error(exc: Exception, link: _Link, spec: ConnectionSpec, role: str) ->
 class SshTransport:
     """Commands on one host over SSH. Open with `SshTransport.open(spec)`."""
 
-    def __init__(self, spec: ConnectionSpec, link: _Link, bastions: tuple[_Link, ...] = ()):
+    def __init__(self, spec: ConnectionSpec, link: SshLink, bastions: tuple[SshLink, ...] = ()):
         self.spec = spec
         self.name = spec.name
         self._link = link
@@ -316,8 +333,8 @@ class SshTransport:
              dialled: "socket.socket | OSError | None" = None) -> "SshTransport":
         """Connect (through each ProxyJump bastion, or the ProxyCommand; a direct host on `dialled` when
         given, see transport/dial.py); failures raise Unreachable."""
-        hops: list[_Link] = []
-        via: str | _Link | None = _proxy_command_line(spec)
+        hops: list[SshLink] = []
+        via: str | SshLink | None = _proxy_command_line(spec)
         try:
             for hop_spec in _hop_specs(spec):  # ProxyJump a,b: reach a, then b through a, then the host
                 via = _open(hop_spec, accept_new_host_keys, via, role="bastion ")
