@@ -149,6 +149,8 @@ def _connection_summary(host: Host) -> str:
         parts.append(_proxy(host))
     if spec.known_hosts_file:
         parts.append(f"known_hosts {spec.known_hosts_file}")
+    if spec.become_user:
+        parts.append(f"become {spec.become_user} with sudo")
     return "; ".join(parts)
 
 
@@ -168,6 +170,7 @@ def _or_dash(value: Any) -> str:
 def _connection_json(host: Host) -> dict[str, Any]:
     data = dataclasses.asdict(host.connection)
     data["password_set"] = data.pop("password") is not None
+    data["become_password_set"] = data.pop("become_password") is not None
     data["key_files"] = list(data["key_files"])
     return data
 

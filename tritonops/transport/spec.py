@@ -26,6 +26,9 @@ class ConnectionSpec:
     strict_host_key_checking: str = "yes"  # yes | accept-new (never 'no')
     connect_timeout_s: float = 10.0
     local: bool = False  # ansible_connection=local: run on this machine, no SSH
+    # ansible_become: every command runs as this user through sudo (transport/become.py); None: as `user`
+    become_user: str | None = None
+    become_password: str | None = field(default=None, repr=False)  # only ever written to sudo's stdin
 
     @property
     def label(self) -> str:
