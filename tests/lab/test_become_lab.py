@@ -7,7 +7,7 @@ password and a user sudo refuses are those hosts' one-line failures while the ot
 in no output (text, --json, stderr) nor on any command line on the host (`ps` during a run). Weights pushed over
 SFTP land as root, and a command's own stdin reaches it intact behind the password line.
 
-Its own lab (one light host: prefix tritonops-labbecome, ports 22500+, state in $TMPDIR/tritonops-labbecome), so
+Its own lab (a light host and a full one, with a Docker engine: prefix tritonops-labbecome, ports 22500+, state in $TMPDIR/tritonops-labbecome), so
 the shared test lab is left as it is; the users and sudo (Debian's .deb, fetched once with `apt-get download`
 into the lab cache) are added when the module starts. Torn down at the end unless TRITONOPS_LAB_KEEP is set.
 """
@@ -24,9 +24,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
 
 from tritonops.deploy.lock import LockOwner, acquire
+from tritonops.image.docker_ssh import docker_client
+from tritonops.lab.image_specs import TRITON_TAG
 from tritonops.lab import api
 from tritonops.lab.defaults import default_cache_dir
 from tritonops.lab.request import HostSpec, LabRequest
@@ -37,6 +40,7 @@ from tritonops.weights.transfer import PushFiles, PushItem
 PREFIX = "tritonops-labbecome"
 PORT_BASE = 22500
 HOST = "b-light"
+FULL = "b-full"  # a host with a Docker engine (the docker SDK through sudo)
 PASSWORD = "violet-ostrich-42"  # deployer's; no redaction pattern would hide it: any leak fails the tests
 NOSUDO_PASSWORD = "plain-parrot-77"
 ROOT = "/opt/tritonops"
@@ -71,21 +75,28 @@ def sudo_deb() -> Path:
     return found[-1]
 
 
-@pytest.fixture(scope="module")
-def become_lab():
-    state_dir = Path(tempfile.gettempdir()) / PREFIX
-    state = api.up(LabRequest((HostSpec(HOST, "h200x2", "light"),)), state_dir=state_dir, name_prefix=PREFIX,
-                   port_base=PORT_BASE)
+STATE_DIR = Path(tempfile.gettempdir()) / PREFIX
+
+
+def lab_up(*hosts: HostSpec):
+    """The become lab with `hosts`, each with sudo and the three users."""
+    state = api.up(LabRequest(hosts), state_dir=STATE_DIR, name_prefix=PREFIX, port_base=PORT_BASE)
     if state.results.failed:
         pytest.fail("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
-    as_root = lambda command, stdin: subprocess.run(state.ssh_argv(HOST, command), input=stdin,  # noqa: E731
-                                                    capture_output=True, timeout=120)
-    copied = as_root("cat > /tmp/sudo.deb", sudo_deb().read_bytes())
-    made = as_root("bash -s", SETUP.encode())
-    assert copied.returncode == 0 and made.returncode == 0, made.stderr
-    yield state
+    for host in hosts:
+        as_root = lambda command, stdin: subprocess.run(state.ssh_argv(host.name, command), input=stdin,  # noqa: E731
+                                                        capture_output=True, timeout=120)
+        copied = as_root("cat > /tmp/sudo.deb", sudo_deb().read_bytes())
+        made = as_root("bash -s", SETUP.encode())
+        assert copied.returncode == 0 and made.returncode == 0, made.stderr
+    return state
+
+
+@pytest.fixture(scope="module")
+def become_lab():
+    yield lab_up(HostSpec(HOST, "h200x2", "light"), HostSpec(FULL, "2080ti", "full"))
     if not os.environ.get("TRITONOPS_LAB_KEEP"):
-        api.down(state_dir=state_dir, name_prefix=PREFIX)
+        api.down(state_dir=STATE_DIR, name_prefix=PREFIX)
 
 
 def root(state, command: str) -> subprocess.CompletedProcess:
@@ -208,5 +219,31 @@ def test_sudo_without_a_password_is_used_as_it_is(become_lab):
     try:
         assert transport.run("id -un; echo $HOME").stdout.splitlines()[0] == "deployer"
         assert transport.run("cat", stdin=b"as it came").stdout == "as it came"
+    finally:
+        transport.close()
+
+
+def test_the_docker_engine_is_reached_through_sudo_on_channels_that_keep_the_password_off_ps(become_lab):
+    plain = replace(become_lab.connection(FULL), user="deployer")
+    transport = open_transport(plain)
+    try:  # deployer is not in the docker group: its own dial-stdio is refused by the engine's socket
+        with pytest.raises(requests.ConnectionError):
+            docker_client(transport, timeout=30).version()
+    finally:
+        transport.close()
+
+    transport = open_transport(replace(plain, become_user="root", become_password=PASSWORD))
+    try:
+        client = docker_client(transport, timeout=60)
+        assert client.version()["ApiVersion"]
+        assert any(TRITON_TAG in image.tags for image in client.images.list())
+        for _ in range(5):  # kept-alive channels reused, new ones opened through sudo as needed
+            client.containers.list(all=True)
+        processes = subprocess.run(become_lab.ssh_argv(FULL, "ps -eo user,args"), capture_output=True, text=True,
+                                   timeout=60).stdout
+        # the kept-alive channels' sudo, the password long sent and nowhere on its command line
+        assert "sudo -k -S -p  -u root -- /bin/sh -c docker system dial-stdio" in processes, processes
+        assert PASSWORD not in processes
+        client.close()
     finally:
         transport.close()
