@@ -182,6 +182,11 @@ def test_probe_with_the_password_typed_at_ask_become_pass(become_lab, tmp_path):
     assert code == 0 and row["status"] == "ok", row
     assert PASSWORD not in out + err
 
+    code, out, err = tritonops("lock", "status", "-i", inventory, "--json", "-K", stdin=PASSWORD + "\n")
+    (row,) = json.loads(out)["results"]  # a command reading its inputs as a deploy does (run_inputs)
+    assert code == 0 and row["status"] == "ok" and row["payload"]["held"] is False, row
+    assert PASSWORD not in out + err
+
     code, out, err = tritonops("probe", "-i", inventory, "--json", "-K", stdin="wrong-" + PASSWORD + "\n")
     assert code == 2 and "sudo refused the become password" in json.loads(out)["results"][0]["msg"]
     assert PASSWORD not in out + err

@@ -15,8 +15,8 @@ first line of its stdin:
   for the command;
 - -p '': no prompt on stderr;
 - sudo reads its password one byte at a time up to the newline, so the command's own stdin that
-  follows reaches the command intact (checked on sudo 1.9.13 with 100 kB of random bytes, and by
-  tests/lab/test_become_lab.py through docker-less SFTP and JSON-on-stdin host programs).
+  follows reaches the command intact (sudo 1.9.13: tests/lab/test_become_lab.py sends 300 kB of random
+  bytes behind the password line, pushes weights over SFTP and talks to a docker engine through sudo).
 The password is never on a command line (not in `ps` on the host), never in a result or an error:
 only ever written to sudo's stdin. A host where sudo refuses (a wrong password, a user not in sudoers,
 no sudo) fails every phase with the same one line, and sudo is asked only once (each refused attempt
