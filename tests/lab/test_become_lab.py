@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -252,3 +253,51 @@ def test_the_docker_engine_is_reached_through_sudo_on_channels_that_keep_the_pas
         client.close()
     finally:
         transport.close()
+
+
+def deploy_inventory(state, path: Path) -> str:
+    """The lab's full host as `s1`, reached as deployer with become, serving the lab's model on ports of its own."""
+    lab = yaml.safe_load(state.inventory_file.read_text())["all"]["children"]["lab"]["children"]["lab_full"]
+    full = state.host(FULL)
+    path.write_text(yaml.safe_dump({"all": {
+        "vars": {**lab["vars"], "tritonops_build_host": "s1", **DEPLOYER, "ansible_become_password": PASSWORD,
+                 "ansible_ssh_private_key_file": str(state.key_file),
+                 "tritonops_known_hosts_file": str(state.known_hosts_file)},
+        "hosts": {"s1": {"ansible_host": full.address, "ansible_port": full.port, "tritonops_deployment": DEPLOYMENT,
+                         "tritonops_model": lab["hosts"][FULL].get("tritonops_model") or lab["vars"]["tritonops_model"],
+                         "tritonops_http_port": 18900, "tritonops_grpc_port": 18901,
+                         "tritonops_metrics_port": 18902}}}}))
+    return str(path)
+
+
+def test_a_deploy_as_deployer_with_become_serves_and_no_process_on_the_host_shows_the_password(become_lab, tmp_path):
+    as_root = lambda command: subprocess.run(become_lab.ssh_argv(FULL, command), capture_output=True,  # noqa: E731
+                                             text=True, timeout=120)
+    clean = f"docker rm -f tritonops-{DEPLOYMENT} >/dev/null 2>&1; rm -rf {ROOT}/{DEPLOYMENT}"
+    as_root(clean)
+    inventory = deploy_inventory(become_lab, tmp_path / "hosts.yml")
+    samples, done = [], threading.Event()
+
+    def sample_ps():  # every process's command line on the host, as often as ssh allows, while the deploy runs
+        while not done.is_set():
+            samples.append(as_root("ps -eo args").stdout)
+
+    sampler = threading.Thread(target=sample_ps)
+    sampler.start()
+    try:
+        code, out, err = tritonops("deploy", "-i", inventory, "--audit-log", "none", "--json")
+    finally:
+        done.set()
+        sampler.join()
+    try:
+        report = json.loads(out)
+        assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
+        assert PASSWORD not in out + err
+        assert any("sudo -k -S -p  -u root --" in sample for sample in samples)  # the sampler saw the run
+        assert not [sample for sample in samples if PASSWORD in sample]
+        assert as_root(f"stat -c %U {ROOT}/{DEPLOYMENT}/current/release.json").stdout.strip() == "root"
+        code, out, err = tritonops("status", "-i", inventory, "--json")
+        (row,) = json.loads(out)["results"]
+        assert code == 0 and row["status"] == "ok", row
+    finally:
+        as_root(clean)
