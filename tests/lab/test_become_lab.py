@@ -1,15 +1,17 @@
-"""ansible_become against a real sudo (Debian 12's 1.9.13) on a lab host reached as non-root users:
+"""ansible_become against a real sudo (Debian 12's 1.9.13) on lab hosts reached as non-root users:
 `deployer` (sudo with its password), `opsbot` (sudo NOPASSWD) and `nosudo` (not in sudoers).
 
 With become, `tritonops probe` works and `tritonops lock release` removes a lock in a root-owned folder that
 deployer alone cannot touch; the password comes from the inventory or from --ask-become-pass on stdin. A wrong
 password and a user sudo refuses are those hosts' one-line failures while the others go on, and the password is
-in no output (text, --json, stderr) nor on any command line on the host (`ps` during a run). Weights pushed over
-SFTP land as root, and a command's own stdin reaches it intact behind the password line.
+in no output (text, --json, stderr) nor on any command line on the host (`ps`). Weights pushed over SFTP land as
+root, a command's own stdin reaches it intact behind the password line, the docker SDK reaches the engine
+through sudo's dial-stdio, and a whole `tritonops deploy` as deployer serves.
 
-Its own lab (a light host and a full one, with a Docker engine: prefix tritonops-labbecome, ports 22500+, state in $TMPDIR/tritonops-labbecome), so
-the shared test lab is left as it is; the users and sudo (Debian's .deb, fetched once with `apt-get download`
-into the lab cache) are added when the module starts. Torn down at the end unless TRITONOPS_LAB_KEEP is set.
+Its own lab (a light host, and a full one with a Docker engine: prefix tritonops-labbecome, ports 22500+, state
+in $TMPDIR/tritonops-labbecome), so the shared test lab is left as it is; sudo (Debian's .deb, fetched once
+with `apt-get download` into the lab cache) and the users are added when the module starts. Torn down at the
+end unless TRITONOPS_LAB_KEEP is set.
 """
 
 import hashlib
