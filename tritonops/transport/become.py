@@ -34,7 +34,6 @@ from tritonops.transport.spec import ConnectionSpec
 
 SFTP_SERVERS = ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server", "/usr/lib/ssh/sftp-server",
                 "/usr/libexec/sftp-server", "/usr/lib/sftp-server")
-BECOME_METHODS = ("sudo",)
 
 
 class BecomeFailed(HostError):
