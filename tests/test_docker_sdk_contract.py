@@ -34,3 +34,33 @@ def test_requests_go_to_the_session_adapter_and_share_one_small_pool():
     assert adapter.get_connection(api._url("/images/json")) is pool  # not one pool (and idle channel) per path
     client.close()
     assert len(adapter.pools) == 0 and ssh_client.get_transport() is None  # the session is its owner's to close
+
+
+def test_with_become_each_dial_stdio_channel_is_opened_by_the_session_and_used_as_it_comes():
+    # transport/become.py's exec_channel: sudo's channel, the password already sent; here a socket pair
+    import socket
+
+    from docker.transport.sshconn import SSHConnection
+
+    assert {"ssh_transport", "timeout", "host"} <= set(inspect.signature(SSHConnection.__init__).parameters)
+    assert callable(getattr(SSHConnectionPool, "_new_conn", None))
+    opened, ends = [], []
+
+    def open_channel(command):
+        opened.append(command)
+        near, far = socket.socketpair()
+        ends.append(far)
+        return near
+
+    client = session_docker_client(paramiko.SSHClient(), timeout=9, open_channel=open_channel)
+    api = client.api
+    pool = api.get_adapter(api._url("/info")).get_connection(api._url("/info"))
+    connection = pool._new_conn()
+    assert isinstance(connection, SSHConnection) and opened == []  # nothing opened before it is used
+    connection.connect()
+    assert opened == ["docker system dial-stdio"] and connection.sock.gettimeout() == 9
+    connection.sock.sendall(b"GET /_ping")
+    assert ends[0].recv(64) == b"GET /_ping"
+    for end in (connection.sock, *ends):
+        end.close()
+    client.close()

@@ -88,7 +88,8 @@ def test_json_is_ansible_inventory_list_plus_connection(capsys):
     assert h200["_connection"] == {
         "name": "h200-01", "host": "10.0.1.1", "port": 2222, "user": None, "key_files": [],
         "proxy_command": None, "proxy_jump": None, "known_hosts_file": None,
-        "strict_host_key_checking": "yes", "connect_timeout_s": 10.0, "local": False, "password_set": False}
+        "strict_host_key_checking": "yes", "connect_timeout_s": 10.0, "local": False, "password_set": False,
+        "become_user": None, "become_password_set": False}
     assert hostvars["builder"]["_connection"]["local"] is True
 
 

@@ -149,6 +149,8 @@ def _connection_summary(host: Host) -> str:
         parts.append(_proxy(host))
     if spec.known_hosts_file:
         parts.append(f"known_hosts {spec.known_hosts_file}")
+    if spec.become_user:
+        parts.append(f"become {spec.become_user} with sudo")
     return "; ".join(parts)
 
 
@@ -169,6 +171,7 @@ def _connection_json(host: Host) -> dict[str, Any]:
     data = dataclasses.asdict(host.connection)
     del data["opener"]  # set only for tritonops.api's fabric hosts: code, not a setting
     data["password_set"] = data.pop("password") is not None
+    data["become_password_set"] = data.pop("become_password") is not None
     data["key_files"] = list(data["key_files"])
     return data
 

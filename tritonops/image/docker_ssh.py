@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import docker
 from docker.transport.basehttpadapter import BaseHTTPAdapter
-from docker.transport.sshconn import SSHConnectionPool, SSHHTTPAdapter
+from docker.transport.sshconn import SSHConnection, SSHConnectionPool, SSHHTTPAdapter
 
 from tritonops.transport.base import Transport
 
@@ -24,11 +24,39 @@ DEFAULT_TIMEOUT_S = 300
 IDLE_CHANNELS = 3  # kept-alive dial-stdio channels per host; more are opened (and closed) on demand
 
 
-class _SessionAdapter(SSHHTTPAdapter):
-    """SSHHTTPAdapter bound to an already authenticated paramiko client; never closes it."""
+DIAL_STDIO = "docker system dial-stdio"
 
-    def __init__(self, ssh_client, timeout: float):
+
+class _ChannelConnection(SSHConnection):
+    """An HTTP connection on a dial-stdio channel that `open_channel` opened (with ansible_become: sudo's,
+    the password already sent: transport/become.py) instead of a plain exec of dial-stdio."""
+
+    def __init__(self, open_channel, timeout: float, host):
+        super().__init__(None, timeout, host)
+        self._open_channel = open_channel
+
+    def connect(self):
+        sock = self._open_channel(DIAL_STDIO)
+        sock.settimeout(self.timeout)
+        self.sock = sock
+
+
+class _ChannelPool(SSHConnectionPool):
+    def __init__(self, open_channel, **kwargs):
+        super().__init__(**kwargs)
+        self._open_channel = open_channel
+
+    def _new_conn(self):
+        return _ChannelConnection(self._open_channel, self.timeout, self.ssh_host)
+
+
+class _SessionAdapter(SSHHTTPAdapter):
+    """SSHHTTPAdapter bound to an already authenticated paramiko client; never closes it. `open_channel`
+    (command -> an exec channel running it), when given, opens each dial-stdio channel."""
+
+    def __init__(self, ssh_client, timeout: float, open_channel=None):
         self._session_client = ssh_client
+        self._open_channel = open_channel
         super().__init__("ssh://tritonops-session", timeout=timeout, shell_out=False)
 
     def _create_paramiko_client(self, base_url):
@@ -44,8 +72,10 @@ class _SessionAdapter(SSHHTTPAdapter):
         with self.pools.lock:
             pool = self.pools.get("session")
             if pool is None:
-                pool = SSHConnectionPool(ssh_client=self.ssh_client, timeout=self.timeout,
-                                         maxsize=IDLE_CHANNELS, host=self.ssh_host)
+                kwargs = dict(ssh_client=self.ssh_client, timeout=self.timeout, maxsize=IDLE_CHANNELS,
+                              host=self.ssh_host)
+                pool = SSHConnectionPool(**kwargs) if self._open_channel is None else \
+                    _ChannelPool(self._open_channel, **kwargs)
                 self.pools["session"] = pool
             return pool
 
@@ -66,15 +96,17 @@ def docker_client(transport: Transport, timeout: float = DEFAULT_TIMEOUT_S) -> d
     ssh_client = _paramiko_client(transport)
     if ssh_client is None:  # LocalTransport: this machine's engine
         return docker.DockerClient(base_url="unix:///var/run/docker.sock", version=API_VERSION, timeout=timeout)
-    return session_docker_client(ssh_client, timeout)
+    # with ansible_become, dial-stdio runs as the become user (transport/become.py: exec_channel)
+    return session_docker_client(ssh_client, timeout, open_channel=getattr(transport, "exec_channel", None))
 
 
-def session_docker_client(ssh_client, timeout: float = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
+def session_docker_client(ssh_client, timeout: float = DEFAULT_TIMEOUT_S, open_channel=None) -> docker.DockerClient:
     """A docker SDK client whose every HTTP connection is a `docker system dial-stdio` channel of
-    `ssh_client`, an authenticated paramiko client (nothing is sent until a request is made)."""
+    `ssh_client`, an authenticated paramiko client (nothing is sent until a request is made); opened by
+    `open_channel(command)` when given."""
     client = docker.DockerClient(base_url="tcp://127.0.0.1:1", version=API_VERSION, timeout=timeout)
     api = client.api
-    adapter = _SessionAdapter(ssh_client, timeout)
+    adapter = _SessionAdapter(ssh_client, timeout, open_channel)
     api._custom_adapter = adapter
     api.mount("http+docker://ssh", adapter)
     api._unmount("http://", "https://")

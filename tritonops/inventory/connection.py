@@ -7,6 +7,7 @@ inventory left unset (HostName, Port, User, IdentityFile, ProxyCommand/ProxyJump
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ _ALIASES = {  # the name tritonops reads -> older Ansible spellings also accepte
     "ansible_user": ("ansible_user", "ansible_ssh_user"),
     "ansible_password": ("ansible_password", "ansible_ssh_pass"),
     "ansible_ssh_private_key_file": ("ansible_ssh_private_key_file", "ansible_private_key_file"),
+    "ansible_become_password": ("ansible_become_password", "ansible_become_pass", "ansible_sudo_pass"),
 }
 SECRET_VARS = frozenset({"ansible_password", "ansible_ssh_pass", "ansible_become_password",
                          "ansible_become_pass", "ansible_sudo_pass"})
@@ -50,6 +52,8 @@ class _Reach:
     strict_host_key_checking: str | None = None
     connect_timeout_s: float | None = None
     local: bool = False
+    become_user: str | None = None
+    become_password: str | None = None
 
     def spec(self) -> ConnectionSpec:
         return ConnectionSpec(
@@ -57,7 +61,8 @@ class _Reach:
             key_files=tuple(dict.fromkeys(self.key_files)), password=self.password,
             proxy_command=self.proxy_command, proxy_jump=self.proxy_jump,
             known_hosts_file=self.known_hosts_file, strict_host_key_checking=self.strict_host_key_checking or "yes",
-            connect_timeout_s=self.connect_timeout_s or 10.0, local=self.local)
+            connect_timeout_s=self.connect_timeout_s or 10.0, local=self.local, become_user=self.become_user,
+            become_password=self.become_password)
 
 
 def connection_from_vars(name: str, history: dict[str, tuple[Setting, ...]],
@@ -97,9 +102,50 @@ def connection_from_vars(name: str, history: dict[str, tuple[Setting, ...]],
         reach.known_hosts_file = local_path(known_hosts.value, known_hosts.base_dir)
     if (timeout := winner("tritonops_connect_timeout")) is not None:
         reach.connect_timeout_s = parse_timeout(timeout.value, timeout.where)
+    _apply_become(reach, winner)
     if not reach.local:
         _fill_from_ssh_config(reach, lookup(ssh_config, reach.host, ssh_config_path), ssh_config_path)
     return reach.spec()
+
+
+_TRUE = ("true", "yes", "on", "1", "y")
+_FALSE = ("false", "no", "off", "0", "n", "")
+_BECOME_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
+
+
+def _apply_become(reach: _Reach, winner) -> None:
+    """ansible_become / _user / _method / _password (transport/become.py). The method and the user are
+    checked even where become is off, so a typo fails at its line before it is ever switched on."""
+    method = winner("ansible_become_method")
+    if method is not None and method.value != "sudo":
+        raise InputError(f"ansible_become_method {str(method.value)!r} is not supported (tritonops becomes "
+                         "with sudo only)", method.where)
+    user = winner("ansible_become_user")
+    if user is not None and not (isinstance(user.value, str) and _BECOME_USER.fullmatch(user.value)):
+        raise InputError(f"ansible_become_user must be a user name (letters, digits, '.', '_', '-'), not "
+                         f"{str(user.value)[:40]!r}", user.where)
+    become = winner("ansible_become")
+    if become is None or not _flag(become):
+        return
+    reach.become_user = user.value if user is not None else "root"
+    password = winner("ansible_become_password")
+    if password is not None and password.value is not None:
+        if not isinstance(password.value, (str, int)) or isinstance(password.value, bool) or \
+                "\n" in str(password.value) or "\r" in str(password.value):
+            raise InputError("ansible_become_password must be one line of text", password.where)
+        reach.become_password = str(password.value)
+
+
+def _flag(setting: Setting) -> bool:
+    value = setting.value
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise InputError(f"ansible_become must be true or false, not {str(value)[:40]!r}", setting.where)
 
 
 def proxy_jump_hops(value: str, where: str | None) -> str:

@@ -54,6 +54,16 @@ Phase = Callable[[HostSession], HostResult]
 
 
 def open_transport(spec: ConnectionSpec, *, accept_new_host_keys: bool = False) -> Transport:
+    """The host's session: its commands run as spec.become_user through sudo when set (transport/become.py)."""
+    transport = _open_login(spec, accept_new_host_keys)
+    if spec.become_user is None:
+        return transport
+    from tritonops.transport.become import BecomeTransport
+
+    return BecomeTransport(transport, spec)
+
+
+def _open_login(spec: ConnectionSpec, accept_new_host_keys: bool) -> Transport:
     if spec.opener is not None:  # a connection the caller holds (a fabric Connection): opened its own way
         return spec.opener(spec, accept_new_host_keys=accept_new_host_keys)
     if spec.local:

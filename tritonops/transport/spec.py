@@ -30,6 +30,9 @@ class ConnectionSpec:
     # how to open this host instead of dialling it: (spec, accept_new_host_keys=) -> Transport; set by an adapter
     # over a connection the caller already holds (transport/fabric_adapter.py), None for everything else
     opener: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    # ansible_become: every command runs as this user through sudo (transport/become.py); None: as `user`
+    become_user: str | None = None
+    become_password: str | None = field(default=None, repr=False)  # only ever written to sudo's stdin
 
     @property
     def label(self) -> str:

@@ -206,7 +206,10 @@ class PushFiles:
             if on_progress is not None:
                 on_progress(Progress(transport.name, "weights", pushed[0], total, f"pushing {model}"))
 
-        moved = _push_sftp(client, self, tick) if client is not None else _push_local(self, tick)
+        if client is None:
+            moved = _push_local(self, tick)
+        else:  # with ansible_become the SFTP server runs as the become user (transport/become.py)
+            moved = _push_sftp((getattr(transport, "open_sftp", None) or client.open_sftp)(), self, tick)
         return _result(self, {"bytes": moved})
 
 
@@ -233,8 +236,7 @@ def _copy(source, write, offset: int, size: int) -> int:
     return moved
 
 
-def _push_sftp(client, step: PushFiles, tick=None) -> int:
-    sftp = client.open_sftp()
+def _push_sftp(sftp, step: PushFiles, tick=None) -> int:
     moved = 0
     try:
         for item in step.items:
