@@ -1,5 +1,7 @@
 """Secrets kept out of everything tritonops shows or records: one redaction for every output path. Pure.
 
+- values marked secret where they were read (`SecretText`: a value Ansible Vault decrypted) are shown as
+  HIDDEN, whatever their variable's name;
 - variables whose name says they hold a secret (ansible_password, ansible_become_pass,
   ansible_sudo_password, *_token, *_secret, *api_key*, ...) are shown as HIDDEN, whatever their value;
   names of files holding secrets (`*_file`, `*_path`) are not secrets themselves;
@@ -40,6 +42,16 @@ _PATTERNS = (
 )
 
 
+class SecretText(str):
+    """A string that is a secret because of where it came from (an Ansible Vault value decrypted by the
+    inventory), not because of its variable's name. It is used like any string; `redact_value` hides it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:  # a traceback or a debug print shows the mark, never the value
+        return "SecretText(****)"
+
+
 def is_secret_name(name: str) -> bool:
     return name in _KNOWN_SECRET_VARS or bool(_SECRET_NAME.search(name))
 
@@ -52,7 +64,7 @@ def redact_text(text: str) -> str:
 
 def redact_value(name: str, value: Any) -> Any:
     """A variable's value as it may be shown: HIDDEN for a secret name, else with secrets inside masked."""
-    if is_secret_name(str(name)):
+    if is_secret_name(str(name)) or isinstance(value, SecretText):
         return HIDDEN
     if isinstance(value, str):
         return redact_text(value)

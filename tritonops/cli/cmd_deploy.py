@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, request_from_args
 from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
-from tritonops.cli.selection import add_host_key_option, inventory_paths
+from tritonops.cli.selection import add_host_key_option, inventory_paths, inventory_reading
 from tritonops.exit_codes import exit_code_of
 from tritonops.values.names import safe_name
 
@@ -67,7 +67,8 @@ def run_inputs(args, playbook: str, more_vars: dict | None = None):
 
     roles_path = tuple(getattr(args, "roles_path", ())) + default_roles_path(playbook)
     return load_run_inputs(playbook, inventory_paths(args.inventory), roles_path=roles_path, limit=args.limit,
-                           extra_vars={**parse_extra_vars(args.extra_vars), **(more_vars or {})})
+                           extra_vars={**parse_extra_vars(args.extra_vars), **(more_vars or {})},
+                           ansible=inventory_reading(args))
 
 
 def reading_inputs(args):
