@@ -167,23 +167,27 @@ def test_a_wrong_vault_password_is_a_one_line_error(tmp_path, capsys):
 
 def test_a_vault_value_without_a_password_says_which_option_to_pass(tmp_path):
     right, _ = vault_files(tmp_path)
-    with pytest.raises(TritonopsError, match="host h1 var db_connection is an Ansible Vault value: pass "
-                                             "--vault-password-file FILE or --ask-vault-pass"):
+    with pytest.raises(TritonopsError, match="the Vault value of host h1 var db_connection needs a vault password: "
+                                             "pass --vault-password-file FILE or --ask-vault-pass"):
         load(vaulted_inventory(tmp_path, right))
 
 
-def test_an_encrypted_group_vars_file_sends_the_source_to_ansible_and_a_wrong_password_says_so(tmp_path):
+def test_an_encrypted_group_vars_file_is_decrypted_its_values_secret_and_a_wrong_password_says_so(tmp_path):
     right, wrong = vault_files(tmp_path)
     (tmp_path / "hosts.yml").write_text("all:\n  children:\n    gpu:\n      hosts:\n        h1:\n")
     (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "all.yml").write_text("tritonops_deployment: chat\n")
     secret_file = tmp_path / "group_vars" / "gpu.yml"
-    secret_file.write_text("tritonops_tensor_parallel_size: 4\n")
+    secret_file.write_text(f"tritonops_tensor_parallel_size: 4\ncmdb_note: {SECRET}\n")
     subprocess.run(["ansible-vault", "encrypt", "--vault-password-file", str(right), str(secret_file)],
                    capture_output=True, check=True)
     assert ansible_reason(str(tmp_path / "hosts.yml")) == "group_vars/gpu.yml holds Ansible Vault data"
     inventory = load(tmp_path / "hosts.yml", vault_password_files=(str(right),))
-    assert inventory.host("h1").vars["tritonops_tensor_parallel_size"] == 4
-    assert inventory.groups["gpu"].vars == {"tritonops_tensor_parallel_size": 4}
+    host = inventory.host("h1")
+    assert host.vars == {"tritonops_deployment": "chat", "tritonops_tensor_parallel_size": 4, "cmdb_note": SECRET}
+    assert isinstance(host.vars["cmdb_note"], SecretText)  # from the encrypted file
+    assert not isinstance(host.vars["tritonops_deployment"], SecretText)  # from the plain one
+    assert inventory.groups["gpu"].vars == {"tritonops_tensor_parallel_size": 4, "cmdb_note": SECRET}
     with pytest.raises(TritonopsError) as raised:
         load(tmp_path / "hosts.yml", vault_password_files=(str(wrong),))
     assert str(raised.value) == f"ansible-inventory could not read {tmp_path / 'hosts.yml'}: wrong vault password, " \
@@ -243,3 +247,17 @@ def test_json_that_cannot_be_mapped_names_the_group_or_host(tmp_path, data, mess
     with pytest.raises(TritonopsError, match=message) as raised:
         add_ansible_list(data, "cmdb.py", str(tmp_path), InventoryDraft(), {})
     assert "ansible-inventory:cmdb.py" in str(raised.value)
+
+
+def test_a_vault_value_is_masked_wherever_the_output_quotes_it(tmp_path, capsys):
+    right, _ = vault_files(tmp_path)
+    user = "svc-deployer-7"
+    encrypted = textwrap.indent(encrypt_string(right, "ansible_user", user), " " * 6)
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n    h1:\n      ansible_host: 10.0.0.7\n" + encrypted)
+    for view in ([], ["--json"], ["--host", "h1"]):  # the connection table and JSON show the user, not as a variable
+        code, out, err = run_cli(capsys, "inventory", "-i", str(inventory), "--vault-password-file", str(right), *view)
+        assert code == 0, err
+        assert user not in out + err
+        assert "****" in out
+    assert load(inventory, vault_password_files=(str(right),)).host("h1").connection.user == user  # still used

@@ -9,7 +9,8 @@
   `password=X`, `token: X` forms; `Authorization: Bearer X`; well-known token shapes (Hugging Face
   `hf_...`, GitHub `ghp_...`).
 The CLI applies `redact_text` to every byte it writes (cli/output.py), so even a message quoting a
-failing command line cannot carry a secret to a terminal, a log or a JSON report.
+failing command line cannot carry a secret to a terminal, a log or a JSON report; and `redact_literals`
+with the SecretText values the inventory decrypted this run, whatever text quotes them.
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def is_secret_name(name: str) -> bool:
 def redact_text(text: str) -> str:
     for pattern, mask in _PATTERNS:
         text = pattern.sub(lambda match: match.group("keep") + mask, text)
+    return text
+
+
+MIN_HIDDEN_LENGTH = 4  # a shorter "secret" (a port, 'yes') masked everywhere would garble every output
+
+
+def redact_literals(text: str, secrets: frozenset[str] | set[str]) -> str:
+    """`text` with every occurrence of these secret values (SecretText read this run) masked."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= MIN_HIDDEN_LENGTH and secret in text:
+            text = text.replace(secret, MASK)
     return text
 
 

@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from tritonops.cli.output import Output
 
     out = Output(json_mode=args.json, verbosity=args.verbose)
+    args.hide_secret = out.hide  # the inventory's decrypted Vault values, masked in all the run writes (selection.py)
     _quiet_libraries(args.verbose)
     if not args.command:
         parser.print_help()

@@ -37,7 +37,7 @@ def inventory_reading(args):
         ask = vars(args).setdefault("vault_password_prompt", _AskOnce())
     return AnsibleOptions(always=getattr(args, "inventory_reader", "auto") == "ansible",
                           vault_password_files=tuple(getattr(args, "vault_password_file", ())),
-                          ask_vault_password=ask)
+                          ask_vault_password=ask, on_secret=getattr(args, "hide_secret", None))
 
 
 class _AskOnce:

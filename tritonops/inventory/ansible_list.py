@@ -51,9 +51,13 @@ def _ciphertexts(scope: str, values: Any) -> Iterator[tuple[str, str]]:
 
 
 def add_ansible_list(data: Any, source: str, base_dir: str, draft: InventoryDraft,
-                     decrypted: Mapping[str, str]) -> None:
+                     decrypted: Mapping[str, str], secret_vars: Mapping[tuple[str, str], set[str]] | None = None
+                     ) -> None:
     """Put the hosts, groups and variables of one ansible-inventory run into `draft`; `decrypted` maps
-    each vault ciphertext to its plain text. An entry that cannot be mapped raises, naming it."""
+    each vault ciphertext to its plain text; `secret_vars` names, per ('group'|'host', name), variables
+    that came from a var file encrypted whole (marked secret too). An entry that cannot be mapped raises,
+    naming it."""
+    secret_vars = secret_vars or {}
     where = provenance(source)
     if not isinstance(data, dict):
         raise InputError(f"ansible-inventory gave {_kind(data)}, not a mapping of groups", where)
@@ -67,7 +71,7 @@ def add_ansible_list(data: Any, source: str, base_dir: str, draft: InventoryDraf
         body = groups[name]
         group = draft.group(name, where)
         for var, value in _mapping(body.get("vars"), f"group '{name}' vars", where).items():
-            group.vars[var] = values.setting(var, value, f"group {name}")
+            group.vars[var] = values.setting(var, value, f"group {name}", var in secret_vars.get(("group", name), ()))
         for host in _names(body.get("hosts"), f"group '{name}' hosts", where):
             draft.add_host(None if name in ("all", "ungrouped") else name, host, where)
         for child in _names(body.get("children"), f"group '{name}' children", where):
@@ -78,17 +82,17 @@ def add_ansible_list(data: Any, source: str, base_dir: str, draft: InventoryDraf
             raise InputError(f"a host name must be a non-empty string, not {host!r}", where)
         entry = draft.add_host(None, host, where)
         for var, value in _mapping(host_vars, f"host '{host}' vars", where).items():
-            entry.vars[var] = values.setting(var, value, "host")
+            entry.vars[var] = values.setting(var, value, "host", var in secret_vars.get(("host", host), ()))
 
 
 class _Values:
     def __init__(self, where: str, base_dir: str, decrypted: Mapping[str, str]):
         self.where, self.base_dir, self.decrypted = where, base_dir, decrypted
 
-    def setting(self, name: Any, value: Any, scope: str) -> Setting:
+    def setting(self, name: Any, value: Any, scope: str, secret: bool = False) -> Setting:
         check_var_name(name, f"{self.where} ({scope})")
-        return Setting(self.value(value, f"{scope} var {name}"), f"{self.where} ({scope})", self.where,
-                       self.base_dir)
+        value = self.value(value, f"{scope} var {name}")
+        return Setting(_secret(value) if secret else value, f"{self.where} ({scope})", self.where, self.base_dir)
 
     def value(self, value: Any, what: str) -> Any:
         if _is_vault(value):
@@ -100,6 +104,45 @@ class _Values:
         if isinstance(value, list):
             return [self.value(item, f"{what}[{index}]") for index, item in enumerate(value)]
         return value
+
+
+def _secret(value: Any) -> Any:
+    """Every string in `value` marked secret (a number or a boolean is left as it is: it cannot be marked)."""
+    if isinstance(value, str):
+        return SecretText(value)
+    if isinstance(value, dict):
+        return {key: _secret(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_secret(item) for item in value]
+    return value
+
+
+def secret_texts(value: Any) -> Iterator[str]:
+    """The SecretText strings inside a value."""
+    if isinstance(value, SecretText):
+        yield str.__str__(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from secret_texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from secret_texts(item)
+
+
+def var_file_names(text: str) -> set[str]:
+    """The top-level variable names of a decrypted var file (YAML or JSON); Ansible's own tags are
+    accepted (their values do not matter here)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        return set()  # Ansible read it; nothing to mark beyond what it listed
+    return {str(name) for name in data} if isinstance(data, dict) else set()
 
 
 def _group_body(name: str, body: Any, where: str) -> dict:

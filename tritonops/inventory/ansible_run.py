@@ -44,6 +44,7 @@ class AnsibleOptions:
     always: bool = False  # every -i source through ansible-inventory, even plain YAML/INI
     vault_password_files: tuple[str, ...] = ()
     ask_vault_password: Callable[[], str] | None = field(default=None, repr=False)  # asks once, remembers
+    on_secret: Callable[[str], None] | None = field(default=None, repr=False)  # told each value marked secret
 
 
 def run_ansible_inventory(source: str, options: AnsibleOptions) -> Any:
@@ -65,20 +66,22 @@ def decrypt_vault_values(values: Iterable[tuple[str, str]], source: str, options
     `values` is (where, ciphertext) as ansible_list.vault_ciphertexts gives them."""
     plain: dict[str, str] = {}
     for where, ciphertext in values:
-        if ciphertext in plain:
-            continue
-        if not _has_vault_password(options):  # ansible-vault would prompt, reading the ciphertext as the password
-            raise AnsibleInventoryError(f"{source}: {where} is an Ansible Vault value: pass --vault-password-file "
-                                        "FILE or --ask-vault-pass")
-        program = _program("ansible-vault", source)
-        with _vault_arguments(options) as (vault_args, fds):
-            argv = [program, "decrypt", *vault_args, "--output", "-"]
-            result = _run(argv, source, fds, stdin=ciphertext)
-        if result.returncode != 0:
-            raise AnsibleInventoryError(f"{source}: cannot decrypt the Vault value of {where} "
-                                        f"({failure_line(result.stderr)})")
-        plain[ciphertext] = result.stdout
+        if ciphertext not in plain:
+            plain[ciphertext] = decrypt_vault_text(ciphertext, f"the Vault value of {where}", source, options)
     return plain
+
+
+def decrypt_vault_text(ciphertext: str, what: str, source: str, options: AnsibleOptions) -> str:
+    """One ciphertext's plain text: `ansible-vault decrypt --output -`, the ciphertext on its stdin."""
+    if not _has_vault_password(options):  # ansible-vault would prompt, reading the ciphertext as the password
+        raise AnsibleInventoryError(f"{source}: {what} needs a vault password: pass --vault-password-file "
+                                    "FILE or --ask-vault-pass")
+    program = _program("ansible-vault", source)
+    with _vault_arguments(options) as (vault_args, fds):
+        result = _run([program, "decrypt", *vault_args, "--output", "-"], source, fds, stdin=ciphertext)
+    if result.returncode != 0:
+        raise AnsibleInventoryError(f"{source}: cannot decrypt {what} ({failure_line(result.stderr)})")
+    return result.stdout
 
 
 def _has_vault_password(options: AnsibleOptions) -> bool:

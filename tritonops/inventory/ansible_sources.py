@@ -54,6 +54,19 @@ def _file_reason(path: str) -> str | None:
     return None
 
 
+def encrypted_var_files(source: str) -> list[tuple[str, str, str]]:
+    """(scope 'group'|'host', its name, path) of each group_vars/host_vars file beside `source` that is
+    encrypted whole: Ansible lists its values decrypted, the caller marks them secret."""
+    folder = source if os.path.isdir(source) else os.path.dirname(source) or "."
+    found = []
+    for path in _var_files(folder):
+        if _head(path, 16 * 1024 * 1024).lstrip().startswith(VAULT_MARK):
+            kind, first = os.path.relpath(path, folder).split(os.sep)[:2]
+            name = first if first != os.path.basename(path) else re.sub(r"\.(ya?ml|json)$", "", first, flags=re.I)
+            found.append(("group" if kind == "group_vars" else "host", name, path))
+    return found
+
+
 def _var_files(folder: str) -> list[str]:
     found: list[str] = []
     for name in _VAR_FOLDERS:

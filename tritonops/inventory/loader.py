@@ -7,9 +7,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tritonops.errors import InputError
-from tritonops.inventory.ansible_list import add_ansible_list, provenance, vault_ciphertexts
-from tritonops.inventory.ansible_run import AnsibleOptions, decrypt_vault_values, run_ansible_inventory
-from tritonops.inventory.ansible_sources import ansible_reason
+from tritonops.inventory.ansible_list import (add_ansible_list, provenance, secret_texts, var_file_names,
+                                              vault_ciphertexts)
+from tritonops.inventory.ansible_run import (AnsibleOptions, decrypt_vault_text, decrypt_vault_values,
+                                             run_ansible_inventory)
+from tritonops.inventory.ansible_sources import ansible_reason, encrypted_var_files
 from tritonops.inventory.connection import connection_from_vars
 from tritonops.inventory.draft import InventoryDraft, check_var_name
 from tritonops.inventory.group_tree import GroupTree, build_group_tree
@@ -21,6 +23,7 @@ from tritonops.inventory.paths import display_path, inventory_files_in, inventor
 from tritonops.inventory.ssh_config import load_ssh_config
 from tritonops.inventory.var_files import read_var_folder
 from tritonops.inventory.yaml_source import read_yaml_inventory
+from tritonops.values.files import read_regular_text
 
 
 def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
@@ -84,8 +87,18 @@ def read_with_ansible_inventory(source: str, shown: str, options: AnsibleOptions
     Its group_vars/ and host_vars/ are Ansible's to read too (they may be encrypted): they come in its list."""
     data = run_ansible_inventory(source, options)
     decrypted = decrypt_vault_values(vault_ciphertexts(data), shown, options)
+    secret_vars: dict[tuple[str, str], set[str]] = {}
+    for scope, name, path in encrypted_var_files(source) if os.path.exists(source) else ():
+        text = decrypt_vault_text(read_regular_text(path, display_path(path), what="vault file"),
+                                  display_path(path), shown, options)
+        secret_vars.setdefault((scope, name), set()).update(var_file_names(text))
     base_dir = os.path.abspath(source if os.path.isdir(source) else os.path.dirname(source) or ".")
-    add_ansible_list(data, shown, base_dir, draft, decrypted)
+    add_ansible_list(data, shown, base_dir, draft, decrypted, secret_vars)
+    if options.on_secret is not None:
+        for settings in [group.vars for group in draft.groups.values()] + [host.vars for host in draft.hosts.values()]:
+            for setting in settings.values():
+                for secret in secret_texts(setting.value):
+                    options.on_secret(secret)
 
 
 def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
