@@ -261,3 +261,26 @@ def test_a_vault_value_is_masked_wherever_the_output_quotes_it(tmp_path, capsys)
         assert user not in out + err
         assert "****" in out
     assert load(inventory, vault_password_files=(str(right),)).host("h1").connection.user == user  # still used
+
+
+def test_an_inventory_plugin_configuration_is_read_by_its_plugin(tmp_path):
+    config = tmp_path / "fleet.yml"  # ansible-core's own generator plugin: hosts from layers of names
+    config.write_text(textwrap.dedent("""\
+        plugin: ansible.builtin.generator
+        hosts:
+          name: "{{ kind }}-{{ n }}"
+          parents:
+            - name: "{{ kind }}"
+              vars:
+                tritonops_tensor_parallel_size: 2
+        layers:
+          kind: [h200]
+          n: ["01", "02"]
+        """))
+    inventory = load(config)
+    assert [host.name for host in inventory.hosts] == ["h200-01", "h200-02"]
+    assert inventory.groups["h200"].hosts == ("h200-01", "h200-02")
+    host = inventory.host("h200-02")
+    assert host.groups == ("all", "h200")
+    assert host.vars == {"tritonops_tensor_parallel_size": 2}
+    assert host.var_source("tritonops_tensor_parallel_size") == f"ansible-inventory:{config} (group h200)"
