@@ -284,3 +284,13 @@ def test_an_inventory_plugin_configuration_is_read_by_its_plugin(tmp_path):
     assert host.groups == ("all", "h200")
     assert host.vars == {"tritonops_tensor_parallel_size": 2}
     assert host.var_source("tritonops_tensor_parallel_size") == f"ansible-inventory:{config} (group h200)"
+
+
+def test_a_folder_holding_a_script_beside_yaml_is_read_whole_by_ansible(tmp_path):
+    (tmp_path / "static.yml").write_text("all:\n  children:\n    build:\n      hosts:\n        builder:\n")
+    write_script(tmp_path, {"gpu": {"hosts": ["g1"]}, "_meta": {"hostvars": {"g1": {"ansible_host": "10.0.0.9"}}}})
+    assert ansible_reason(str(tmp_path)) == "cmdb.py is an executable inventory script"
+    inventory = load(tmp_path)
+    assert {host.name: host.groups for host in inventory.hosts} == {"builder": ("all", "build"),
+                                                                     "g1": ("all", "gpu")}
+    assert inventory.host("g1").connection.host == "10.0.0.9"

@@ -28,7 +28,7 @@ def ansible_reason(given: str) -> str | None:
     """Why `given` (an -i file or folder) must be read by ansible-inventory; None: the built-in reader reads it.
     A path that does not exist is the built-in reader's to refuse (with its own message)."""
     if os.path.isdir(given):
-        files, folder = inventory_files_in(given), given
+        files, folder = inventory_files_in(given) + _scripts_in(given), given
     elif os.path.isfile(given):
         files, folder = [given], os.path.dirname(given) or "."
     else:
@@ -41,6 +41,14 @@ def ansible_reason(given: str) -> str | None:
         if VAULT_MARK in _head(path, 16 * 1024 * 1024):
             return f"{os.path.relpath(path, folder)} holds Ansible Vault data"
     return None
+
+
+def _scripts_in(folder: str) -> list[str]:
+    """Executable files of a folder that inventory_files_in leaves out (cmdb.py): Ansible runs them."""
+    listed = set(inventory_files_in(folder))
+    return [path for path in (os.path.join(folder, name) for name in sorted(os.listdir(folder))
+                              if not name.startswith(".") and not name.endswith("~"))
+            if path not in listed and os.path.isfile(path) and os.access(path, os.X_OK)]
 
 
 def _file_reason(path: str) -> str | None:
