@@ -52,7 +52,7 @@ class _RedactingWriter:
     def write(self, text: str) -> int:
         from tritonops.redact import redact_literals, redact_text  # ~10 ms to compile: loaded when first needed
 
-        return self._stream.write(terminal_safe(redact_literals(redact_text(text), self._hidden)))
+        return self._stream.write(terminal_safe(redact_text(redact_literals(text, self._hidden))))
 
     def flush(self) -> None:
         self._stream.flush()
