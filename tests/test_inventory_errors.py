@@ -89,8 +89,8 @@ CASES = {
         all:
           vars:
             secret: !vault |
-              $ANSIBLE_VAULT;1.1;AES256
-        """}, "hosts.yml:3", "Ansible Vault values are not supported"),
+              not encrypted at all
+        """}, "hosts.yml:3", "a !vault value must be Ansible Vault data"),
     "group priority not a number": ({"hosts.yml": """
         gpu:
           vars:

@@ -168,7 +168,8 @@ def status(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, v
 
 
 def run_inputs(shipped: str, playbook: str | None = None, roles_path: Sequence[str] = (), inventory=None, hosts=None,
-               vars=None, limit: str | None = None, extra_vars: Mapping[str, Any] | None = None) -> RunInputs:
+               vars=None, limit: str | None = None, extra_vars: Mapping[str, Any] | None = None,
+               ansible=None) -> RunInputs:
     """A run's inputs, read once (playbook.inputs.RunInputs), for the CLI's commands and this module's: the playbook
     (`playbook`, else ./playbooks/`shipped` of a project of one's own, else the shipped one) with its roles (beside
     it, then `roles_path`, then the shipped ones), the hosts, `limit` and `extra_vars`."""
@@ -179,7 +180,8 @@ def run_inputs(shipped: str, playbook: str | None = None, roles_path: Sequence[s
     roles = tuple(roles_path) + shipped_roles(path)
     extra = dict(extra_vars or {})
     if hosts is None and inventory is not None and not vars:
-        return load_run_inputs(path, _paths(inventory), roles_path=roles, limit=limit, extra_vars=extra)
+        return load_run_inputs(path, _paths(inventory), roles_path=roles, limit=limit, extra_vars=extra,
+                               ansible=ansible)
     return run_inputs_of(path, _inventory(inventory, hosts, vars, extra), roles_path=roles, limit=limit,
                          extra_vars=extra)
 

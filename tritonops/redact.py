@@ -1,5 +1,7 @@
 """Secrets kept out of everything tritonops shows or records: one redaction for every output path. Pure.
 
+- values marked secret where they were read (`SecretText`: a value Ansible Vault decrypted) are shown as
+  HIDDEN, whatever their variable's name;
 - variables whose name says they hold a secret (ansible_password, ansible_become_pass,
   ansible_sudo_password, *_token, *_secret, *api_key*, ...) are shown as HIDDEN, whatever their value;
   names of files holding secrets (`*_file`, `*_path`) are not secrets themselves;
@@ -7,7 +9,8 @@
   `password=X`, `token: X` forms; `Authorization: Bearer X`; well-known token shapes (Hugging Face
   `hf_...`, GitHub `ghp_...`).
 The CLI applies `redact_text` to every byte it writes (cli/output.py), so even a message quoting a
-failing command line cannot carry a secret to a terminal, a log or a JSON report.
+failing command line cannot carry a secret to a terminal, a log or a JSON report; and `redact_literals`
+with the SecretText values the inventory decrypted this run, whatever text quotes them.
 """
 
 from __future__ import annotations
@@ -40,6 +43,16 @@ _PATTERNS = (
 )
 
 
+class SecretText(str):
+    """A string that is a secret because of where it came from (an Ansible Vault value decrypted by the
+    inventory), not because of its variable's name. It is used like any string; `redact_value` hides it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:  # a traceback or a debug print shows the mark, never the value
+        return "SecretText(****)"
+
+
 def is_secret_name(name: str) -> bool:
     return name in _KNOWN_SECRET_VARS or bool(_SECRET_NAME.search(name))
 
@@ -50,9 +63,20 @@ def redact_text(text: str) -> str:
     return text
 
 
+MIN_HIDDEN_LENGTH = 4  # a shorter "secret" (a port, 'yes') masked everywhere would garble every output
+
+
+def redact_literals(text: str, secrets: frozenset[str] | set[str]) -> str:
+    """`text` with every occurrence of these secret values (SecretText read this run) masked."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= MIN_HIDDEN_LENGTH and secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
 def redact_value(name: str, value: Any) -> Any:
     """A variable's value as it may be shown: HIDDEN for a secret name, else with secrets inside masked."""
-    if is_secret_name(str(name)):
+    if is_secret_name(str(name)) or isinstance(value, SecretText):
         return HIDDEN
     if isinstance(value, str):
         return redact_text(value)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import styled
-from tritonops.cli.selection import inventory_paths
-from tritonops.redact import is_secret_name, redact_text, redact_value
+from tritonops.cli.selection import inventory_paths, inventory_reading
+from tritonops.redact import SecretText, is_secret_name, redact_text, redact_value
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -33,7 +33,8 @@ def register(subparsers, common) -> None:
 def run(args, out) -> int:
     from tritonops.inventory import load_inventory
 
-    inventory = load_inventory(inventory_paths(args.inventory), extra_vars=_extra_vars(args.extra_vars))
+    inventory = load_inventory(inventory_paths(args.inventory), extra_vars=_extra_vars(args.extra_vars),
+                               ansible=inventory_reading(args))
     for warning in inventory.warnings:
         out.info(f"warning: {warning}")
     if args.host:
@@ -178,7 +179,12 @@ def _connection_json(host: Host) -> dict[str, Any]:
 
 def _public_vars(host: Host) -> dict[str, Any]:
     return {name: _jsonable(redact_value(name, value)) for name, value in host.vars.items()
-            if not is_secret_name(name)}
+            if not _is_secret(name, value)}
+
+
+def _is_secret(name: str, value: Any) -> bool:
+    """Left out of --json: a secret by its name, or a value Ansible Vault decrypted (SecretText)."""
+    return is_secret_name(name) or isinstance(value, SecretText)
 
 
 def _host_json(host: Host) -> dict[str, Any]:
@@ -186,7 +192,7 @@ def _host_json(host: Host) -> dict[str, Any]:
         "host": host.name,
         "groups": list(host.groups),
         "vars": _public_vars(host),
-        "sources": {name: host.var_source(name) for name in host.vars if not is_secret_name(name)},
+        "sources": {name: host.var_source(name) for name, value in host.vars.items() if not _is_secret(name, value)},
         "_connection": _connection_json(host),
     }
 

@@ -22,6 +22,7 @@ import sys
 
 from tritonops import __version__
 from tritonops.cli.commands import COMMANDS
+from tritonops.cli.selection import add_inventory_source_options
 from tritonops.errors import TritonopsError
 from tritonops.exit_codes import ExitCode
 
@@ -48,6 +49,7 @@ def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     parent.add_argument("--json", action="store_true", default=default(False),
                         help="machine-readable output")
     parent.add_argument("-v", "--verbose", action="count", default=default(0))
+    add_inventory_source_options(parent, default)
     return parent
 
 
@@ -118,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from tritonops.cli.output import Output
 
     out = Output(json_mode=args.json, verbosity=args.verbose)
+    args.hide_secret = out.hide  # the inventory's decrypted Vault values, masked in all the run writes (selection.py)
     _quiet_libraries(args.verbose)
     if not args.command:
         parser.print_help()

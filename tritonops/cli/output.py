@@ -45,13 +45,14 @@ def line(*parts: Any) -> Text:
 class _RedactingWriter:
     """The stream a console writes to: secrets masked and stray escape sequences dropped in every write."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, hidden: set[str] | None = None):
         self._stream = stream
+        self._hidden = hidden if hidden is not None else set()  # shared with Output.hide: grows during the run
 
     def write(self, text: str) -> int:
-        from tritonops.redact import redact_text  # its patterns take ~10 ms to compile: loaded when first needed
+        from tritonops.redact import redact_literals, redact_text  # ~10 ms to compile: loaded when first needed
 
-        return self._stream.write(terminal_safe(redact_text(text)))
+        return self._stream.write(terminal_safe(redact_text(redact_literals(text, self._hidden))))
 
     def flush(self) -> None:
         self._stream.flush()
@@ -75,19 +76,24 @@ class Output:
         self._err_file = err_file
         self._console = None
         self._err_console = None
+        self._hidden: set[str] = set()
+
+    def hide(self, secret: str) -> None:
+        """Mask this value in everything written from now on (a Vault value the inventory decrypted)."""
+        self._hidden.add(str(secret))
 
     @property
     def console(self):
         if self._console is None:
             # Piped output (CI logs, `| less`) gets a wide table rather than rich's 80 columns.
             width = None if self._stream.isatty() else 200
-            self._console = _text_console(_RedactingWriter(self._stream), soft_wrap=False, width=width)
+            self._console = _text_console(_RedactingWriter(self._stream, self._hidden), soft_wrap=False, width=width)
         return self._console
 
     @property
     def err_console(self):
         if self._err_console is None:
-            self._err_console = _text_console(_RedactingWriter(self._err_file or sys.stderr),
+            self._err_console = _text_console(_RedactingWriter(self._err_file or sys.stderr, self._hidden),
                                               stderr=self._err_file is None, soft_wrap=True)
         return self._err_console
 
@@ -95,19 +101,19 @@ class Output:
         self.console.print(*(_plain_text(item) for item in renderables))
 
     def json(self, data: Any) -> None:
-        writer = _RedactingWriter(self._stream)
+        writer = _RedactingWriter(self._stream, self._hidden)
         writer.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
         writer.flush()
 
     def json_line(self, data: Any) -> None:
         """One JSON object on one line (JSON Lines: a stream a reader can take line by line)."""
-        writer = _RedactingWriter(self._stream)
+        writer = _RedactingWriter(self._stream, self._hidden)
         writer.write(json.dumps(data, sort_keys=False) + "\n")
         writer.flush()
 
     def text_line(self, text: str) -> None:
         """One line of someone else's text (a log line) as it is, control characters escaped, unwrapped."""
-        writer = _RedactingWriter(self._stream)
+        writer = _RedactingWriter(self._stream, self._hidden)
         writer.write(printable(text) + "\n")
         writer.flush()
 

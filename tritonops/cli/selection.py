@@ -1,4 +1,4 @@
-"""Which hosts a command works on: the -i inventory (or ./inventory) and --limit."""
+"""Which hosts a command works on: the -i inventory (or ./inventory), how its sources are read, and --limit."""
 
 from __future__ import annotations
 
@@ -16,13 +16,53 @@ def inventory_paths(given: list[str] | None) -> list[str]:
     raise InputError("no inventory: pass -i PATH (a file or folder), or create ./inventory", "-i")
 
 
+def add_inventory_source_options(parser, default) -> None:
+    """How -i sources that need Ansible are read (docs/inventory.md): global options, like -i itself."""
+    parser.add_argument("--inventory-reader", choices=("auto", "ansible"), default=default("auto"),
+                        help="auto (default): the built-in reader for YAML/INI, ansible-inventory for scripts, "
+                             "plugins and Vault data; ansible: every -i source through ansible-inventory")
+    parser.add_argument("--vault-password-file", "--vault-pass-file", action="append", default=default([]),
+                        metavar="FILE", help="vault password file (or executable client) for ansible-inventory")
+    parser.add_argument("-J", "--ask-vault-pass", "--ask-vault-password", action="store_true",
+                        default=default(False), help="ask for the vault password (once) when a source needs it")
+
+
+def inventory_reading(args):
+    """The AnsibleOptions of these arguments for load_inventory(..., ansible=). --ask-vault-pass asks when a
+    source first needs the password, once per run (the answer is kept with the arguments)."""
+    from tritonops.inventory.ansible_run import AnsibleOptions
+
+    ask = None
+    if getattr(args, "ask_vault_pass", False):
+        ask = vars(args).setdefault("vault_password_prompt", _AskOnce())
+    return AnsibleOptions(always=getattr(args, "inventory_reader", "auto") == "ansible",
+                          vault_password_files=tuple(getattr(args, "vault_password_file", ())),
+                          ask_vault_password=ask, on_secret=getattr(args, "hide_secret", None))
+
+
+class _AskOnce:
+    def __init__(self) -> None:
+        self._password: str | None = None
+
+    def __call__(self) -> str:
+        if self._password is None:
+            import getpass
+
+            self._password = getpass.getpass("Vault password: ")
+        return self._password
+
+    def __repr__(self) -> str:
+        return "AskOnce(****)"
+
+
 def selected_hosts(args):
     """The inventory's hosts that --limit selects, in inventory order, but the balancers (they serve nothing); at
     least one."""
     from tritonops.inventory import load_inventory
     from tritonops.planning.balancer import serving_hosts
 
-    hosts = serving_hosts(load_inventory(inventory_paths(args.inventory), extra_vars=become_vars(args))
+    hosts = serving_hosts(load_inventory(inventory_paths(args.inventory), extra_vars=become_vars(args),
+                                         ansible=inventory_reading(args))
                           .select(args.limit))
     if not hosts:
         raise InputError(f"no host matches {args.limit!r}", "--limit")

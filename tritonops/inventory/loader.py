@@ -7,6 +7,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tritonops.errors import InputError
+from tritonops.inventory.ansible_list import (add_ansible_list, provenance, secret_texts, var_file_names,
+                                              vault_ciphertexts)
+from tritonops.inventory.ansible_run import (AnsibleOptions, decrypt_vault_text, decrypt_vault_values,
+                                             run_ansible_inventory)
+from tritonops.inventory.ansible_sources import ansible_reason, encrypted_var_files
 from tritonops.inventory.connection import connection_from_vars
 from tritonops.inventory.draft import InventoryDraft, check_var_name
 from tritonops.inventory.group_tree import GroupTree, build_group_tree
@@ -18,21 +23,36 @@ from tritonops.inventory.paths import display_path, inventory_files_in, inventor
 from tritonops.inventory.ssh_config import load_ssh_config
 from tritonops.inventory.var_files import read_var_folder
 from tritonops.inventory.yaml_source import read_yaml_inventory
+from tritonops.values.files import read_regular_text
 
 
 def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
                    defaults: Mapping[str, Any] | None = None,
-                   extra_vars: Mapping[str, Any] | None = None) -> Inventory:
+                   extra_vars: Mapping[str, Any] | None = None, ansible: AnsibleOptions | None = None
+                   ) -> Inventory:
     """Read inventory files (YAML or INI) or folders of them, like `ansible -i`.
 
     ssh_config_file: None -> $TRITONOPS_SSH_CONFIG, else ~/.ssh/config if it exists; pass a
-    file (or os.devnull) to decide exactly which client config applies."""
-    files, var_dirs = _inventory_files(paths)
+    file (or os.devnull) to decide exactly which client config applies.
+    ansible: how a source the built-in reader leaves to Ansible (a script, a plugin, Vault data:
+    ansible_sources.py) is read by ansible-inventory; None: no vault password, only such sources."""
+    ansible = ansible or AnsibleOptions()
     draft = InventoryDraft()
-    for path in files:
-        reader = read_yaml_inventory if inventory_format(path) == "yaml" else read_ini_inventory
-        reader(path, display_path(path), draft)
-    return _resolved(draft, var_dirs, tuple(display_path(f) for f in files), ssh_config_file, defaults, extra_vars)
+    var_dirs: list[str] = []
+    shown_sources: list[str] = []
+    for given in _given_paths(paths):
+        if ansible.always or ansible_reason(given):
+            shown = display_path(given) if os.path.exists(given) else given
+            read_with_ansible_inventory(given, shown, ansible, draft)
+            shown_sources.append(provenance(shown))
+            continue
+        found, folders = _inventory_files([given])
+        for path in found:
+            reader = read_yaml_inventory if inventory_format(path) == "yaml" else read_ini_inventory
+            reader(path, display_path(path), draft)
+        shown_sources += [display_path(path) for path in found]
+        var_dirs += [folder for folder in folders if folder not in var_dirs]
+    return _resolved(draft, var_dirs, tuple(shown_sources), ssh_config_file, defaults, extra_vars)
 
 
 def inventory_of_hosts(hosts: Mapping[str, Mapping[str, Any]], *, group_vars: Mapping[str, Any] | None = None,
@@ -85,14 +105,37 @@ def _resolved(draft: InventoryDraft, var_dirs: list[str], shown: tuple[str, ...]
     return Inventory(tuple(hosts), _groups(tree, sources, priority), shown, tuple(warnings))
 
 
-def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
+def _given_paths(paths: list[str]) -> list[str]:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]  # one path given bare: not a list of one-letter paths
     if not paths:
         raise InputError("no inventory given: pass -i PATH", "-i")
+    return [os.fspath(path) for path in paths]
+
+
+def read_with_ansible_inventory(source: str, shown: str, options: AnsibleOptions, draft: InventoryDraft) -> None:
+    """One source read by `ansible-inventory --list`, its `!vault` values decrypted, into `draft`.
+    Its group_vars/ and host_vars/ are Ansible's to read too (they may be encrypted): they come in its list."""
+    data = run_ansible_inventory(source, options)
+    decrypted = decrypt_vault_values(vault_ciphertexts(data), shown, options)
+    secret_vars: dict[tuple[str, str], set[str]] = {}
+    for scope, name, path in encrypted_var_files(source) if os.path.exists(source) else ():
+        text = decrypt_vault_text(read_regular_text(path, display_path(path), what="vault file"),
+                                  display_path(path), shown, options)
+        secret_vars.setdefault((scope, name), set()).update(var_file_names(text))
+    base_dir = os.path.abspath(source if os.path.isdir(source) else os.path.dirname(source) or ".")
+    add_ansible_list(data, shown, base_dir, draft, decrypted, secret_vars)
+    if options.on_secret is not None:
+        for settings in [group.vars for group in draft.groups.values()] + [host.vars for host in draft.hosts.values()]:
+            for setting in settings.values():
+                for secret in secret_texts(setting.value):
+                    options.on_secret(secret)
+
+
+def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
     files: list[str] = []
     var_dirs: list[str] = []
-    for given in map(os.fspath, paths):
+    for given in paths:
         if os.path.isdir(given):
             found = inventory_files_in(given)
             if not found:

@@ -23,7 +23,8 @@ def read_yaml_inventory(path: str, shown: str, draft: InventoryDraft) -> None:
     for key, value in data.items():
         line = data.line_of(key)
         if key in GROUP_SECTIONS or key == "plugin":
-            hint = ("inventory plugins are not supported" if key == "plugin"
+            hint = ("an inventory plugin's configuration is read by ansible-inventory: name the file .yml or .yaml"
+                    if key == "plugin"
                     else f"'{key}:' must sit inside a group; put it under 'all:'")
             raise InputError(f"unknown top-level key '{key}': {hint}", f"{shown}:{line}")
         parser.group(key, value, line)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonops.inventory import load_inventory
+from tritonops.inventory.ansible_run import AnsibleOptions
 from tritonops.inventory.model import Host, Inventory
 from tritonops.inventory.role_defaults import with_role_defaults
 from tritonops.playbook.loader import load_playbook
@@ -46,12 +47,13 @@ class RunInputs:
 
 def load_run_inputs(playbook_path: str, inventory_paths: Sequence[str], *, roles_path: Sequence[str] = (),
                     limit: str | None = None, extra_vars: Mapping[str, Any] | None = None,
-                    ssh_config_file: str | None = None) -> RunInputs:
+                    ssh_config_file: str | None = None, ansible: AnsibleOptions | None = None) -> RunInputs:
     """Every static mistake (playbook, roles, inventory, -e, --limit) raises here, before any host is
     contacted."""
     playbook = load_playbook(playbook_path, roles_path=roles_path)
     extra_vars = dict(extra_vars or {})
-    loaded = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars)
+    loaded = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars,
+                            ansible=ansible)
     return _run_inputs(playbook, loaded, tuple(inventory_paths), limit, extra_vars)
 
 
