@@ -39,7 +39,10 @@ def octal_mode(value):
     Symbolic modes (u+x) are not supported."""
     if value is None:
         return None
-    value = octal_text(value)
+    try:
+        value = octal_text(value)
+    except ValueError as err:
+        raise ValueError(f"{err} (e.g. '0644'); symbolic modes (u+x) are not supported") from None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0o7777:
         raise ValueError(f"mode {value!r} is not a file mode (0 to 07777)")
     return value

@@ -123,7 +123,9 @@ def _host_task(task: Task, operation: Operation, scope: Scope) -> HostTask:
                     for name, value in task.args.items()}
         # what an operation may ask while its arguments are checked: a role's file or rendered template
         # (copy's and template's src), an expression's value (debug's var)
-        context = {"lookup": lookup, "evaluate": lambda expression, scope=item_scope:
+        source = Lookup(task, task.arg_lines.get("src", task.where))  # a missing file is blamed on src's line
+        source.scope = item_scope
+        context = {"lookup": source, "evaluate": lambda expression, scope=item_scope:
                    evaluate(expression, scope, task.line_of(task.operation))}
         args.append(_validated(task, operation, rendered, context))
     return HostTask(args=tuple(args))
