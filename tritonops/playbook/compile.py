@@ -126,7 +126,7 @@ def _host_task(task: Task, operation: Operation, scope: Scope) -> HostTask:
         source = Lookup(task, task.arg_lines.get("src", task.where))  # a missing file is blamed on src's line
         source.scope = item_scope
         context = {"lookup": source, "evaluate": lambda expression, scope=item_scope:
-                   evaluate(expression, scope, task.line_of(task.operation))}
+                   evaluate(expression, scope, task.arg_lines.get("var", task.line_of(task.operation)))}
         args.append(_validated(task, operation, rendered, context))
     return HostTask(args=tuple(args))
 
