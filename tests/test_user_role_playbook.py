@@ -137,6 +137,8 @@ def test_a_command_that_fails_fails_its_host_with_its_output(capsys, project, tm
 @pytest.mark.parametrize("task, said", [
     ("command: make install", "tasks/main.yml:2: 'command' takes no shell string: give argv: [program, arg, ...]"),
     ("command: {cmd: make install}", "tasks/main.yml:2: 'command' has no argument 'cmd': give argv:"),
+    ("command: {argv: ['A=1', run], chdir: /tmp}", "'command': with chdir, the program (argv's first item) cannot "
+                                                    "hold '='"),
     ("command: {argv: make install}", "tasks/main.yml:2: 'command' argument 'argv': argv is a list, not a shell string"),
     ("copy: {src: banner.txt, dest: /tmp/x, mdoe: '0644'}", "tasks/main.yml:2: 'copy' has no argument 'mdoe'; "
                                                             "did you mean mode?"),

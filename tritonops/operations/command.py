@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Iterable
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from tritonops.facts.queries import Facts, FileQuery, Query
 from tritonops.operations.base import Args
@@ -43,6 +43,13 @@ class CommandArgs(Args):
             if any(isinstance(item, str) and "\0" in item for item in value):
                 raise ValueError("an argument holds a NUL character")
         return value
+
+
+    @model_validator(mode="after")
+    def _a_program(self) -> "CommandArgs":
+        if self.chdir is not None and "=" in self.argv[0]:  # env would read it as a variable to set
+            raise ValueError(f"with chdir, the program (argv's first item) cannot hold '=': {self.argv[0]!r}")
+        return self
 
 
 class CommandOperation:
