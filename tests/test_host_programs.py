@@ -3,12 +3,14 @@ the standard library only (the hub program also its hub library), is what the pa
 under `python -c SOURCE` exactly as a host runs it."""
 
 import ast
+import grp
 import hashlib
 import http.server
 import importlib
 import json
 import os
 import pkgutil
+import pwd
 import subprocess
 import sys
 import threading
@@ -111,8 +113,9 @@ def test_the_fact_program_answers_file_dir_and_command_queries(tmp_path):
     done = run("fact_queries", stdin=json.dumps(queries))
     assert done.returncode == 0, done.stderr
     file, link, missing, folder, command, absent = json.loads(done.stdout)
+    owners = {"owner": pwd.getpwuid(os.getuid()).pw_name, "group": grp.getgrgid(os.getgid()).gr_name}
     assert file == {"kind": "file", "size": 6, "mode": 0o640, "text": "hello\n",
-                    "sha256": hashlib.sha256(b"hello\n").hexdigest()}
+                    "sha256": hashlib.sha256(b"hello\n").hexdigest(), **owners}
     assert link == {"kind": "link", "link_target": "a.txt"}
     assert missing == {"kind": "missing"}
     assert folder == {"exists": True, "names": ["a.txt", "link", "sub"]}

@@ -28,6 +28,8 @@ def step_data(step) -> dict:
     data = {"type": type(step).__name__, **vars(step)}
     if isinstance(data.get("content"), bytes):
         data["content"] = data["content"].decode()
+    if isinstance(data.get("argv"), tuple):  # as JSON has it
+        data["argv"] = list(data["argv"])
     return data
 
 
@@ -35,17 +37,31 @@ def step_data(step) -> dict:
 def test_operation_case(case):
     data = json.loads(case.read_text())
     operation = operation_named(case.parent.name)
-    args = operation.Args.model_validate(data["args"])
+    args = operation.Args.model_validate(data["args"], context=validation_context(data))
     if "error" in data:  # the host cannot be brought there: the operation says why
         with pytest.raises(TritonopsError) as caught:
             list(operation.steps(args, facts_of(data["facts"])))
         assert str(caught.value) == data["error"]
         return
     assert [step_data(step) for step in operation.steps(args, facts_of(data["facts"]))] == data["steps"]
+    if "message" in data:  # an operation that says something of its own (debug)
+        assert operation.message(args) == data["message"]
+
+
+def validation_context(data: dict) -> dict:
+    """What the playbook engine hands an operation's arguments while it checks them: the role's files and
+    rendered templates (`controller`: "file:NAME" / "template:NAME" -> text), the host's variables (`vars`)."""
+    files = data.get("controller", {})
+    variables = data.get("vars", {})
+    return {"lookup": lambda kind, name: files[f"{kind}:{name}"], "evaluate": lambda expression: variables[expression]}
 
 
 def test_there_are_cases_for_every_builtin_file_operation():
     assert {path.parent.name for path in CASES} >= {"put_file", "directory", "symlink", "release"}
+
+
+def test_there_are_cases_for_every_operation_with_an_ansible_name():
+    assert {path.parent.name for path in CASES} >= {"command", "copy", "template", "file", "debug"}
 
 
 @pytest.mark.parametrize("name", sorted(OPERATIONS))

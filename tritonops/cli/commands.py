@@ -9,6 +9,7 @@ COMMANDS = {
     "image": "build and distribute the Triton + vLLM image (vllm_env)",
     "deploy": "deploy Triton + vLLM: a verified release on every host",
     "rollback": "back to the previous (or a named) release on each host",
+    "playbook": "run a playbook of one's own (your roles: copy, template, file, command, debug), as ansible-playbook",
     "releases": "every release kept on each host: who, when, image, engine args, gate; current and previous",
     "lock": "each host's deployment lock: who holds it and since when; release it with --force OWNER",
     "status": "what each host serves: release, container, health, KV cache, metrics",

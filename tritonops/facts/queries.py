@@ -54,6 +54,8 @@ class FileFact:
     sha256: str | None = None
     link_target: str | None = None
     text: str | None = None  # for FileQuery(content=True): the UTF-8 text, if small enough
+    owner: str | None = None  # of a file or folder: the user's name (its number when it has none)
+    group: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -157,4 +159,4 @@ def _fact(query: Query, answer: Any) -> Fact:
         return DirFact(query.path, bool(answer.get("exists")), tuple(sorted(answer.get("names") or ())))
     return FileFact(query.path, str(answer.get("kind", "missing")), int(answer.get("size") or 0),
                     int(answer.get("mode") or 0), answer.get("sha256"), answer.get("link_target"),
-                    answer.get("text"))
+                    answer.get("text"), answer.get("owner"), answer.get("group"))

@@ -5,6 +5,19 @@
 
 import hashlib, json, os, stat, sys
 
+def owners(st):
+    """The owner's and group's names (the numbers, as text, when the host has no name for them)."""
+    import grp, pwd
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = str(st.st_uid)
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    return {"owner": owner, "group": group}
+
 def file_fact(q):
     path = q["path"]
     try:
@@ -16,7 +29,7 @@ def file_fact(q):
     if stat.S_ISLNK(st.st_mode):
         return {"kind": "link", "link_target": os.readlink(path)}
     if stat.S_ISDIR(st.st_mode):
-        return {"kind": "dir", "mode": stat.S_IMODE(st.st_mode)}
+        return dict(kind="dir", mode=stat.S_IMODE(st.st_mode), **owners(st))
     if not stat.S_ISREG(st.st_mode):
         return {"kind": "other"}
     digest = hashlib.sha256()
@@ -32,8 +45,8 @@ def file_fact(q):
             text = head.decode("utf-8")
         except UnicodeDecodeError:
             text = None
-    return {"kind": "file", "size": st.st_size, "mode": stat.S_IMODE(st.st_mode), "sha256": digest.hexdigest(),
-            "text": text}
+    return dict(kind="file", size=st.st_size, mode=stat.S_IMODE(st.st_mode), sha256=digest.hexdigest(), text=text,
+                **owners(st))
 
 def dir_fact(q):
     try:

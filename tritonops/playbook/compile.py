@@ -121,7 +121,13 @@ def _host_task(task: Task, operation: Operation, scope: Scope) -> HostTask:
         lookup.scope = item_scope
         rendered = {name: render(value, item_scope, task.arg_lines.get(name, task.where))
                     for name, value in task.args.items()}
-        args.append(_validated(task, operation, rendered))
+        # what an operation may ask while its arguments are checked: a role's file or rendered template
+        # (copy's and template's src), an expression's value (debug's var)
+        source = Lookup(task, task.arg_lines.get("src", task.where))  # a missing file is blamed on src's line
+        source.scope = item_scope
+        context = {"lookup": source, "evaluate": lambda expression, scope=item_scope:
+                   evaluate(expression, scope, task.arg_lines.get("var", task.line_of(task.operation)))}
+        args.append(_validated(task, operation, rendered, context))
     return HostTask(args=tuple(args))
 
 
@@ -133,9 +139,9 @@ def _loop_items(task: Task, scope: Scope) -> list:
     return items
 
 
-def _validated(task: Task, operation: Operation, rendered: dict[str, Any]) -> Args:
+def _validated(task: Task, operation: Operation, rendered: dict[str, Any], context: dict[str, Any]) -> Args:
     try:
-        return operation.Args.model_validate(rendered)
+        return operation.Args.model_validate(rendered, context=context)
     except ValidationError as err:
         # a misspelt argument also shows as a missing one: name the misspelling, at its line
         problem = sorted(err.errors(), key=lambda error: error["type"] != "extra_forbidden")[0]
@@ -148,9 +154,12 @@ def _validated(task: Task, operation: Operation, rendered: dict[str, Any]) -> Ar
             raise PlaybookError(f"'{task.operation}' has no argument '{name}'{did_you_mean(name, known)}",
                                 where) from None
         path = ".".join(str(part) for part in problem["loc"])
+        said = problem["msg"].removeprefix("Value error, ")
+        if not path:  # the arguments together (one of two, not both): no one value to show
+            raise PlaybookError(f"'{task.operation}': {said}", where) from None
         shown = repr(problem.get("input"))
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        raise PlaybookError(f"'{task.operation}' argument '{path}': {problem['msg']} (got {shown})", where) from None
+        raise PlaybookError(f"'{task.operation}' argument '{path}': {said} (got {shown})", where) from None
 
 
 def _tag_warnings(playbook: Playbook, tags: Collection[str], skip_tags: Collection[str]) -> tuple[str, ...]:

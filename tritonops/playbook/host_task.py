@@ -106,6 +106,8 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     msg = "; ".join(done[:MSG_STEPS]) + (f"; and {len(done) - MSG_STEPS} more" if len(done) > MSG_STEPS else "")
     if check and done:
         msg = "would " + msg
+    if hasattr(operation, "message"):  # an operation that says something of its own (debug)
+        msg = "; ".join(filter(None, [*(operation.message(args) for args in args_list), msg]))
     return HostResult(session.name, status, msg,
                       TaskOutcome(operation.name, tuple(done), check, tuple(learned), tuple(runs)),
                       "".join(diffs) or None)

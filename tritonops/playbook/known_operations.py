@@ -27,6 +27,12 @@ OPERATIONS: dict[str, str] = {  # the name a task uses -> "module:attribute"
     "serve_release": "tritonops.operations.serve:serve_release",
     "rollback_release": "tritonops.operations.serve:rollback_release",
     "model_weights": "tritonops.weights.operation:model_weights",
+    # Ansible's names, for users' own roles (docs/roles.md)
+    "command": "tritonops.operations.command:command",
+    "copy": "tritonops.operations.user_files:copy",
+    "template": "tritonops.operations.user_files:template",
+    "file": "tritonops.operations.user_files:file",
+    "debug": "tritonops.operations.debug:debug",
 }
 
 

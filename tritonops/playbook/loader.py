@@ -130,7 +130,9 @@ def _task(data: Any, shown: str, role: str | None, inherited: frozenset[str], te
     operation = _operation_key(data, shown)
     args = data[operation]
     if not isinstance(args, LinedMap):
-        raise PlaybookError(f"the arguments of '{operation}' must be a mapping (path: ..., ...)",
+        free_form = getattr(operation_named(operation), "free_form", None)  # e.g. command's shell string
+        raise PlaybookError(free_form if free_form and isinstance(args, str) else
+                            f"the arguments of '{operation}' must be a mapping (path: ..., ...)",
                             at(shown, data, operation))
     arg_lines = {name: at(shown, args, name) for name in args}
     _check_argument_names(operation, args, arg_lines, at(shown, data, operation))
@@ -156,8 +158,12 @@ def _task(data: Any, shown: str, role: str | None, inherited: frozenset[str], te
 
 def _check_argument_names(operation: str, args: LinedMap, lines: dict, where: str) -> None:
     """Unknown and missing arguments, found from the task's text alone (before any variable or host)."""
-    fields = operation_named(operation, where).Args.model_fields
+    found = operation_named(operation, where)
+    fields = found.Args.model_fields
+    refused = getattr(found, "refused_arguments", {})  # an Ansible argument with its own answer
     for name in args:
+        if name in refused:
+            raise PlaybookError(f"'{operation}' has no argument '{name}': {refused[name]}", lines[name])
         if name not in fields:
             raise PlaybookError(f"'{operation}' has no argument '{name}'{did_you_mean(str(name), list(fields))}",
                                 lines[name])
