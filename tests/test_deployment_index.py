@@ -72,3 +72,28 @@ def test_the_host_program_leaves_a_file_that_is_not_the_index_as_it_is(tmp_path)
     done = add(path, "/opt/tritonops", "chat")
     assert done.returncode == 3 and "is left as it is: not a version 1 index" in done.stderr
     assert path.read_text() == '{"something": "else"}'
+
+
+def test_deploy_adds_its_deployment_to_a_missing_index_or_one_naming_others_only():
+    from tritonops.facts.queries import Facts, FileFact
+    from tritonops.operations.deployment_index import add_argv, deployment_index
+    from tritonops.operations.steps import Run
+
+    args = deployment_index.Args.model_validate({"root": "/opt/tritonops", "deployment": "chat"})
+    missing = Facts.of(FileFact("/var/lib/tritonops/deployments.json", "missing"))
+    others = Facts.of(FileFact("/var/lib/tritonops/deployments.json", "file", text=index_text(
+        DeploymentIndex().with_deployment("/opt/tritonops", "code"))))
+    step = Run(add_argv("/opt/tritonops", "chat"), timeout_s=60.0)
+    assert list(deployment_index.steps(args, missing)) == [step]
+    assert list(deployment_index.steps(args, others)) == [step]
+    assert step.argv[3:] == ("add", "/var/lib/tritonops/deployments.json", "/opt/tritonops", "chat")
+
+
+@pytest.mark.parametrize("args", [{"root": "opt", "deployment": "chat"}, {"root": "/opt/../etc", "deployment": "c"},
+                                  {"root": "/opt", "deployment": "-rf"}, {"root": "/opt", "deployment": "a b"}])
+def test_the_index_task_refuses_a_root_or_deployment_it_could_not_index(args):
+    from pydantic import ValidationError
+
+    from tritonops.operations.deployment_index import deployment_index
+    with pytest.raises(ValidationError):
+        deployment_index.Args.model_validate(args)
