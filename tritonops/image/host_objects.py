@@ -1,0 +1,54 @@
+"""The host's containers and images as `tritonops prune` decides from them: `docker_objects_query` is the command
+(host_programs/docker_objects.py), `parse_docker_objects` its pure parser into planning/prune.py's shapes, which
+names the vllm_env images: those tritonops built (the content label) or tagged (`tritonserver:vllm_env[-…]`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tritonops import host_programs
+from tritonops.errors import TritonopsError
+from tritonops.facts.queries import CommandQuery
+from tritonops.image.spec import LABEL_CONTENT, MOVING_TAG, REPOSITORY, split_tag
+from tritonops.planning.prune import ContainerOnHost, ImageOnHost
+from tritonops.text import printable
+from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE
+
+
+def docker_objects_query() -> CommandQuery:
+    return CommandQuery(host_programs.argv("docker_objects"), timeout_s=240.0)
+
+
+def is_vllm_env_tag(tag: str) -> bool:
+    name, version = split_tag(tag)
+    return name.rsplit("/", 1)[-1] == REPOSITORY and (version == MOVING_TAG or version.startswith(MOVING_TAG + "-"))
+
+
+def is_moving_tag(tag: str) -> bool:
+    name, version = split_tag(tag)
+    return name.rsplit("/", 1)[-1] == REPOSITORY and version == MOVING_TAG
+
+
+def parse_docker_objects(stdout: str) -> tuple[tuple[ImageOnHost, ...], tuple[ContainerOnHost, ...]]:
+    """The program's output -> (images, containers); TritonopsError when it is not the program's."""
+    try:
+        data: Any = json.loads(stdout)
+        images = tuple(_image(item) for item in data["images"])
+        containers = tuple(_container(item) for item in data["containers"])
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise TritonopsError(f"cannot read the host's images and containers: {printable(str(err))}") from None
+    return images, containers
+
+
+def _image(item: dict) -> ImageOnHost:
+    tags = tuple(str(t) for t in item.get("tags") or ())
+    labels = item.get("labels") or {}
+    return ImageOnHost(str(item["id"]), tags, LABEL_CONTENT in labels or any(map(is_vllm_env_tag, tags)),
+                       any(map(is_moving_tag, tags)), int(item.get("size") or 0))
+
+
+def _container(item: dict) -> ContainerOnHost:
+    labels = item.get("labels") or {}
+    return ContainerOnHost(str(item["name"]), str(item["image"]), bool(item["running"]),
+                           labels.get(LABEL_DEPLOYMENT), labels.get(LABEL_RELEASE))
