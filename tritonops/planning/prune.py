@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import Sequence
 
 from tritonops.errors import InputError
 from tritonops.values.names import safe_name
@@ -110,9 +111,8 @@ def checked_keep(keep: int) -> int:
     return keep
 
 
-def decide_prune(deployments: tuple[DeploymentOnHost, ...] | list[DeploymentOnHost],
-                 images: tuple[ImageOnHost, ...] | list[ImageOnHost],
-                 containers: tuple[ContainerOnHost, ...] | list[ContainerOnHost], keep: int = DEFAULT_KEEP) -> PrunePlan:
+def decide_prune(deployments: Sequence[DeploymentOnHost], images: Sequence[ImageOnHost],
+                 containers: Sequence[ContainerOnHost], keep: int = DEFAULT_KEEP) -> PrunePlan:
     """What to remove from one host, and why each other release and vllm_env image stays."""
     keep = checked_keep(keep)
     releases = [decision for d in deployments if d.pruned for decision in _releases(d, containers, keep)]
