@@ -22,7 +22,7 @@ from tritonops.deploy.run import locked, who
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.queries import FileQuery
 from tritonops.facts.query_program import read_facts
-from tritonops.image.host_objects import docker_objects_query, parse_docker_objects
+from tritonops.image.host_objects import read_docker_objects
 from tritonops.image.ids import short_image_id
 from tritonops.operations.execute import run_step
 from tritonops.operations.prune import prune_steps
@@ -117,11 +117,7 @@ def read_host(transport: Transport, root: str, deployment: str):
             entry.root, entry.deployment,
             tuple(ReleaseOnHost(r.id, r.image_id, r.damaged is not None) for r in deployed.releases),
             deployed.current, previous.id if previous else None, pruned=entry == mine))
-    query = docker_objects_query()
-    answer = read_facts(transport, [query]).command(query.argv)
-    if not answer.ok:
-        raise TritonopsError(f"cannot list the host's images and containers: {answer.stderr.strip()[-200:]}")
-    images, containers = parse_docker_objects(answer.stdout)
+    images, containers = read_docker_objects(transport)
     return index is not None, tuple(on_host), images, containers
 
 

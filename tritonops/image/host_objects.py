@@ -1,23 +1,31 @@
-"""The host's containers and images as `tritonops prune` decides from them: `docker_objects_query` is the command
-(host_programs/docker_objects.py), `parse_docker_objects` its pure parser into planning/prune.py's shapes, which
-names the vllm_env images: those tritonops built (the content label) or tagged (`tritonserver:vllm_env[-…]`)."""
+"""The host's containers and images as `tritonops prune` decides from them: `read_docker_objects` runs the program
+(host_programs/docker_objects.py; its whole output, however many objects the host has), `parse_docker_objects` is
+its pure parser into planning/prune.py's shapes, which names the vllm_env images: those tritonops built (the
+content label) or tagged (`tritonserver:vllm_env[-…]`)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import shlex
+from typing import TYPE_CHECKING, Any
 
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
-from tritonops.facts.queries import CommandQuery
 from tritonops.image.spec import LABEL_CONTENT, MOVING_TAG, REPOSITORY, split_tag
 from tritonops.planning.prune import ContainerOnHost, ImageOnHost
 from tritonops.text import printable
 from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE
 
+if TYPE_CHECKING:
+    from tritonops.transport.base import Transport
 
-def docker_objects_query() -> CommandQuery:
-    return CommandQuery(host_programs.argv("docker_objects"), timeout_s=240.0)
+
+def read_docker_objects(transport: Transport) -> tuple[tuple[ImageOnHost, ...], tuple[ContainerOnHost, ...]]:
+    """(images, containers) of the host `transport` reaches; TritonopsError when its docker does not answer."""
+    result = transport.run(shlex.join(host_programs.argv("docker_objects")), timeout=240)
+    if not result.ok:
+        raise TritonopsError(f"cannot list the host's images and containers: {result.tail(2)}")
+    return parse_docker_objects(result.stdout)
 
 
 def is_vllm_env_tag(tag: str) -> bool:
