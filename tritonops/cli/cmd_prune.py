@@ -69,8 +69,8 @@ def _table(results) -> Table:
             table.add_row(styled(result.host) if first else "", status_text(result.status) if first else "",
                           styled(what), action, styled(why))
             first = False
-        freed = f"{verb} {pruned.release_bytes:,} bytes of folders, {gib(pruned.image_bytes)} of images" \
-            if not pruned.check else f"{gib(pruned.image_bytes)} of images"
+        freed = f"would free up to {gib(pruned.image_bytes)} of images" if pruned.check else \
+            f"freed {pruned.release_bytes:,} bytes of folders, up to {gib(pruned.image_bytes)} of images"
         table.add_row(styled(result.host) if first else "", status_text(result.status) if first else "", "", "",
                       styled(f"{result.msg} ({freed})"))
     return table
