@@ -36,7 +36,8 @@ def gone(tmp_path):
 
 
 @pytest.mark.parametrize("command", [["status"], ["metrics"], ["deploy", "--check"], ["rollback", "--check"],
-                                     ["image", "status"], ["probe"], ["releases"], ["lock", "status"]])
+                                     ["image", "status"], ["probe"], ["releases"], ["lock", "status"],
+                                     ["prune"]])
 def test_a_command_on_an_unreachable_host_says_so_in_the_document(capsys, gone, command):
     code, doc = document(capsys, *command, "-i", gone)
     assert code == 4 and doc["command"] == " ".join(word for word in command if not word.startswith("-"))

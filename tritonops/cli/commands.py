@@ -11,6 +11,7 @@ COMMANDS = {
     "rollback": "back to the previous (or a named) release on each host",
     "playbook": "run a playbook of one's own (your roles: copy, template, file, command, debug), as ansible-playbook",
     "releases": "every release kept on each host: who, when, image, engine args, gate; current and previous",
+    "prune": "remove old release folders and vllm_env images no kept release names (never current or previous)",
     "lock": "each host's deployment lock: who holds it and since when; release it with --force OWNER",
     "status": "what each host serves: release, container, health, KV cache, metrics",
     "metrics": "per host and model: requests, average times, KV cache (from :8002)",

@@ -23,6 +23,7 @@ OPERATIONS: dict[str, str] = {  # the name a task uses -> "module:attribute"
     "directory": "tritonops.operations.files:directory",
     "symlink": "tritonops.operations.files:symlink",
     "release": "tritonops.operations.release:release",
+    "deployment_index": "tritonops.operations.deployment_index:deployment_index",
     "image_present": "tritonops.operations.image:image_present",
     "serve_release": "tritonops.operations.serve:serve_release",
     "rollback_release": "tritonops.operations.serve:rollback_release",
