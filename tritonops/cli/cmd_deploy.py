@@ -36,6 +36,18 @@ def default_roles_path(playbook: str) -> tuple[str, ...]:
 
 def add_playbook_options(parser, playbook: str) -> None:
     parser.add_argument("--playbook", default=None, metavar="PATH", help=f"the playbook (default playbooks/{playbook})")
+    add_play_options(parser)
+    parser.add_argument("--break-lock", action="store_true",
+                        help="take over a host's deployment lock held by another run (only when that run is gone)")
+    add_audit_log_option(parser, "this run's events")
+    add_host_key_option(parser)
+    from tritonops.cli.playbook_listing import add_listing_options
+
+    add_listing_options(parser)
+
+
+def add_play_options(parser) -> None:
+    """What ansible-playbook takes of a run: more roles, -e, --check, --diff, --tags, --skip-tags."""
     parser.add_argument("--roles-path", action="append", default=[], metavar="DIR",
                         help="more folders to look for roles in (after roles/ beside the playbook)")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
@@ -44,13 +56,6 @@ def add_playbook_options(parser, playbook: str) -> None:
     parser.add_argument("--diff", "-D", action="store_true", help="show every file written (or that would be)")
     parser.add_argument("--tags", "-t", action="append", default=[], metavar="TAGS", help="only tasks with these tags")
     parser.add_argument("--skip-tags", action="append", default=[], metavar="TAGS", help="not tasks with these tags")
-    parser.add_argument("--break-lock", action="store_true",
-                        help="take over a host's deployment lock held by another run (only when that run is gone)")
-    add_audit_log_option(parser, "this run's events")
-    add_host_key_option(parser)
-    from tritonops.cli.playbook_listing import add_listing_options
-
-    add_listing_options(parser)
 
 
 def add_reading_options(parser) -> None:

@@ -4,7 +4,7 @@ one (see tritonops.deploy.play): its roles' tasks and nothing of a deploy around
 from __future__ import annotations
 
 from tritonops.cli.commands import COMMANDS
-from tritonops.cli.cmd_deploy import _Progress, _report_json, _tags, recap_table, run_inputs
+from tritonops.cli.cmd_deploy import _Progress, _report_json, _tags, add_play_options, recap_table, run_inputs
 from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option
 
@@ -17,14 +17,7 @@ def register(subparsers, common) -> None:
                     "and debug, or tritonops' own operations. No probe, lock or image: only the tasks. --check "
                     "changes nothing and says what would change; --diff shows each file's change.")
     parser.add_argument("playbook", metavar="PLAYBOOK", help="the playbook file")
-    parser.add_argument("--roles-path", action="append", default=[], metavar="DIR",
-                        help="more folders to look for roles in (after roles/ beside the playbook)")
-    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="extra variables, highest precedence (repeatable)")
-    parser.add_argument("--check", "-C", action="store_true", help="change nothing: show what would be done")
-    parser.add_argument("--diff", "-D", action="store_true", help="show every file written (or that would be)")
-    parser.add_argument("--tags", "-t", action="append", default=[], metavar="TAGS", help="only tasks with these tags")
-    parser.add_argument("--skip-tags", action="append", default=[], metavar="TAGS", help="not tasks with these tags")
+    add_play_options(parser)
     add_host_key_option(parser)
     from tritonops.cli.playbook_listing import add_listing_options
 
