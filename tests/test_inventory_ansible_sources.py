@@ -294,3 +294,25 @@ def test_a_folder_holding_a_script_beside_yaml_is_read_whole_by_ansible(tmp_path
     assert {host.name: host.groups for host in inventory.hosts} == {"builder": ("all", "build"),
                                                                      "g1": ("all", "gpu")}
     assert inventory.host("g1").connection.host == "10.0.0.9"
+
+
+def test_looking_for_what_only_ansible_reads_opens_no_file_twice(monkeypatch):
+    """The check that leaves a source to ansible-inventory and the built-in reader share one read of each file
+    (a run's inputs are read once: tests/lab/test_deploy_lab.py counts the same for a whole deploy)."""
+    import os
+
+    from tritonops.inventory import load_inventory
+
+    example = os.path.join(os.path.dirname(__file__), "..", "inventory", "example")
+    opened: dict[str, int] = {}
+    real_open = os.open
+
+    def counting(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file).endswith((".yml", ".yaml")):
+            opened[os.path.realpath(file)] = opened.get(os.path.realpath(file), 0) + 1
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    load_inventory([example], ssh_config_file=os.devnull)
+    monkeypatch.setattr(os, "open", real_open)
+    assert len(opened) >= 7 and set(opened.values()) == {1}, opened

@@ -16,7 +16,7 @@ import re
 
 from tritonops.errors import InputError
 from tritonops.inventory.paths import inventory_files_in
-from tritonops.values.files import read_regular_file
+from tritonops.values.files import FileReads
 
 VAULT_MARK = b"$ANSIBLE_VAULT"
 _PLUGIN_LINE = re.compile(rb"^plugin\s*:", re.MULTILINE)
@@ -24,9 +24,11 @@ _VAR_FOLDERS = ("group_vars", "host_vars")
 _MAX_VAR_FILES = 10_000  # a var folder walk is bounded: a mistaken -i pointing at a huge tree stays quick
 
 
-def ansible_reason(given: str) -> str | None:
+def ansible_reason(given: str, reads: FileReads | None = None) -> str | None:
     """Why `given` (an -i file or folder) must be read by ansible-inventory; None: the built-in reader reads it.
-    A path that does not exist is the built-in reader's to refuse (with its own message)."""
+    A path that does not exist is the built-in reader's to refuse (with its own message). With `reads`, what
+    this looked at is kept for the built-in reader (each file opened once)."""
+    reads = reads or FileReads()
     if os.path.isdir(given):
         files, folder = inventory_files_in(given) + _scripts_in(given), given
     elif os.path.isfile(given):
@@ -34,11 +36,11 @@ def ansible_reason(given: str) -> str | None:
     else:
         return None
     for path in files:
-        reason = _file_reason(path)
+        reason = _file_reason(path, reads)
         if reason:
             return reason if path == given else f"{os.path.basename(path)} {reason}"
     for path in _var_files(folder):
-        if VAULT_MARK in _head(path, 16 * 1024 * 1024):
+        if VAULT_MARK in _head(path, reads):
             return f"{os.path.relpath(path, folder)} holds Ansible Vault data"
     return None
 
@@ -51,8 +53,8 @@ def _scripts_in(folder: str) -> list[str]:
             if path not in listed and os.path.isfile(path) and os.access(path, os.X_OK)]
 
 
-def _file_reason(path: str) -> str | None:
-    head = _head(path, 16 * 1024 * 1024)
+def _file_reason(path: str, reads: FileReads) -> str | None:
+    head = _head(path, reads)
     if head.startswith(b"#!") and os.access(path, os.X_OK):
         return "is an executable inventory script"
     if VAULT_MARK in head:
@@ -68,7 +70,7 @@ def encrypted_var_files(source: str) -> list[tuple[str, str, str]]:
     folder = source if os.path.isdir(source) else os.path.dirname(source) or "."
     found = []
     for path in _var_files(folder):
-        if _head(path, 16 * 1024 * 1024).lstrip().startswith(VAULT_MARK):
+        if _head(path, FileReads()).lstrip().startswith(VAULT_MARK):
             kind, first = os.path.relpath(path, folder).split(os.sep)[:2]
             name = first if first != os.path.basename(path) else re.sub(r"\.(ya?ml|json)$", "", first, flags=re.I)
             found.append(("group" if kind == "group_vars" else "host", name, path))
@@ -86,9 +88,9 @@ def _var_files(folder: str) -> list[str]:
     return found
 
 
-def _head(path: str, limit: int) -> bytes:
+def _head(path: str, reads: FileReads) -> bytes:
     """The file's bytes (bounded); b"" for what cannot be read here: the reader that takes it says why."""
     try:
-        return read_regular_file(path, max_bytes=limit)
+        return reads.file(path)
     except InputError:  # a FIFO, a device or a too-large file: not ours to judge here
         return b""

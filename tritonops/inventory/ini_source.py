@@ -9,19 +9,20 @@ import warnings
 from typing import Any
 
 from tritonops.errors import InputError
-from tritonops.values.files import read_regular_text
+from tritonops.values.files import FileReads, read_regular_text
 from tritonops.inventory.draft import InventoryDraft, inventory_setting
 from tritonops.inventory.host_ranges import expand_host_range, split_host_port
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*([#;].*)?$")
 
 
-def read_ini_inventory(path: str, shown: str, draft: InventoryDraft) -> None:
+def read_ini_inventory(path: str, shown: str, draft: InventoryDraft, reads: FileReads | None = None) -> None:
     base_dir = os.path.dirname(os.path.abspath(path))
     declared = {"all", "ungrouped"}
     pending: dict[str, tuple[str, str]] = {}  # group -> (where first referenced, how)
     group, kind = "ungrouped", "hosts"
-    lines = read_regular_text(path, shown, what="inventory file").splitlines()
+    lines = (reads.text(path, shown, what="inventory file") if reads
+             else read_regular_text(path, shown, what="inventory file")).splitlines()
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         where = f"{shown}:{number}"

@@ -23,7 +23,7 @@ from tritonops.inventory.paths import display_path, inventory_files_in, inventor
 from tritonops.inventory.ssh_config import load_ssh_config
 from tritonops.inventory.var_files import read_var_folder
 from tritonops.inventory.yaml_source import read_yaml_inventory
-from tritonops.values.files import read_regular_text
+from tritonops.values.files import FileReads, read_regular_text
 
 
 def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
@@ -37,11 +37,12 @@ def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
     ansible: how a source the built-in reader leaves to Ansible (a script, a plugin, Vault data:
     ansible_sources.py) is read by ansible-inventory; None: no vault password, only such sources."""
     ansible = ansible or AnsibleOptions()
+    reads = FileReads()  # each file opened once, whoever looks at it
     draft = InventoryDraft()
     var_dirs: list[str] = []
     shown_sources: list[str] = []
     for given in _given_paths(paths):
-        if ansible.always or ansible_reason(given):
+        if ansible.always or ansible_reason(given, reads):
             shown = display_path(given) if os.path.exists(given) else given
             read_with_ansible_inventory(given, shown, ansible, draft)
             shown_sources.append(provenance(shown))
@@ -49,10 +50,10 @@ def load_inventory(paths: list[str], *, ssh_config_file: str | None = None,
         found, folders = _inventory_files([given])
         for path in found:
             reader = read_yaml_inventory if inventory_format(path) == "yaml" else read_ini_inventory
-            reader(path, display_path(path), draft)
+            reader(path, display_path(path), draft, reads)
         shown_sources += [display_path(path) for path in found]
         var_dirs += [folder for folder in folders if folder not in var_dirs]
-    return _resolved(draft, var_dirs, tuple(shown_sources), ssh_config_file, defaults, extra_vars)
+    return _resolved(draft, var_dirs, tuple(shown_sources), ssh_config_file, defaults, extra_vars, reads)
 
 
 def inventory_of_hosts(hosts: Mapping[str, Mapping[str, Any]], *, group_vars: Mapping[str, Any] | None = None,
@@ -77,14 +78,14 @@ def inventory_of_hosts(hosts: Mapping[str, Mapping[str, Any]], *, group_vars: Ma
         for var, value in values.items():
             check_var_name(var, f"{where}[{var!r}]")
             host.vars[var] = Setting(value, f"{source} (host {name})", f"{where}[{var!r}]", base_dir)
-    return _resolved(draft, [], (source,), ssh_config_file, None, extra_vars)
+    return _resolved(draft, [], (source,), ssh_config_file, None, extra_vars, FileReads())
 
 
 def _resolved(draft: InventoryDraft, var_dirs: list[str], shown: tuple[str, ...], ssh_config_file: str | None,
-              defaults: Mapping[str, Any] | None, extra_vars: Mapping[str, Any] | None) -> Inventory:
+              defaults: Mapping[str, Any] | None, extra_vars: Mapping[str, Any] | None, reads: FileReads) -> Inventory:
     """Every host's variables through the layers (provenance kept) and its connection."""
     tree = build_group_tree(draft)
-    sources, warnings = _var_sources(draft, tree, var_dirs, defaults or {}, extra_vars or {})
+    sources, warnings = _var_sources(draft, tree, var_dirs, defaults or {}, extra_vars or {}, reads)
     check_known(_every_setting(sources))
     priority = {name: _priority(name, sources) for name in tree.order}
     ssh_config, ssh_config_path = load_ssh_config(ssh_config_file)
@@ -156,14 +157,14 @@ def _inventory_files(paths: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _var_sources(draft: InventoryDraft, tree: GroupTree, var_dirs: list[str], defaults: Mapping[str, Any],
-                 extra_vars: Mapping[str, Any]) -> tuple[VarSources, list[str]]:
+                 extra_vars: Mapping[str, Any], reads: FileReads) -> tuple[VarSources, list[str]]:
     file_group_vars: dict[str, list[dict[str, Setting]]] = {}
     file_host_vars: dict[str, list[dict[str, Setting]]] = {}
     warnings = []
     for folder in var_dirs:
         for kind, names, merged in (("group_vars", list(tree.order), file_group_vars),
                                     ("host_vars", list(draft.hosts), file_host_vars)):
-            found, unmatched = read_var_folder(folder, kind, names)
+            found, unmatched = read_var_folder(folder, kind, names, reads)
             for name, settings in found.items():
                 merged.setdefault(name, []).extend(settings)
             what = "group" if kind == "group_vars" else "host"

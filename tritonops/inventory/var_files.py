@@ -9,11 +9,12 @@ from tritonops.inventory.draft import check_var_name
 from tritonops.inventory.model import Setting
 from tritonops.inventory.paths import display_path
 from tritonops.inventory.yaml_lines import LinedMap, load_yaml_file, plain
+from tritonops.values.files import FileReads
 
 _EXTENSIONS = (".yml", ".yaml", ".json")
 
 
-def read_var_folder(inventory_dir: str, folder: str, names: list[str]
+def read_var_folder(inventory_dir: str, folder: str, names: list[str], reads: FileReads | None = None
                     ) -> tuple[dict[str, list[dict[str, Setting]]], list[str]]:
     """Variables per group (folder='group_vars') or host (folder='host_vars') found next to an
     inventory, for the given names: one mapping per file, in name order (a later file wins).
@@ -33,13 +34,13 @@ def read_var_folder(inventory_dir: str, folder: str, names: list[str]
             files = _files_below(path) if os.path.isdir(path) else [path]
             matched.add(entry)
             for file in files:
-                found.setdefault(name, []).append(_read_var_file(file, scope, inventory_dir))
+                found.setdefault(name, []).append(_read_var_file(file, scope, inventory_dir, reads))
     return found, [os.path.join(root, entry) for entry in entries if entry not in matched]
 
 
-def _read_var_file(path: str, scope: str, inventory_dir: str) -> dict[str, Setting]:
+def _read_var_file(path: str, scope: str, inventory_dir: str, reads: FileReads | None) -> dict[str, Setting]:
     shown = display_path(path)
-    data = load_yaml_file(path, shown)
+    data = load_yaml_file(path, shown, reads)
     if data is None:
         return {}
     if not isinstance(data, LinedMap):

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from tritonops.errors import InputError
-from tritonops.values.files import read_regular_text
+from tritonops.values.files import FileReads, read_regular_text
 
 
 class LinedMap(dict):
@@ -104,9 +104,10 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LinedMap:
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def load_yaml_file(path: str, shown_as: str) -> Any:
-    """Parse one YAML file; syntax errors become InputError at 'shown_as:line'."""
-    text = read_regular_text(path, shown_as, what="YAML file")
+def load_yaml_file(path: str, shown_as: str, reads: FileReads | None = None) -> Any:
+    """Parse one YAML file (through `reads` when given: its first read); syntax errors become InputError at
+    'shown_as:line'."""
+    text = reads.text(path, shown_as, what="YAML file") if reads else read_regular_text(path, shown_as, what="YAML file")
     try:
         loader = _LineLoader if "*" in text else _AliasFreeLoader
         return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass

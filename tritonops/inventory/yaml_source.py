@@ -9,12 +9,13 @@ from tritonops.errors import InputError
 from tritonops.inventory.draft import InventoryDraft, inventory_setting
 from tritonops.inventory.host_ranges import expand_host_range, split_host_port
 from tritonops.inventory.yaml_lines import LinedMap, load_yaml_file, plain
+from tritonops.values.files import FileReads
 
 GROUP_SECTIONS = ("hosts", "children", "vars")
 
 
-def read_yaml_inventory(path: str, shown: str, draft: InventoryDraft) -> None:
-    data = load_yaml_file(path, shown)
+def read_yaml_inventory(path: str, shown: str, draft: InventoryDraft, reads: FileReads | None = None) -> None:
+    data = load_yaml_file(path, shown, reads)
     if data is None:
         return
     parser = _YamlInventory(shown, os.path.dirname(os.path.abspath(path)), draft)

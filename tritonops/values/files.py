@@ -64,6 +64,31 @@ def read_regular_text(path: str | os.PathLike, where: str | None = None, *,
         raise InputError(f"{what} is not UTF-8 text", where or os.fspath(path)) from None
 
 
+class FileReads:
+    """The bytes of every file read while one set of inputs is loaded, so that a file looked at twice (whether
+    ansible-inventory must read a source, then the built-in reader) is opened once. One per load: no global."""
+
+    def __init__(self) -> None:
+        self._read: dict[str, bytes] = {}
+
+    def file(self, path: str | os.PathLike, where: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
+             what: str = "file") -> bytes:
+        """read_regular_file's bytes, from the first read of the same file (its real path) when there was one."""
+        key = os.path.realpath(path)
+        if key not in self._read:
+            self._read[key] = read_regular_file(path, where, max_bytes=max(max_bytes, DEFAULT_MAX_BYTES), what=what)
+        data = self._read[key]
+        if len(data) > max_bytes:
+            raise InputError(f"{what} is larger than {_size(max_bytes)}", where or os.fspath(path))
+        return data
+
+    def text(self, path: str | os.PathLike, where: str | None = None, *, what: str = "file") -> str:
+        try:
+            return self.file(path, where, what=what).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{what} is not UTF-8 text", where or os.fspath(path)) from None
+
+
 def _size(count: int) -> str:
     return f"{count / MiB:g} MiB" if count >= MiB else f"{count} bytes"
 
