@@ -71,10 +71,15 @@ def test_qwen15_18b_on_2080ti_fits_in_fp16():
     assert 4096 <= plan.max_model_len <= plan.kv_cache_tokens and plan.max_model_len % 16 == 0
 
 
-def test_model_larger_than_all_gpus_together():
-    plan = size(find_catalog_model("meta-llama/Llama-3.1-70B-Instruct"), "t4:2")
+def test_model_larger_than_all_gpus_together_is_offered_the_fewest_hosts_that_hold_it():
+    llama70 = find_catalog_model("meta-llama/Llama-3.1-70B-Instruct")
+    plan = size(llama70, "t4:2")
     assert not plan.fits
-    assert plan.alternatives[-1].kind == "pipeline_parallel" and not plan.alternatives[-1].available
+    first = next(a for a in plan.alternatives if a.kind == "pipeline_parallel")
+    hosts = first.pipeline_parallel_size
+    assert first.available and hosts > 2 and first.gpus_needed == hosts * first.tensor_parallel_size
+    assert size(llama70, "t4:2", pipeline_parallel_size=hosts).max_model_len == first.max_model_len > 0
+    assert size(llama70, "t4:2", pipeline_parallel_size=hosts - 1).max_model_len == 0   # one host fewer: nothing
 
 
 def test_given_tp_that_does_not_divide_heads_is_a_problem():

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from math import ceil
 
 from tritonops.sizing.engine_plan import Alternative, EnginePlan, SizingRequest
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.memory_model import quantized_weight_bytes
 from tritonops.sizing.model_spec import ModelSpec, Quantization
+from tritonops.sizing.pipeline import MAX_PIPELINE_HOSTS
 from tritonops.sizing.tp_rules import valid_tp_sizes
 from tritonops.units import gib
 
@@ -22,6 +22,9 @@ def alternatives_for(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, pl
     free = replace(request, tensor_parallel_size=None, max_model_len=None,
                    max_context=request.max_model_len or request.max_context)
     target = min(model.max_model_len, free.max_context or model.max_model_len)
+    pp = request.pipeline_parallel_size or 1
+    each = "" if pp == 1 else f" (x {pp} hosts, one pipeline stage each)"
+    here = "this host" if pp == 1 else f"these {pp} hosts"
 
     def ok(candidate: EnginePlan) -> bool:
         return candidate.fits and candidate.max_model_len > 0
@@ -33,8 +36,9 @@ def alternatives_for(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, pl
         bigger = size(model, gpus.with_count(tp), replace(free, tensor_parallel_size=tp))
         if ok(bigger):
             options.append(Alternative("tensor_parallel", f"tensor_parallel_size {tp} on a host with {tp} x "
-                                       f"{gpus.name}: max_model_len {bigger.max_model_len}",
-                                       tensor_parallel_size=tp, max_model_len=bigger.max_model_len, gpus_needed=tp))
+                                       f"{gpus.name}{each}: max_model_len {bigger.max_model_len}",
+                                       tensor_parallel_size=tp, max_model_len=bigger.max_model_len, gpus_needed=tp * pp,
+                                       pipeline_parallel_size=request.pipeline_parallel_size))
             if bigger.max_model_len >= target:
                 break
 
@@ -49,7 +53,7 @@ def alternatives_for(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, pl
                 weights = quantized_weight_bytes(model, bits, None if bits == 8 else 128)
                 options.append(Alternative("quantized", f"a {bits}-bit {method.upper()} checkpoint of this model "
                                            f"(~{gib(weights)} of weights): max_model_len {candidate.max_model_len} "
-                                           f"with tensor_parallel_size {candidate.tensor_parallel_size} on this host",
+                                           f"with tensor_parallel_size {candidate.tensor_parallel_size} on {here}",
                                            tensor_parallel_size=candidate.tensor_parallel_size,
                                            max_model_len=candidate.max_model_len))
                 break
@@ -75,12 +79,28 @@ def alternatives_for(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, pl
                                        tensor_parallel_size=candidate.tensor_parallel_size,
                                        max_model_len=candidate.max_model_len))
 
-    # several hosts: pipeline parallel (a later feature)
-    if not any(o.kind in ("tensor_parallel", "shorter_context") for o in options):
-        per_host = max(plan.memory.budget * gpus.count * 0.8, 1)
-        total = plan.weights_bytes_per_gpu * plan.tensor_parallel_size
-        hosts = max(2, ceil(total / per_host))
-        options.append(Alternative("pipeline_parallel", f"pipeline parallel across {hosts} hosts like this one "
-                                   f"(pipeline_parallel_size {hosts} over a Ray cluster): not built yet, a later "
-                                   "tritonops feature", gpus_needed=hosts * gpus.count, available=False))
+    # several hosts like this one: a pipeline over a Ray cluster, one stage per host
+    if pp == 1:
+        options += _pipelines(model, gpus, free, target, size)
     return options
+
+
+def _pipelines(model: ModelSpec, gpus: GpuSpec, free: SizingRequest, target: int, size) -> list[Alternative]:
+    """The fewest hosts that hold the model, and (if that falls short of the target context) the fewest
+    that reach it."""
+    found: list[Alternative] = []
+    for hosts in range(2, min(MAX_PIPELINE_HOSTS, model.num_hidden_layers) + 1):
+        candidate = size(model, gpus, replace(free, pipeline_parallel_size=hosts))
+        if not (candidate.fits and candidate.max_model_len > 0):
+            continue
+        if found and candidate.max_model_len < target:
+            continue
+        tp = candidate.tensor_parallel_size
+        found.append(Alternative("pipeline_parallel", f"pipeline_parallel_size {hosts}: a Ray cluster of {hosts} hosts "
+                                 f"like this one, tensor_parallel_size {tp} on each: max_model_len "
+                                 f"{candidate.max_model_len}", tensor_parallel_size=tp,
+                                 max_model_len=candidate.max_model_len, gpus_needed=hosts * tp,
+                                 pipeline_parallel_size=hosts))
+        if candidate.max_model_len >= target:
+            break
+    return found

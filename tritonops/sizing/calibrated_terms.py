@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from tritonops.sizing.model_spec import DTYPE_BYTES, ModelSpec
+from tritonops.sizing.pipeline import PipelineStage, whole_model
 from tritonops.units import KIB, MIB
 
 # model_type values of the MoE architectures 0.25 runs on the V2 runner (config/vllm.py)
@@ -87,9 +88,12 @@ def uses_v2_runner(model: ModelSpec) -> bool:
     return not model.is_moe or model.model_type in V2_RUNNER_MOE_TYPES
 
 
-def is_calibrated(model: ModelSpec, tensor_parallel_size: int, compute_capability: tuple[int, int]) -> bool:
-    """Family, TP and GPU generation the fixtures measured (TP 1 and 2 on Hopper, bf16/fp16 weights)."""
+def is_calibrated(model: ModelSpec, tensor_parallel_size: int, compute_capability: tuple[int, int],
+                  pipeline_parallel_size: int = 1) -> bool:
+    """Family, TP and GPU generation the fixtures measured (TP 1 and 2 on Hopper, bf16/fp16 weights,
+    one stage: pipeline parallel was not measured)."""
     return (model.model_type in CALIBRATED_TYPES and tensor_parallel_size in MEASURED_TP
+            and pipeline_parallel_size == 1
             and compute_capability == (9, 0) and model.quantization is None and not model.rough)
 
 
@@ -99,14 +103,18 @@ def _allocated(nbytes: int) -> int:
     return math.ceil(nbytes / 512) * 512
 
 
-def weight_tensors(model: ModelSpec, dtype_bytes: int, tp: int) -> list[int]:
-    """Bytes of each tensor one rank allocates, in vLLM's fused layout (qkv, gate_up, experts' w13/w2)."""
-    h, layers = model.hidden_size, model.num_hidden_layers
+def weight_tensors(model: ModelSpec, dtype_bytes: int, tp: int, stage: PipelineStage | None = None) -> list[int]:
+    """Bytes of each tensor one rank allocates, in vLLM's fused layout (qkv, gate_up, experts' w13/w2).
+    `stage`: a pipeline stage's rank (its layers; the embedding on the first, norm and LM head on the last)."""
+    stage = stage or whole_model(model.num_hidden_layers)
+    h, layers = model.hidden_size, stage.layers
     q = model.num_attention_heads * model.head_dim
     kv = max(model.num_key_value_heads, tp) * model.head_dim   # KV heads replicated past their count
     b = dtype_bytes
     vocab = math.ceil(model.vocab_size / tp)
-    tensors = [vocab * h * b] + ([] if model.tie_word_embeddings else [vocab * h * b])
+    tensors = [vocab * h * b] if stage.first else []
+    if stage.last and (stage.count > 1 or not model.tie_word_embeddings):
+        tensors.append(vocab * h * b)   # the LM head (tied to the embedding only when one rank holds both)
     mats = 2 if model.gated_mlp else 1
     for _ in range(layers):
         tensors += [math.ceil((q + 2 * kv) / tp) * h * b, math.ceil(q / tp) * h * b, 2 * h * b]
@@ -122,15 +130,16 @@ def weight_tensors(model: ModelSpec, dtype_bytes: int, tp: int) -> list[int]:
         else:
             inter = math.ceil(model.intermediate_size / tp)
             tensors += [mats * inter * h * b, inter * h * b]
-    tensors.append(h * b)
+    if stage.last:
+        tensors.append(h * b)
     return tensors
 
 
-def weights(model: ModelSpec, dtype: str, tp: int) -> int:
+def weights(model: ModelSpec, dtype: str, tp: int, stage: PipelineStage | None = None) -> int:
     """Tensors as the allocator counts them, the bf16/fp16 rotary cos/sin cache, and the allowance."""
     b = DTYPE_BYTES[dtype]
     rope = model.max_position_embeddings * model.head_dim * b
-    return sum(_allocated(t) for t in weight_tensors(model, b, tp)) + rope + WEIGHTS_ALLOWANCE
+    return sum(_allocated(t) for t in weight_tensors(model, b, tp, stage)) + rope + WEIGHTS_ALLOWANCE
 
 
 def _forward(model: ModelSpec, tokens: int, tp: int) -> int:
@@ -161,22 +170,29 @@ def _sampler(model: ModelSpec, tokens: int, requests: int, v2_runner: bool) -> i
     return SAMPLER_V1_PER_LOGIT * logits + SAMPLER_V1_FIXED
 
 
-def activation(model: ModelSpec, tokens: int, requests: int, eager: bool, tp: int) -> int:
+def activation(model: ModelSpec, tokens: int, requests: int, eager: bool, tp: int,
+               stage: PipelineStage | None = None) -> int:
     """The profile run's torch peak increase: the largest of the forward over `tokens`, the sampler
-    over `requests`, and (compiled) the extra vocabulary matrix."""
+    over `requests` (on the last pipeline stage, which samples), and (compiled) the extra vocabulary
+    matrix (kept on the stages that hold a vocabulary matrix: not measured with pipeline parallel)."""
+    stage = stage or whole_model(model.num_hidden_layers)
     v2 = uses_v2_runner(model)
     forward = _forward(model, tokens, tp)
-    candidates = [forward, _sampler(model, tokens, min(requests, tokens), v2)]
+    candidates = [forward]
+    if stage.last:
+        candidates.append(_sampler(model, tokens, min(requests, tokens), v2))
     if not eager:
         candidates[0] = forward + COMPILED_FORWARD_EXTRA
         vocab = model.vocab_size   # whole: at TP 2 (Q01, 1261 MiB) the forward candidate is larger anyway
-        candidates.append(2 * vocab * model.hidden_size + 2 * tokens * model.hidden_size + COMPILED_VOCAB_EXTRA)
+        if stage.first or stage.last:
+            candidates.append(2 * vocab * model.hidden_size + 2 * tokens * model.hidden_size + COMPILED_VOCAB_EXTRA)
     return max(candidates)
 
 
-def non_torch(model: ModelSpec, eager: bool, tp: int, calibrated: bool = True) -> int:
-    """Per rank. TP 1 and 2 measured (the TP 2 buffers do not depend on the model); TP 4 and 8 not."""
-    if tp > 2:
+def non_torch(model: ModelSpec, eager: bool, tp: int, calibrated: bool = True, pp: int = 1) -> int:
+    """Per rank. TP 1 and 2 measured (the TP 2 buffers do not depend on the model); TP 4 and 8 not, nor
+    pipeline parallel (NCCL's send/receive buffers between stages, Ray's worker process)."""
+    if tp > 2 or pp > 1:
         return UNCALIBRATED_NON_TORCH_TP_MULTI
     if not calibrated:
         tp1 = UNCALIBRATED_NON_TORCH_TP1
@@ -186,7 +202,7 @@ def non_torch(model: ModelSpec, eager: bool, tp: int, calibrated: bool = True) -
 
 
 def allowance(activation_bytes: int, calibrated: bool, model: ModelSpec | None = None, weights_bytes: int = 0,
-              tp: int = 1, budget: int = 0) -> int:
+              tp: int = 1, budget: int = 0, pp: int = 1) -> int:
     """Near zero where measured (the terms are bounds already); elsewhere a few % of the activation
     peak plus tens of MiB, and what the unmeasured cases are known to add: MoE models outside the
     measured ones (row 3 of the reference: ~9 % of the weights, FP8 at TP 4) and TP 4 or 8, which
@@ -197,7 +213,7 @@ def allowance(activation_bytes: int, calibrated: bool, model: ModelSpec | None =
     extra = int(UNCALIBRATED_ACTIVATION_SHARE * activation_bytes) + UNCALIBRATED_FIXED
     if model is not None and model.is_moe:
         extra += int(UNCALIBRATED_MOE_WEIGHTS_SHARE * weights_bytes)
-    if tp not in MEASURED_TP:
+    if tp not in MEASURED_TP or pp > 1:   # pipeline stages: not measured either, and vLLM keeps their minimum
         extra += int(UNMEASURED_TP_BUDGET_SHARE * budget)
     return extra
 

@@ -19,6 +19,7 @@ from tritonops.sizing.memory_model import (CUDA_CONTEXT_BYTES, EngineSettings, M
                                            cudagraph_estimate, estimate_memory, graphs_subtracted,
                                            startup_bytes)
 from tritonops.sizing.model_spec import ModelSpec
+from tritonops.sizing.pipeline import layer_split
 from tritonops.sizing.request_numbers import checked_request
 from tritonops.sizing.swap import cpu_kv_cache
 from tritonops.sizing.tp_rules import tp_problem, valid_tp_sizes
@@ -44,7 +45,12 @@ def _settings(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: Si
         gpus.cuda_total_bytes, gpus.name, length)
     return EngineSettings(tensor_parallel_size=tp, gpu_memory_utilization=util, dtype=dtype,
                           kv_cache_dtype=request.kv_cache_dtype or "auto", max_model_len=length,
-                          max_num_seqs=seqs, max_num_batched_tokens=tokens, enforce_eager=eager)
+                          max_num_seqs=seqs, max_num_batched_tokens=tokens, enforce_eager=eager,
+                          pipeline_parallel_size=_pp(request))
+
+
+def _pp(request: SizingRequest) -> int:
+    return request.pipeline_parallel_size or 1
 
 
 def accepts(profile: VllmProfile, memory: MemoryEstimate, length: int, concurrency: int = 1) -> bool:
@@ -107,8 +113,9 @@ def _eager_options(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, reques
     if graphs_subtracted(model, profile):
         return (False, True), ""
     # graphs are captured after the KV cache, outside the budget: they need the rest
-    headroom = int(gpus.cuda_total_bytes * (1 - util)) - startup_bytes(tp, gpus.compute_capability)
-    graphs = cudagraph_estimate(model, tp)
+    pp = _pp(request)
+    headroom = int(gpus.cuda_total_bytes * (1 - util)) - startup_bytes(tp, gpus.compute_capability, pp)
+    graphs = cudagraph_estimate(model, tp, max(layer_split(model.num_hidden_layers, pp)))
     if headroom < graphs:
         return (True,), (f"CUDA graphs (~{gib(graphs)}) would not fit in the {gib(max(headroom, 0))} left "
                          f"outside gpu_memory_utilization {util} (vLLM {profile.version} captures them after the "
@@ -148,7 +155,10 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     util = _utilization(gpus, profile, request)
     candidates, tp_problems = _tp_candidates(model, gpus, request)
     target, target_problems = _target_length(model, request)
-    problems += [*util.problems, *tp_problems, *target_problems]
+    pp_problems = _pp_problems(model, profile, request)
+    problems += [*util.problems, *tp_problems, *target_problems, *pp_problems]
+    if pp_problems:   # sized as one host, so the rest of the plan still reads
+        request = replace(request, pipeline_parallel_size=None)
     chosen, eager_why = _choose(model, gpus, profile, request, util.value, dtype, candidates, target)
     settings, memory, length, length_problems = _settled(model, gpus, profile, request, chosen, util.value, dtype)
     problems += length_problems
@@ -158,6 +168,7 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     auto_length = vllm_auto_fit_length(model, profile, memory)
     reasons = [_tp_reason(model, gpus, request, chosen.tensor_parallel_size, length, target,
                           _unmeasured_tp(profile, chosen.tensor_parallel_size)),
+               *_pp_reasons(model, gpus, request, chosen.tensor_parallel_size, memory.stage),
                _length_reason(model, profile, request, memory, length, target, accepted=not problems),
                dtype_reason,
                Reason("kv_cache_dtype", request.kv_cache_dtype or "auto", "as requested" if request.kv_cache_dtype
@@ -207,6 +218,9 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
         kv_offloading_size=cpu.kv_offloading_size,
         cpu_kv_cache_bytes=cpu.cpu_bytes,
         vllm_auto_max_model_len=auto_length,
+        pipeline_parallel_size=_pp(request),
+        layer_split=layer_split(model.num_hidden_layers, _pp(request)) if _pp(request) > 1 else (),
+        kv_stage=memory.stage,
     )
     return replace(plan, model_json=model_json_for(plan, profile, request)), length < target
 
@@ -309,9 +323,10 @@ def _settled(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: Siz
     """The settings, memory and max_model_len the plan states, and why vLLM would refuse them. A given
     max_model_len is checked as is (not rounded): does vLLM accept exactly it?"""
     problems = []
-    tp, held = chosen.tensor_parallel_size, startup_bytes(chosen.tensor_parallel_size, gpus.compute_capability)
-    if tp > 1 and gpus.cuda_total_bytes * (1 - util) < held:
-        problems.append(f"at TP {tp} each GPU holds ~{gib(held)} (CUDA context, NCCL, all-reduce "
+    tp, pp = chosen.tensor_parallel_size, _pp(request)
+    held = startup_bytes(tp, gpus.compute_capability, pp)
+    if (tp > 1 or pp > 1) and gpus.cuda_total_bytes * (1 - util) < held:
+        problems.append(f"at TP {tp}" + (f" x PP {pp}" if pp > 1 else "") + " each GPU holds ~{gib(held)} (CUDA context, NCCL, all-reduce "
                         f"buffers) before vLLM's snapshot, more than the {gib(gpus.cuda_total_bytes * (1 - util))} "
                         f"left outside gpu_memory_utilization {util}: vLLM would refuse (free memory on start-up "
                         f"below the budget)")
@@ -320,7 +335,8 @@ def _settled(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: Siz
         if length == 0 and (memory.kv_cache <= 0 or memory.num_blocks == 0):
             problems.append(f"does not fit in {dtype}: {gib(memory.weights)} of weights per GPU "
                             f"(+{gib(memory.activation)} activation peak) leave no KV cache in {gib(memory.budget)} "
-                            f"({util} x {gib(gpus.cuda_total_bytes)}) on {chosen.tensor_parallel_size} x {gpus.name}")
+                            f"({util} x {gib(gpus.cuda_total_bytes)}) on {chosen.tensor_parallel_size} x {gpus.name}"
+                            + (f" on each of {pp} hosts" if pp > 1 else ""))
         elif length == 0:
             problems.append(f"the KV cache ({memory.kv_cache_tokens} tokens) cannot hold one request of "
                             f"{profile.block_size} tokens")
@@ -337,6 +353,36 @@ def _settled(model: ModelSpec, gpus: GpuSpec, profile: VllmProfile, request: Siz
         problems.append(f"max_num_batched_tokens {settings.max_num_batched_tokens} is smaller than "
                         f"max_model_len {length} (chunked prefill is off in this V0 engine)")
     return settings, memory, length, problems
+
+
+def _pp_problems(model: ModelSpec, profile: VllmProfile, request: SizingRequest) -> list[str]:
+    """Why vLLM could not run this model as a pipeline over that many hosts."""
+    pp = _pp(request)
+    if pp == 1:
+        return []
+    if pp > model.num_hidden_layers:
+        return [f"pipeline_parallel_size {pp} is more than the model's {model.num_hidden_layers} layers "
+                "(every stage needs one)"]
+    if not (profile.accepts_key("pipeline_parallel_size") and profile.accepts_key("distributed_executor_backend")):
+        return [f"vLLM {profile.version} cannot run a pipeline across hosts on Ray "
+                "(distributed_executor_backend came in 0.5.1)"]
+    return []
+
+
+def _pp_reasons(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, tp: int, kv_stage: int) -> list[Reason]:
+    """pipeline_parallel_size (only when the plan spans hosts): which layers each host holds, and which
+    stage's memory the KV figure is."""
+    pp = _pp(request)
+    if pp == 1:
+        return []
+    split, start, parts = layer_split(model.num_hidden_layers, pp), 0, []
+    for index, layers in enumerate(split):
+        parts.append(f"{'the head' if index == 0 else f'host {index + 1}'} layers {start}-{start + layers - 1}")
+        start += layers
+    return [Reason("pipeline_parallel_size", str(pp), f"one stage per host on a Ray cluster of {pp} hosts, "
+                   f"{tp} x {gpus.name} each ({', '.join(parts)}); the KV figures are stage {kv_stage + 1}'s, the "
+                   "fewest blocks (vLLM gives every stage that count)"),
+            Reason("distributed_executor_backend", "ray", "vLLM runs stages on other hosts only through Ray")]
 
 
 def _unmeasured_tp(profile: VllmProfile, tp: int) -> str:

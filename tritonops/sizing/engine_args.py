@@ -12,6 +12,8 @@ def model_json_for(plan: EnginePlan, profile: VllmProfile, request: SizingReques
     args: dict = {
         "model": plan.model,
         "tensor_parallel_size": plan.tensor_parallel_size,
+        **({"pipeline_parallel_size": plan.pipeline_parallel_size, "distributed_executor_backend": "ray"}
+           if plan.pipeline_parallel_size > 1 else {}),
         "gpu_memory_utilization": plan.gpu_memory_utilization,
         "max_model_len": plan.max_model_len,
         "dtype": plan.dtype,

@@ -15,6 +15,7 @@ class SizingRequest:
     model_ref: str = ""                       # the "model" value written to model.json
     vllm_version: str = DEFAULT_VLLM_VERSION
     tensor_parallel_size: int | None = None   # given: checked, not chosen
+    pipeline_parallel_size: int | None = None # hosts, one pipeline stage each (a Ray cluster); None: one host
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = None          # given: checked, not chosen
     max_context: int | None = None            # cap for the chosen max_model_len
@@ -41,6 +42,7 @@ class Alternative:
     max_model_len: int | None = None
     gpus_needed: int | None = None
     available: bool = True
+    pipeline_parallel_size: int | None = None   # hosts of a Ray cluster
 
 
 @dataclass(frozen=True)
@@ -105,10 +107,17 @@ class EnginePlan:
     kv_offloading_size: float | None = None   # GiB over all TP ranks (CPU KV-cache offloading, 0.12+)
     cpu_kv_cache_bytes: int = 0               # host RAM this engine takes for KV cache (swap or offload)
     vllm_auto_max_model_len: int | None = None  # vLLM's own auto-fit length (max_model_len auto), where it has one
+    pipeline_parallel_size: int = 1           # hosts, one stage each; gpu_count and the per-GPU figures are per host
+    layer_split: tuple[int, ...] = ()         # decoder layers per stage (pipeline parallel only)
+    kv_stage: int = 0                         # the stage with the fewest KV blocks, whose figures these are
+
+    @property
+    def hosts(self) -> int:
+        return self.pipeline_parallel_size
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for key in ("assumed", "problems", "notes"):
+        for key in ("assumed", "problems", "notes", "layer_split"):
             data[key] = list(data[key])
         data["reasons"] = [str(reason) for reason in self.reasons]
         data["alternatives"] = [asdict(a) for a in self.alternatives]

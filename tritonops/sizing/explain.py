@@ -5,13 +5,13 @@ from __future__ import annotations
 from tritonops.sizing.engine_plan import EnginePlan
 from tritonops.units import gib
 
-_FIELDS = ("tensor_parallel_size", "max_model_len", "dtype", "kv_cache_dtype", "gpu_memory_utilization",
+_FIELDS = ("tensor_parallel_size", "pipeline_parallel_size", "distributed_executor_backend", "max_model_len", "dtype", "kv_cache_dtype", "gpu_memory_utilization",
            "enforce_eager", "max_num_seqs", "max_num_batched_tokens", "swap_space", "kv_offloading_size", "kv_cache_tokens",
            "vllm_auto_max_model_len")
 
 
 def _value(plan: EnginePlan, name: str) -> str:
-    value = getattr(plan, name)
+    value = plan.model_json.get(name) if name == "distributed_executor_backend" else getattr(plan, name)
     if isinstance(value, bool):
         return str(value).lower()
     return "-" if value is None else str(value)
@@ -22,7 +22,8 @@ def plan_rows(plan: EnginePlan) -> list[tuple[str, str, str]]:
     rows = []
     for name in _FIELDS:
         reason = next((r.why or str(r) for r in plan.reasons if r.field == name), "")
-        if name in ("swap_space", "kv_offloading_size", "vllm_auto_max_model_len") and not reason:
+        if name in ("swap_space", "kv_offloading_size", "vllm_auto_max_model_len", "pipeline_parallel_size",
+                    "distributed_executor_backend") and not reason:
             continue
         assumed = " (assumed)" if name in plan.assumed else ""
         rows.append((name, _value(plan, name), reason + assumed))
@@ -39,13 +40,17 @@ def memory_line(plan: EnginePlan) -> str:
         parts.append(f"CUDA graphs {gib(m.cudagraph)}")
     parts.append(f"margin {gib(m.safety_margin)}")
     parts.append(f"KV cache {gib(m.kv_cache)} ({plan.kv_bytes_per_token} B/token)")
-    return "per GPU: " + ", ".join(parts)
+    stage = f" of stage {plan.kv_stage + 1} (the fewest KV blocks)" if plan.hosts > 1 else ""
+    return f"per GPU{stage}: " + ", ".join(parts)
 
 
 def headline(plan: EnginePlan) -> str:
     where = f"{plan.gpu_count} x {plan.gpu_name} (CC {plan.compute_capability})"
+    if plan.hosts > 1:
+        where = f"{plan.hosts} hosts of {where}"
     if plan.fits:
-        return (f"{plan.model} fits on {where}: TP {plan.tensor_parallel_size}, max_model_len "
+        pp = f" x PP {plan.pipeline_parallel_size}" if plan.hosts > 1 else ""
+        return (f"{plan.model} fits on {where}: TP {plan.tensor_parallel_size}{pp}, max_model_len "
                 f"{plan.max_model_len}, {plan.dtype}, vLLM {plan.vllm_version} ({plan.engine})")
     return f"{plan.model} does not fit on {where} with vLLM {plan.vllm_version}"
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tritonops.sizing import calibrated_terms as measured
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.model_spec import DTYPE_BYTES, ModelSpec
+from tritonops.sizing.pipeline import PipelineStage, pipeline_stages, whole_model
 from tritonops.sizing.versions import VllmProfile
 from tritonops.units import GIB, MIB
 
@@ -44,9 +45,10 @@ STARTUP_TP_MULTI_BYTES = int(1.5 * GIB)
 STARTUP_MEASURED_CC = (9, 0)
 
 
-def startup_bytes(tensor_parallel_size: int, compute_capability: tuple[int, int]) -> int:
-    """Per GPU, what the process holds before vLLM's snapshot (outside the budget)."""
-    if tensor_parallel_size == 1 or compute_capability != STARTUP_MEASURED_CC:
+def startup_bytes(tensor_parallel_size: int, compute_capability: tuple[int, int], pipeline_parallel_size: int = 1) -> int:
+    """Per GPU, what the process holds before vLLM's snapshot (outside the budget). Pipeline stages
+    hold NCCL communicators too (taken as TP's: not measured)."""
+    if (tensor_parallel_size == 1 and pipeline_parallel_size == 1) or compute_capability != STARTUP_MEASURED_CC:
         return CUDA_CONTEXT_BYTES
     return STARTUP_TP_MULTI_BYTES
 # CUDA graphs: 0.62-0.74 GiB observed for 8B-class (32-layer) models (reference 1.7); up to
@@ -79,11 +81,13 @@ class EngineSettings:
     max_num_seqs: int
     max_num_batched_tokens: int
     enforce_eager: bool
+    pipeline_parallel_size: int = 1
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """One GPU of the group, in bytes."""
+    """One GPU of the group, in bytes. With pipeline parallel: a GPU of the stage that holds the fewest
+    KV blocks (vLLM gives every stage that count), `stage` says which."""
 
     budget: int
     weights: int
@@ -99,6 +103,7 @@ class MemoryEstimate:
     printed_tokens: int | None = None  # what vLLM prints when it is not blocks x block size
     window_blocks: int = 0             # blocks a sliding-window spec adds to each request
     calibrated: bool = False           # every term measured for this version, family, TP and GPU
+    stage: int = 0                     # the pipeline stage these figures are of
 
     @property
     def kv_cache_tokens(self) -> int:
@@ -117,13 +122,15 @@ def kv_dtype_bytes(settings: EngineSettings) -> int:
     return DTYPE_BYTES[settings.dtype]
 
 
-def kv_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, kv_bytes: int) -> int:
-    """Per GPU: every rank stores its KV-head slice of every token; heads are replicated once
-    TP exceeds their count (max(1, kv_heads // TP), reference 1.3)."""
+def kv_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, kv_bytes: int, layers: int | None = None) -> int:
+    """Per GPU: every rank stores its KV-head slice of every token of its layers (all of them, or a
+    pipeline stage's); heads are replicated once TP exceeds their count (max(1, kv_heads // TP),
+    reference 1.3)."""
+    layers = model.num_hidden_layers if layers is None else layers
     if model.use_mla:
-        return model.num_hidden_layers * (model.kv_lora_rank + model.qk_rope_head_dim) * kv_bytes
+        return layers * (model.kv_lora_rank + model.qk_rope_head_dim) * kv_bytes
     heads = max(1, model.num_key_value_heads // tensor_parallel_size)
-    return 2 * model.num_hidden_layers * heads * model.head_dim * kv_bytes
+    return 2 * layers * heads * model.head_dim * kv_bytes
 
 
 def _non_linear_params(model: ModelSpec) -> int:
@@ -153,21 +160,33 @@ def checkpoint_weight_bytes(model: ModelSpec, dtype: str) -> int:
     return model.parameters * target
 
 
-def weights_per_gpu(model: ModelSpec, dtype: str, tensor_parallel_size: int) -> int:
+def stage_share(model: ModelSpec, total: int, stage: PipelineStage) -> int:
+    """A pipeline stage's part of `total` checkpoint bytes: its layers' share of what is not the
+    vocabulary matrices, plus the embedding on the first stage and the LM head on the last (16-bit)."""
+    if stage.count == 1:
+        return total
+    vocab_matrix = model.vocab_size * model.hidden_size * 2
+    in_layers = max(total - vocab_matrix * (1 if model.tie_word_embeddings else 2), 0)
+    return int(in_layers * stage.layers / model.num_hidden_layers) + vocab_matrix * (stage.first + stage.last)
+
+
+def weights_per_gpu(model: ModelSpec, dtype: str, tensor_parallel_size: int, stage: PipelineStage | None = None) -> int:
     tp = tensor_parallel_size
-    total = checkpoint_weight_bytes(model, dtype)
+    stage = stage or whole_model(model.num_hidden_layers)
+    total = stage_share(model, checkpoint_weight_bytes(model, dtype), stage)
     per_gpu = total / tp
     act_bytes = DTYPE_BYTES[dtype]
     if tp > model.num_key_value_heads and not model.use_mla:
         # K and V projections replicated: each rank holds a whole head instead of a slice
-        kv_proj = 2 * model.hidden_size * model.head_dim * model.num_hidden_layers * act_bytes
+        kv_proj = 2 * model.hidden_size * model.head_dim * stage.layers * act_bytes
         per_gpu += kv_proj * (1 - model.num_key_value_heads / tp)
     # rotary cos/sin cache over max_position_embeddings (row 1: +0.031 GiB for Llama-3.1-8B)
     rope_cache = model.max_position_embeddings * model.head_dim * 4
     return int(per_gpu * (1 + WEIGHTS_OVERHEAD_FRACTION)) + rope_cache
 
 
-def activation_peak(model: ModelSpec, settings: EngineSettings, profile: VllmProfile) -> int:
+def activation_peak(model: ModelSpec, settings: EngineSettings, profile: VllmProfile,
+                    stage: PipelineStage | None = None) -> int:
     """Peak increase of the profiling run: one forward pass over max_num_batched_tokens
     (MLP intermediates dominate), then the sampler over min(max_num_seqs, tokens) requests.
 
@@ -187,14 +206,15 @@ def activation_peak(model: ModelSpec, settings: EngineSettings, profile: VllmPro
     attn = (model.num_attention_heads // tp * 2 + 2 * max(1, model.num_key_value_heads // tp)) * model.head_dim
     forward = tokens * (max(mlp, attn) + hidden) * act
     requests = min(settings.max_num_seqs, tokens)
-    sampler = requests * model.vocab_size * 4 * SAMPLER_COPIES[profile.engine]
+    samples = stage is None or stage.last   # only the last pipeline stage samples
+    sampler = requests * model.vocab_size * 4 * SAMPLER_COPIES[profile.engine] if samples else 0
     if profile.memory_formula == "v0_peak_growth":
         return int(forward + sampler)
     return int(max(forward, sampler))
 
 
-def cudagraph_estimate(model: ModelSpec, tensor_parallel_size: int) -> int:
-    return CUDAGRAPH_BASE + CUDAGRAPH_PER_LAYER * model.num_hidden_layers
+def cudagraph_estimate(model: ModelSpec, tensor_parallel_size: int, layers: int | None = None) -> int:
+    return CUDAGRAPH_BASE + CUDAGRAPH_PER_LAYER * (model.num_hidden_layers if layers is None else layers)
 
 
 def graphs_subtracted(model: ModelSpec, profile: VllmProfile) -> bool:
@@ -205,23 +225,23 @@ def graphs_subtracted(model: ModelSpec, profile: VllmProfile) -> bool:
 
 
 def _estimate_measured(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
-                       profile: VllmProfile) -> MemoryEstimate:
+                       profile: VllmProfile, stage: PipelineStage) -> MemoryEstimate:
     """The version whose terms were measured on real hardware (calibrated_terms.py)."""
-    tp = settings.tensor_parallel_size
+    tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
     eager = settings.enforce_eager
-    calibrated = measured.is_calibrated(model, tp, gpu.compute_capability)
+    calibrated = measured.is_calibrated(model, tp, gpu.compute_capability, pp)
     budget = math.ceil(gpu.cuda_total_bytes * settings.gpu_memory_utilization)  # request_memory()
-    weights = measured.weights(model, settings.dtype, tp)
+    weights = measured.weights(model, settings.dtype, tp, stage)
     if model.quantization is not None:
-        weights = weights_per_gpu(model, settings.dtype, tp)
-    activation = measured.activation(model, settings.max_num_batched_tokens, settings.max_num_seqs, eager, tp)
-    non_torch = measured.non_torch(model, eager, tp, calibrated)
+        weights = weights_per_gpu(model, settings.dtype, tp, stage)
+    activation = measured.activation(model, settings.max_num_batched_tokens, settings.max_num_seqs, eager, tp, stage)
+    non_torch = measured.non_torch(model, eager, tp, calibrated, pp)
     graphs = 0
     if graphs_subtracted(model, profile) and not eager:
-        graphs = cudagraph_estimate(model, tp)
-    margin = measured.allowance(activation, calibrated, model, weights, tp, budget)
+        graphs = cudagraph_estimate(model, tp, stage.layers)
+    margin = measured.allowance(activation, calibrated, model, weights, tp, budget, pp)
     kv = budget - weights - activation - non_torch - graphs - margin
-    per_token = kv_bytes_per_token(model, tp, kv_dtype_bytes(settings))
+    per_token = kv_bytes_per_token(model, tp, kv_dtype_bytes(settings), stage.layers)
     blocks = int(max(kv, 0) // (profile.block_size * per_token))
     window = model.kv_window
     printed = measured.printed_kv_tokens(blocks, profile.block_size, settings.max_model_len, window,
@@ -230,29 +250,44 @@ def _estimate_measured(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
                           other_processes=0, cudagraph=graphs, safety_margin=margin,
                           kv_cache=max(kv, 0), kv_bytes_per_token=per_token,
                           block_size=profile.block_size, num_blocks=blocks, printed_tokens=printed,
-                          window_blocks=1 if window else 0, calibrated=calibrated)
+                          window_blocks=1 if window else 0, calibrated=calibrated, stage=stage.index)
 
 
 def estimate_memory(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
                     profile: VllmProfile) -> MemoryEstimate:
-    if profile.measured_memory:
-        return _estimate_measured(model, gpu, settings, profile)
+    """One GPU's figures. With pipeline parallel, every stage is estimated and the one with the fewest
+    KV blocks is returned: vLLM's engine gives every stage the smallest block count of all."""
+    return min(stage_estimates(model, gpu, settings, profile), key=lambda memory: (memory.num_blocks, memory.stage))
+
+
+def stage_estimates(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
+                    profile: VllmProfile) -> tuple[MemoryEstimate, ...]:
+    """One GPU of each pipeline stage (one, without pipeline parallel)."""
+    estimate = _estimate_measured if profile.measured_memory else _estimate_formula
+    return tuple(estimate(model, gpu, settings, profile, stage)
+                 for stage in pipeline_stages(model.num_hidden_layers, settings.pipeline_parallel_size))
+
+
+def _estimate_formula(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, profile: VllmProfile,
+                      stage: PipelineStage) -> MemoryEstimate:
+    """Versions whose terms were not measured: the reference's formulas."""
     tp = settings.tensor_parallel_size
     budget = int(settings.gpu_memory_utilization * gpu.cuda_total_bytes)
-    weights = weights_per_gpu(model, settings.dtype, tp)
-    activation = activation_peak(model, settings, profile)
+    weights = weights_per_gpu(model, settings.dtype, tp, stage)
+    activation = activation_peak(model, settings, profile, stage)
     if model.is_moe:
         activation += int(MOE_EXTRA_FRACTION * weights)
-    non_torch = NON_TORCH_TP1 if tp == 1 else NON_TORCH_TP_MULTI
+    several = tp > 1 or settings.pipeline_parallel_size > 1
+    non_torch = NON_TORCH_TP_MULTI if several else NON_TORCH_TP1
     others = gpu.other_process_bytes if profile.subtracts_other_processes else 0
     graphs = 0
     if profile.subtracts_cudagraph_memory and not settings.enforce_eager:
-        graphs = cudagraph_estimate(model, tp)
-    margin = MARGIN_FIXED + int(budget * (MARGIN_BUDGET_FRACTION + (MARGIN_TP_FRACTION if tp > 1 else 0)))
+        graphs = cudagraph_estimate(model, tp, stage.layers)
+    margin = MARGIN_FIXED + int(budget * (MARGIN_BUDGET_FRACTION + (MARGIN_TP_FRACTION if several else 0)))
     kv = budget - weights - activation - non_torch - others - graphs - margin
-    per_token = kv_bytes_per_token(model, tp, kv_dtype_bytes(settings))
+    per_token = kv_bytes_per_token(model, tp, kv_dtype_bytes(settings), stage.layers)
     blocks = max(kv, 0) // (profile.block_size * per_token)
     return MemoryEstimate(budget=budget, weights=weights, activation=activation, non_torch=non_torch,
                           other_processes=others, cudagraph=graphs, safety_margin=margin,
                           kv_cache=max(kv, 0), kv_bytes_per_token=per_token,
-                          block_size=profile.block_size, num_blocks=int(blocks))
+                          block_size=profile.block_size, num_blocks=int(blocks), stage=stage.index)

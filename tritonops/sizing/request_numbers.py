@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.sizing.gpu_spec import MAX_GPUS_PER_HOST
+from tritonops.sizing.pipeline import MAX_PIPELINE_HOSTS
 from tritonops.values.numbers import real_number, whole_number
 
 
@@ -23,6 +24,7 @@ def _ram(value: Any, field: str, where: str | None) -> int:
 # SizingRequest field -> its check (value, the name the user knows it by, where it was given)
 CHECKS: dict[str, Callable[[Any, str, str | None], int | float]] = {
     "tensor_parallel_size": lambda v, f, w: whole_number(v, f, w, maximum=MAX_GPUS_PER_HOST),
+    "pipeline_parallel_size": lambda v, f, w: whole_number(v, f, w, maximum=MAX_PIPELINE_HOSTS),
     "gpu_memory_utilization": lambda v, f, w: real_number(v, f, w, maximum=1.0),
     "max_model_len": _whole,
     "max_context": _whole,
@@ -36,7 +38,7 @@ CHECKS: dict[str, Callable[[Any, str, str | None], int | float]] = {
 
 
 # where a field comes from when it is not a flag
-_GIVEN_AS = {"host_ram_bytes": "probe facts (system.ram_total_bytes)"}
+_GIVEN_AS = {"host_ram_bytes": "probe facts (system.ram_total_bytes)", "pipeline_parallel_size": "--nodes"}
 
 
 def flag(field: str) -> str:
