@@ -94,7 +94,18 @@ def _host_json(hp: HostDeployPlan) -> dict:
                         "plan": m.plan.to_dict() if m.plan else None} for m in hp.models],
             "repository": dict(hp.files), "notes": list(hp.notes), "bind": hp.bind,
             "replicas": [{"index": r.index, "gpus": list(r.gpus), "link": r.link, "ports": list(r.ports.all())}
-                         for r in hp.placement.replicas] if hp.placement else None}
+                         for r in hp.placement.replicas] if hp.placement else None,
+            "cluster": hp.cluster.to_release() if hp.cluster else None}
+
+
+def cluster_line(cluster, host: str) -> str:
+    """`cluster big (Ray, pipeline_parallel_size 2): this host is the head, stage 1 of 2 ...`"""
+    me = cluster.member(host)
+    role = "the head" if me.stage == 0 else "a worker"
+    stages = ", ".join(f"{m.host} {m.address} layers {m.first_layer}-{m.first_layer + m.layers - 1}"
+                       for m in cluster.members)
+    return (f"{cluster.name} (Ray, pipeline_parallel_size {cluster.pipeline_parallel_size}, tensor_parallel_size "
+            f"{cluster.tensor_parallel_size} on each): this host is {role}, stage {me.stage + 1}; {stages}")
 
 
 def _print_host(out, hp: HostDeployPlan) -> None:
@@ -110,6 +121,8 @@ def _print_host(out, hp: HostDeployPlan) -> None:
         if m.error:
             out.print(line(styled("error:", "red"), " ", f"{m.name} version {m.version}: " if several else "",
                            m.error))
+    if hp.cluster is not None:
+        out.print(line(styled("cluster:", "bold"), " ", cluster_line(hp.cluster, hp.host)))
     for replica in hp.placement.replicas if hp.placement else ():
         out.print(line(styled("serves on:", "bold"), " ", describe(replica)))
     if hp.placement and hp.bind != "0.0.0.0":  # a private address behind a balancer, or the user's own

@@ -98,6 +98,10 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
         report.plans = {plan.host: plan for plan in plans}
         ready = []
         for plan in plans:
+            if plan.ok and plan.cluster is not None:   # planned (`tritonops plan` shows it), not yet deployed
+                plan = replace(plan, error=f"cluster {plan.cluster.name}: deploying a pipeline across hosts is not "
+                                           "built yet (issue #28); `tritonops plan` shows the cluster", files={})
+                report.plans[plan.host] = plan
             record(HostResult(plan.host, "ok" if plan.ok else "failed", _plan_summary(plan), plan, task="plan"))
             if plan.ok:
                 ready.append(plan.host)

@@ -56,6 +56,13 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_image_mode": "how the Triton image is made: official (NGC image) or committed (built)",
     "tritonops_vllm_version": "the vLLM version pinned for this deployment",
     "tritonops_model": "the model to serve (Hugging Face id or local path)",
+    "tritonops_cluster": "hosts sharing this name run one model as a pipeline across them on a Ray cluster "
+                         "(docs/pipeline.md)",
+    "tritonops_pipeline_parallel_size": "hosts of the tritonops_cluster the pipeline spans (default: the fewest "
+                                        "that hold the model)",
+    "tritonops_node_address": "the IP address the other members of a tritonops_cluster reach this host at "
+                              "(default: ansible_host when it is an IP address)",
+    "tritonops_nccl_interface": "network interface NCCL and Gloo use between cluster members (default: their choice)",
     "tritonops_gpu_memory_utilization": "fraction of GPU memory vLLM may use (0..1)",
     "tritonops_max_model_len": "maximum context length; 'auto' lets tritonops size it",
     "tritonops_tensor_parallel_size": "GPUs one model instance spans",

@@ -102,12 +102,10 @@ def interface_name(value: str | None, where: str) -> str | None:
     return str(value)
 
 
-def form_cluster(name: str, hosts: Sequence[ClusterHost], tensor_parallel_size: int, num_hidden_layers: int,
-                 pipeline_parallel_size: int | None = None) -> Cluster:
-    """The first `pipeline_parallel_size` hosts (all of them when None), checked: the same GPU model and
-    count on every member (vLLM gives every stage the same engine arguments), TP within each host, distinct
-    addresses, a stage for every member."""
-    pp = len(hosts) if pipeline_parallel_size is None else pipeline_parallel_size
+def check_members(name: str, hosts: Sequence[ClusterHost], pipeline_parallel_size: int) -> Sequence[ClusterHost]:
+    """The first `pipeline_parallel_size` hosts, checked: enough of them, the same GPU model and count on
+    every member (vLLM gives every stage the same engine arguments), distinct addresses."""
+    pp = pipeline_parallel_size
     if pp < 2:
         raise ClusterError(f"cluster {name}: a pipeline across hosts needs at least 2 hosts, not {pp}")
     if len(hosts) < pp:
@@ -120,15 +118,24 @@ def form_cluster(name: str, hosts: Sequence[ClusterHost], tensor_parallel_size: 
             raise ClusterError(f"cluster {name}: {host.name} has {host.gpus.count} x {host.gpus.name}, the head "
                                f"{head.name} {head.gpus.count} x {head.gpus.name}: every member needs the same "
                                "GPUs (one engine configuration for every stage)")
-    if tensor_parallel_size > head.gpus.count:
-        raise ClusterError(f"cluster {name}: tensor_parallel_size {tensor_parallel_size} needs more GPUs than "
-                           f"each member's {head.gpus.count}")
     seen: dict[str, str] = {}
     for host in chosen:
         if host.address in seen:
             raise ClusterError(f"cluster {name}: {host.name} and {seen[host.address]} have the same address "
                                f"{host.address}")
         seen[host.address] = host.name
+    return chosen
+
+
+def form_cluster(name: str, hosts: Sequence[ClusterHost], tensor_parallel_size: int, num_hidden_layers: int,
+                 pipeline_parallel_size: int | None = None) -> Cluster:
+    """The first `pipeline_parallel_size` hosts (all of them when None), checked (check_members), TP within
+    each host, a stage for every member."""
+    pp = len(hosts) if pipeline_parallel_size is None else pipeline_parallel_size
+    chosen = check_members(name, hosts, pp)
+    if tensor_parallel_size > chosen[0].gpus.count:
+        raise ClusterError(f"cluster {name}: tensor_parallel_size {tensor_parallel_size} needs more GPUs than "
+                           f"each member's {chosen[0].gpus.count}")
     members, start = [], 0
     for stage, (host, layers) in enumerate(zip(chosen, layer_split(num_hidden_layers, pp), strict=True)):
         members.append(ClusterMember(host.name, host.address, stage, start, layers, host.interface))

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.planning.bind import WILDCARD, replica_bind
+from tritonops.planning.cluster import Cluster
+from tritonops.planning.cluster_plan import cluster_of, plan_cluster
 from tritonops.planning.deployment import deployment_of
 from tritonops.sizing.explain import why_it_does_not_fit
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
@@ -62,6 +64,7 @@ class HostDeployPlan:
     placement: Placement | None = None  # the host's Triton containers (replicas): GPUs and ports (when planned)
     bind: str = WILDCARD             # the address the replicas' ports bind to (planning.bind.replica_bind)
     frontend: str = DEFAULT_MODE     # the serving mode (tritonops_frontend, checked: tritonops/modes)
+    cluster: Cluster | None = None   # the Ray cluster this host is a member of (a pipeline across hosts)
 
     @property
     def ok(self) -> bool:
@@ -93,10 +96,27 @@ def plan_hosts(hosts: Iterable, facts_by_host: Mapping[str, HostFacts | None], r
     model reference in use, loaded (`model_errors`: why one could not be); `folders`: the controller
     folders among the references (planning.models.controller_folders; none: every reference is a hub repo);
     `behind_balancer`: the inventory has balancers, so the replicas bind privately (planning.bind)."""
-    return [plan_host(host, facts_by_host.get(host.name), request, models, model_errors or {},
-                      (why_no_facts or {}).get(host.name), default_model, default_name, metrics, folders,
-                      behind_balancer)
-            for host in hosts]
+    def plan_one(host, facts: HostFacts | None, request: SizingRequest) -> HostDeployPlan:
+        return plan_host(host, facts, request, models, model_errors or {}, (why_no_facts or {}).get(host.name),
+                         default_model, default_name, metrics, folders, behind_balancer)
+
+    hosts = list(hosts)
+    clusters: dict[str, list] = {}
+    planned: dict[str, HostDeployPlan] = {}
+    for host in hosts:
+        try:
+            name = cluster_of(host)
+        except TritonopsError as err:
+            planned[host.name] = HostDeployPlan(host.name, error=str(err))
+            continue
+        if name is None:
+            planned[host.name] = plan_one(host, facts_by_host.get(host.name), request)
+        else:
+            clusters.setdefault(name, []).append(host)
+    for name, members in clusters.items():   # a pipeline across hosts: planned as one unit
+        planned.update((plan.host, plan) for plan in plan_cluster(name, members, facts_by_host, request, plan_one,
+                                                                  why_no_facts))
+    return [planned[host.name] for host in hosts]
 
 
 def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Mapping[str, ModelSpec],
