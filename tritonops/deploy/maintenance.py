@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonops.deploy.door_rollout import door_rollout
-from tritonops.deploy.event_log import append_audit
-from tritonops.deploy.events import HostLabels, host_events
-from tritonops.deploy.run import locked, who
+from tritonops.deploy.event_log import audit_results
+from tritonops.deploy.run import locked
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.query_program import read_facts
 from tritonops.modes.choice import mode_of_release
@@ -99,10 +98,8 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
     results = GroupResult.of(sorted([*done, *(r for r in refused if r.failed)],
                                     key=lambda r: list(by_name).index(r.host)))
     if options.audit_log is not None and not options.check:
-        finished = clock()
-        append_audit(options.audit_log, (doc for result in results for doc in host_events(
-            result.host, HostLabels(deployments[result.host][1], ""), [(finished, result)],
-            command=options.action, who=who(), started=started, finished=finished)))
+        audit_results(options.audit_log, results, deployments, command=options.action, started=started,
+                      finished=clock())
     return results
 
 

@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonops.deploy.event_log import append_audit
-from tritonops.deploy.events import HostLabels, host_events
-from tritonops.deploy.run import locked, who
+from tritonops.deploy.event_log import audit_results
+from tritonops.deploy.run import locked
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.queries import FileQuery
 from tritonops.facts.query_program import read_facts
@@ -86,10 +85,7 @@ def prune(inputs: RunInputs, options: PruneOptions, clock=time.time) -> GroupRes
             done = pool.run(lambda session: _on_host(session, deployments[session.name], options), held, task=TASK)
     results = GroupResult.of(sorted([*done, *(r for r in refused if r.failed)], key=lambda r: names.index(r.host)))
     if options.audit_log is not None and not options.check:
-        finished = clock()
-        append_audit(options.audit_log, (doc for result in results for doc in host_events(
-            result.host, HostLabels(deployments[result.host][1], ""), [(finished, result)],
-            command=TASK, who=who(), started=started, finished=finished)))
+        audit_results(options.audit_log, results, deployments, command=TASK, started=started, finished=clock())
     return results
 
 
