@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from tritonops.deploy.event_log import audit_results
-from tritonops.deploy.run import locked
+from tritonops.deploy.run import LockedRunOptions, locked
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.queries import FileQuery
 from tritonops.facts.query_program import read_facts
@@ -40,16 +39,11 @@ TASK = "prune"
 
 
 @dataclass(frozen=True)
-class PruneOptions:
+class PruneOptions(LockedRunOptions):
     keep: int = DEFAULT_KEEP
-    check: bool = False
-    forks: int = 10
-    accept_new_host_keys: bool = False
-    break_lock: bool = False
-    audit_log: Path | None = None
 
     @property
-    def command(self) -> str:         # what the lock and the audit log name
+    def command(self) -> str:
         return TASK
 
 
