@@ -9,6 +9,17 @@ FIXTURES = REPO / "tests" / "fixtures"
 SHARED = Path(os.environ.get("TRITONOPS_SHARED", REPO.parent / "shared"))
 
 
+def deploy_inputs(tmp_path: Path, inventory: str, limit: str | None = None):
+    """The run inputs of the shipped deploy playbook (its roles too) over `inventory`, YAML text written to
+    tmp_path/hosts.yml, as `tritonops deploy -i` reads them; `limit` as --limit."""
+    from tritonops.playbook import load_run_inputs
+    from tritonops.playbook.shipped import playbook_path, roles_path
+
+    (tmp_path / "hosts.yml").write_text(inventory)
+    playbook = str(playbook_path("deploy.yml"))
+    return load_run_inputs(playbook, [str(tmp_path / "hosts.yml")], roles_path=roles_path(playbook), limit=limit)
+
+
 def closed_port() -> int:
     """A port on 127.0.0.1 that nothing listens on (just bound and let go)."""
     with socket.socket() as sock:

@@ -7,12 +7,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests.conftest import deploy_inputs
 from tritonops.balancer.door_program import DoorApplied, KeysChanged
 from tritonops.cli.main import main
 from tritonops.deploy.door_keys import KeysOptions, change_keys, said
 from tritonops.errors import InputError
-from tritonops.playbook import load_run_inputs
-from tritonops.playbook.shipped import playbook_path, roles_path
 
 INVENTORY = """all:
   hosts:
@@ -25,14 +24,8 @@ INVENTORY = """all:
 """
 
 
-def inputs(tmp_path: Path, limit=None):
-    (tmp_path / "hosts.yml").write_text(INVENTORY)
-    playbook = str(playbook_path("deploy.yml"))
-    return load_run_inputs(playbook, [str(tmp_path / "hosts.yml")], roles_path=roles_path(playbook), limit=limit)
-
-
 def test_balancers_without_a_keys_file_or_with_a_bad_one_fail_before_any_host_is_contacted(tmp_path):
-    results = change_keys(inputs(tmp_path), KeysOptions("rotate"))  # no SSH: these addresses do not exist
+    results = change_keys(deploy_inputs(tmp_path, INVENTORY), KeysOptions("rotate"))  # no SSH: these addresses do not exist
     assert [(r.host, r.status) for r in results] == [("door-1", "failed"), ("door-2", "failed")]
     assert results["door-1"].msg == "no tritonops_api_keys_file: this door needs no key, there is none to rotate"
     assert "tritonops_api_keys_file 'relative.keys' is not an absolute path" in results["door-2"].msg
@@ -41,7 +34,7 @@ def test_balancers_without_a_keys_file_or_with_a_bad_one_fail_before_any_host_is
 
 def test_a_run_without_a_balancer_is_refused_naming_the_selection(tmp_path):
     with pytest.raises(InputError, match="no balancer matches gpu-1: API keys are on the hosts of tritonops_bal"):
-        change_keys(inputs(tmp_path, limit="gpu-1"), KeysOptions("rotate"))
+        change_keys(deploy_inputs(tmp_path, INVENTORY, limit="gpu-1"), KeysOptions("rotate"))
 
 
 def test_results_name_key_ids_and_what_still_opens():
@@ -78,9 +71,9 @@ def test_the_change_goes_into_the_audit_log_like_a_deploy_s_and_check_mode_write
     import json
 
     log = tmp_path / "audit.log"
-    change_keys(inputs(tmp_path), KeysOptions("rotate", check=True, audit_log=log))
+    change_keys(deploy_inputs(tmp_path, INVENTORY), KeysOptions("rotate", check=True, audit_log=log))
     assert not log.exists()
-    change_keys(inputs(tmp_path, limit="door-1"), KeysOptions("rotate", audit_log=log))
+    change_keys(deploy_inputs(tmp_path, INVENTORY, limit="door-1"), KeysOptions("rotate", audit_log=log))
     docs = [json.loads(line) for line in log.read_text().splitlines()]
     assert [d["message"] for d in docs] == [
         docs[0]["message"], "door keys: failed: no tritonops_api_keys_file: this door needs no key, there is none "

@@ -1,15 +1,12 @@
 """deploy/maintenance (`tritonops stop` / `start`): what is refused before any host is contacted. The stop and
 start themselves run on the lab: tests/lab/test_maintenance_lab.py."""
 
-from pathlib import Path
-
 import pytest
 
+from tests.conftest import deploy_inputs
 from tritonops.cli.main import main
 from tritonops.deploy.maintenance import MaintenanceOptions, maintain
 from tritonops.errors import InputError
-from tritonops.playbook import load_run_inputs
-from tritonops.playbook.shipped import playbook_path, roles_path
 
 INVENTORY = """all:
   hosts:
@@ -21,20 +18,14 @@ INVENTORY = """all:
 """
 
 
-def inputs(tmp_path: Path, limit=None, text=INVENTORY):
-    (tmp_path / "hosts.yml").write_text(text)
-    playbook = str(playbook_path("deploy.yml"))
-    return load_run_inputs(playbook, [str(tmp_path / "hosts.yml")], roles_path=roles_path(playbook), limit=limit)
-
-
 def test_a_negative_replica_an_unknown_action_and_no_serving_host_are_refused_before_any_host(tmp_path):
     with pytest.raises(InputError, match="0 or more") as err:
-        maintain(inputs(tmp_path), MaintenanceOptions("stop", replica=-1))  # these addresses do not exist
+        maintain(deploy_inputs(tmp_path, INVENTORY), MaintenanceOptions("stop", replica=-1))  # these addresses do not exist
     assert err.value.where == "--replica"
     with pytest.raises(InputError, match="not an action: 'pause'"):
-        maintain(inputs(tmp_path), MaintenanceOptions("pause"))
+        maintain(deploy_inputs(tmp_path, INVENTORY), MaintenanceOptions("pause"))
     with pytest.raises(InputError, match="no serving host matches door-1") as err:
-        maintain(inputs(tmp_path, limit="door-1"), MaintenanceOptions("start"))
+        maintain(deploy_inputs(tmp_path, INVENTORY, limit="door-1"), MaintenanceOptions("start"))
     assert err.value.where == "--limit"
 
 

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.lab.test_serve_lab import cli, full_host_inventory
+from tests.lab.test_serve_lab import cli, full_host_inventory, full_host_shell
 from tritonops.deploy.lock import LockOwner, acquire
 from tritonops.lab.testing import FULL_2080TI
 from tritonops.transport.sessions import open_transport
@@ -29,13 +29,7 @@ def inventory(lab, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def clean(lab, inventory):
-    import subprocess
-    run = lambda command: subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True)  # noqa: E731
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
-        f"rm -rf {ROOT}/{DEPLOYMENT}")
-    yield run
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
-        f"rm -rf {ROOT}/{DEPLOYMENT}")
+    yield from full_host_shell(lab, DEPLOYMENT)
 
 
 def engine_args_on_the_host(clean, release: str) -> str:

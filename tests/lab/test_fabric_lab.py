@@ -16,6 +16,7 @@ import pytest
 import yaml
 from fabric import Config, Connection, ThreadingGroup
 
+from tests.lab.test_serve_lab import full_host_shell
 from tritonops import api
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU
 from tritonops.transport.sessions import open_transport
@@ -49,14 +50,7 @@ def fleet_vars(lab) -> dict:
 
 @pytest.fixture(scope="module")
 def clean(lab):
-    def run(command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True, timeout=120)
-
-    wipe = (f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
-            f"rm -rf {ROOT}/{DEPLOYMENT}")
-    run(wipe)
-    yield run
-    run(wipe)
+    yield from full_host_shell(lab, DEPLOYMENT, timeout=120)
 
 
 def test_the_example_fabfile_deploys_through_fabric_and_status_reads_the_same_host(lab, clean, tmp_path):

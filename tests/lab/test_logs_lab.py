@@ -10,12 +10,12 @@ One deployment (`dep-logs`) with ports of its own.
 """
 
 import json
-import subprocess
 
 import docker
 import pytest
 import yaml
 
+from tests.lab.test_serve_lab import full_host_shell
 from tritonops.cli.main import main
 from tritonops.lab import collector as lab_collector
 from tritonops.lab.defaults import default_cache_dir
@@ -61,12 +61,7 @@ def inventory(lab, collector, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def on_host(lab, inventory):
-    def run(command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True, timeout=120)
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
-        f"rm -rf {ROOT}/{DEPLOYMENT}")
-    yield run
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null")
+    yield from full_host_shell(lab, DEPLOYMENT, timeout=120)
 
 
 def deploy(capsys, *argv):

@@ -11,12 +11,11 @@ deployment (`dep-replicas`) with `tritonops_replicas: auto` (one per GPU):
 
 import json
 import shlex
-import subprocess
 import time
 
 import pytest
 
-from tests.lab.test_serve_lab import cli, full_host_inventory, task
+from tests.lab.test_serve_lab import cli, full_host_inventory, full_host_shell, task
 from tritonops.lab import containers as ct
 from tritonops.lab import engine
 from tritonops.lab.profile_file import render_profile
@@ -73,12 +72,7 @@ def inventory(lab, four_gpus, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def host(lab, inventory):
-    run = lambda command: subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True,  # noqa: E731
-                                         timeout=120)
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
-        f"rm -rf {ROOT}/{DEPLOYMENT}")
-    yield run
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null")
+    yield from full_host_shell(lab, DEPLOYMENT, timeout=120)
 
 
 def answers(host, port: int) -> bool:

@@ -7,6 +7,7 @@ reports it all. One deployment (`dep-serve`) on the test lab's full host.
 """
 
 import json
+import subprocess
 
 import jsonschema
 import pytest
@@ -46,14 +47,22 @@ def inventory(lab, tmp_path_factory):
                                tritonops_http_port=18000, tritonops_grpc_port=18001, tritonops_metrics_port=18002)
 
 
+def full_host_shell(lab, deployment: str, timeout: float | None = None):
+    """A module fixture's body (`yield from`): a shell line run on the test lab's full host (its output as text),
+    with `deployment`'s containers and its folder under ROOT removed before the module's tests and after them."""
+    def run(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True, timeout=timeout)
+
+    wipe = (f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={deployment}) 2>/dev/null; "
+            f"rm -rf {ROOT}/{deployment}")
+    run(wipe)
+    yield run
+    run(wipe)
+
+
 @pytest.fixture(scope="module")
 def clean(lab, inventory):
-    import subprocess
-    run = lambda command: subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True)  # noqa: E731
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
-        f"rm -rf {ROOT}/{DEPLOYMENT}")
-    yield run
-    run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null")
+    yield from full_host_shell(lab, DEPLOYMENT)
 
 
 def cli(capsys, *argv):

@@ -10,18 +10,15 @@ import io
 import json
 import runpy
 import shlex
-import subprocess
 import zipfile
 
 import pytest
 
-from tests.lab.test_serve_lab import full_host_inventory, task
+from tests.lab.test_serve_lab import full_host_inventory, full_host_shell, task
 from tritonops.cli.main import main
 from tritonops.lab.hub.model import tiny_model
-from tritonops.lab.testing import FULL_2080TI
 from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, wheel_bytes
 
-ROOT = "/opt/tritonops"
 DEPLOYMENT = "dep-tokens"
 HTTP_PORT = 18900
 PROMPT = "how  many\ttokens are in this prompt"
@@ -38,13 +35,7 @@ def inventory(lab, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def host(lab, inventory):
-    def run(command: str):
-        return subprocess.run(lab.ssh_argv(FULL_2080TI, command), capture_output=True, text=True)
-
-    remove = f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null"
-    run(f"{remove}; rm -rf {ROOT}/{DEPLOYMENT}")
-    yield run
-    run(remove)
+    yield from full_host_shell(lab, DEPLOYMENT)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, request_from_args
 from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
-from tritonops.cli.selection import add_host_key_option, become_vars, inventory_paths, inventory_reading
+from tritonops.cli.selection import (add_extra_vars_option, add_host_key_option, become_vars, inventory_paths,
+                                     inventory_reading)
 from tritonops.exit_codes import exit_code_of
 from tritonops.values.names import safe_name
 
@@ -50,8 +51,7 @@ def add_play_options(parser) -> None:
     """What ansible-playbook takes of a run: more roles, -e, --check, --diff, --tags, --skip-tags."""
     parser.add_argument("--roles-path", action="append", default=[], metavar="DIR",
                         help="more folders to look for roles in (after roles/ beside the playbook)")
-    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="extra variables, highest precedence (repeatable)")
+    add_extra_vars_option(parser)
     parser.add_argument("--check", "-C", action="store_true", help="change nothing: show what would be done")
     parser.add_argument("--diff", "-D", action="store_true", help="show every file written (or that would be)")
     parser.add_argument("--tags", "-t", action="append", default=[], metavar="TAGS", help="only tasks with these tags")
@@ -60,8 +60,7 @@ def add_play_options(parser) -> None:
 
 def add_reading_options(parser) -> None:
     """The options of a command that reads what a deploy made (status, metrics, logs)."""
-    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="the extra variables the deploy had (e.g. tritonops_deployment, ports); repeatable")
+    add_extra_vars_option(parser, "the extra variables the deploy had (e.g. tritonops_deployment, ports); repeatable")
     add_host_key_option(parser)
 
 

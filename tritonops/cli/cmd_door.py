@@ -14,14 +14,13 @@ if TYPE_CHECKING:
 
 def register(subparsers, common) -> None:
     from tritonops.cli.cmd_deploy import add_audit_log_option
-    from tritonops.cli.selection import add_host_key_option
+    from tritonops.cli.selection import add_extra_vars_option, add_host_key_option
 
     parser = subparsers.add_parser("door", parents=[common], help=COMMANDS["door"],
                                    description="The front door's API keys on the balancers (tritonops_balancers).")
     actions = parser.add_subparsers(dest="door_action", metavar="ACTION", required=True)
     shared = type(common)(add_help=False)
-    shared.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="extra variables, highest precedence (repeatable)")
+    add_extra_vars_option(shared)
     shared.add_argument("--check", "-C", action="store_true", help="change nothing: say what would change")
     add_audit_log_option(shared, "the change")
     add_host_key_option(shared)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import styled
-from tritonops.cli.selection import inventory_paths, inventory_reading
+from tritonops.cli.selection import add_extra_vars_option, inventory_paths, inventory_reading
 from tritonops.redact import SecretText, is_secret_name, redact_text, redact_value
 
 if TYPE_CHECKING:
@@ -25,8 +25,7 @@ def register(subparsers, common) -> None:
     view.add_argument("--list", action="store_true", help="a table of hosts and their connection (default)")
     view.add_argument("--graph", action="store_true", help="the group tree, like ansible-inventory --graph")
     view.add_argument("--host", metavar="NAME", help="every variable of one host, with where it was set")
-    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="extra variables, as deploy takes them (highest precedence; repeatable)")
+    add_extra_vars_option(parser, "extra variables, as deploy takes them (highest precedence; repeatable)")
     parser.set_defaults(run=run)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, print_plan, request_from_args
 from tritonops.cli.output import line, styled
-from tritonops.cli.selection import add_host_key_option
+from tritonops.cli.selection import add_extra_vars_option, add_host_key_option
 from tritonops.errors import InputError
 from tritonops.exit_codes import exit_code_of
 from tritonops.values.files import read_regular_text
@@ -41,8 +41,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--facts", type=Path, metavar="FILE",
                         help="a saved `tritonops probe --json` report instead of probing")
     parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
-    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE",
-                        help="extra variables, as deploy takes them (highest precedence; repeatable)")
+    add_extra_vars_option(parser, "extra variables, as deploy takes them (highest precedence; repeatable)")
     add_host_key_option(parser)
     add_engine_options(parser)
     parser.set_defaults(run=run)

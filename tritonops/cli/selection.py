@@ -69,6 +69,11 @@ def selected_hosts(args):
     return hosts
 
 
+def add_extra_vars_option(parser, help: str = "extra variables, highest precedence (repeatable)") -> None:
+    """-e / --extra-vars (K=V or @FILE, repeatable), as ansible-playbook takes it; parse_extra_vars reads it."""
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="K=V|@FILE", help=help)
+
+
 def add_host_key_option(parser) -> None:
     """--accept-new-host-keys, for every command that opens SSH sessions."""
     parser.add_argument("--accept-new-host-keys", action="store_true",

@@ -13,9 +13,7 @@ import time
 from dataclasses import dataclass
 
 from tritonops.balancer.door_program import ARGV, DoorApplied, keys_request, read_answer
-from tritonops.deploy.event_log import append_audit
-from tritonops.deploy.events import HostLabels, host_events
-from tritonops.deploy.run import who
+from tritonops.deploy.event_log import audit_results
 from tritonops.errors import InputError, TritonopsError
 from tritonops.planning.balancer import door
 from tritonops.planning.deployment import deployment_of
@@ -74,10 +72,8 @@ def change_keys(inputs: RunInputs, options: KeysOptions, clock=time.time) -> Gro
         done = pool.run(phase, list(files), task=TASK) if files else GroupResult()
     results = GroupResult.of(sorted([*done, *refused], key=lambda r: list(by_name).index(r.host)))
     if options.audit_log is not None and not options.check:
-        finished = clock()
-        append_audit(options.audit_log, (doc for result in results for doc in host_events(
-            result.host, HostLabels(deployment_of(by_name[result.host])[1], ""), [(finished, result)],
-            command=COMMANDS[options.action], who=who(), started=started, finished=finished)))
+        audit_results(options.audit_log, results, {name: deployment_of(host) for name, host in by_name.items()},
+                      command=COMMANDS[options.action], started=started, finished=clock())
     return results
 
 

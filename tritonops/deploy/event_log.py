@@ -12,8 +12,8 @@ import shlex
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from tritonops.deploy.events import HostLabels, deploy_events
-from tritonops.deploy.run import DeployOptions, DeployReport
+from tritonops.deploy.events import HostLabels, deploy_events, host_events
+from tritonops.deploy.run import DeployOptions, DeployReport, who
 from tritonops.logs.shipping import LogShipping, log_argv, shipping_of
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -37,6 +37,16 @@ def append_audit(path: Path, docs: Iterable[Mapping[str, Any]]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as handle:
         handle.write(lines)
+
+
+def audit_results(path: Path, results: Iterable[HostResult], deployments: Mapping[str, tuple[str, str]], *,
+                  command: str, started: float, finished: float) -> None:
+    """A command's results that are not a playbook run's (stop, start, prune, door keys, lock release) into the
+    audit log at `path`: each host's as its events (started, its outcome, finished) under its deployment;
+    `deployments`: host -> (root, deployment) as deployment_of reads them."""
+    append_audit(path, (doc for result in results for doc in host_events(
+        result.host, HostLabels(deployments[result.host][1], ""), [(finished, result)],
+        command=command, who=who(), started=started, finished=finished)))
 
 
 def events_argv(shipping: LogShipping, image_id: str, deployment: str) -> tuple[str, ...]:

@@ -16,9 +16,7 @@ import time
 from dataclasses import dataclass
 
 from tritonops.deploy import lock as host_lock
-from tritonops.deploy.event_log import append_audit
-from tritonops.deploy.events import HostLabels, host_events
-from tritonops.deploy.run import who
+from tritonops.deploy.event_log import audit_results
 from tritonops.errors import InputError
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
@@ -49,7 +47,7 @@ def forced_owner(named: str) -> str:
 
 def lock_status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
     """One result per selected host: ok with its LockState (free or held)."""
-    roots = _roots(inputs)
+    roots = _roots(_deployments(inputs))
 
     def phase(session: HostSession) -> HostResult[host_lock.LockState]:
         state = host_lock.read_lock(session.transport, roots[session.name])
@@ -80,7 +78,8 @@ def release_lock(inputs: RunInputs, options: ReleaseLockOptions, clock=time.time
     """Per selected host: changed (released), ok (no lock), failed (held by someone else than OWNER, not a
     tritonops lock, or it changed hands meanwhile). Every result goes into the audit log."""
     named = forced_owner(options.owner)
-    roots = _roots(inputs)
+    deployments = _deployments(inputs)
+    roots = _roots(deployments)
     started = clock()
 
     def phase(session: HostSession) -> HostResult[host_lock.LockState]:
@@ -96,11 +95,8 @@ def release_lock(inputs: RunInputs, options: ReleaseLockOptions, clock=time.time
 
     results = read_each(inputs, options.read, phase, RELEASE_COMMAND)
     if options.audit_log is not None:
-        finished = clock()
-        by_name = {host.name: host for host in inputs.hosts}
-        append_audit(options.audit_log, (doc for result in results for doc in host_events(
-            result.host, HostLabels(deployment_of(by_name[result.host])[1], ""), [(finished, result)],
-            command=RELEASE_COMMAND, who=who(), started=started, finished=finished)))
+        audit_results(options.audit_log, results, deployments, command=RELEASE_COMMAND, started=started,
+                      finished=clock())
     return results
 
 
@@ -118,6 +114,11 @@ def left_alone(state: host_lock.LockState, named: str, path: str) -> tuple[str, 
     return None
 
 
-def _roots(inputs: RunInputs) -> dict[str, str]:
-    """host -> its deployment folder (where the lock is), checked before any host is contacted."""
-    return {host.name: posixpath.join(*deployment_of(host)) for host in inputs.hosts}
+def _deployments(inputs: RunInputs) -> dict[str, tuple[str, str]]:
+    """host -> (root, deployment), checked before any host is contacted."""
+    return {host.name: deployment_of(host) for host in inputs.hosts}
+
+
+def _roots(deployments: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """host -> its deployment folder (where the lock is)."""
+    return {name: posixpath.join(*deployment) for name, deployment in deployments.items()}

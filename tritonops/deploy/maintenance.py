@@ -15,12 +15,10 @@ from __future__ import annotations
 import shlex
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from tritonops.deploy.door_rollout import door_rollout
-from tritonops.deploy.event_log import append_audit
-from tritonops.deploy.events import HostLabels, host_events
-from tritonops.deploy.run import locked, who
+from tritonops.deploy.event_log import audit_results
+from tritonops.deploy.run import LockedRunOptions, locked
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.query_program import read_facts
 from tritonops.modes.choice import mode_of_release
@@ -41,17 +39,12 @@ POLL_S = 1.0
 
 
 @dataclass(frozen=True)
-class MaintenanceOptions:
+class MaintenanceOptions(LockedRunOptions):
     action: str                       # stop | start
     replica: int | None = None        # one replica of each host; None: every replica
-    check: bool = False
-    forks: int = 10
-    accept_new_host_keys: bool = False
-    break_lock: bool = False
-    audit_log: Path | None = None
 
     @property
-    def command(self) -> str:         # what the lock and the audit log name
+    def command(self) -> str:
         return self.action
 
 
@@ -99,10 +92,8 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
     results = GroupResult.of(sorted([*done, *(r for r in refused if r.failed)],
                                     key=lambda r: list(by_name).index(r.host)))
     if options.audit_log is not None and not options.check:
-        finished = clock()
-        append_audit(options.audit_log, (doc for result in results for doc in host_events(
-            result.host, HostLabels(deployments[result.host][1], ""), [(finished, result)],
-            command=options.action, who=who(), started=started, finished=finished)))
+        audit_results(options.audit_log, results, deployments, command=options.action, started=started,
+                      finished=clock())
     return results
 
 

@@ -14,11 +14,9 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-from tritonops.deploy.event_log import append_audit
-from tritonops.deploy.events import HostLabels, host_events
-from tritonops.deploy.run import locked, who
+from tritonops.deploy.event_log import audit_results
+from tritonops.deploy.run import LockedRunOptions, locked
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.queries import FileQuery
 from tritonops.facts.query_program import read_facts
@@ -41,16 +39,11 @@ TASK = "prune"
 
 
 @dataclass(frozen=True)
-class PruneOptions:
+class PruneOptions(LockedRunOptions):
     keep: int = DEFAULT_KEEP
-    check: bool = False
-    forks: int = 10
-    accept_new_host_keys: bool = False
-    break_lock: bool = False
-    audit_log: Path | None = None
 
     @property
-    def command(self) -> str:         # what the lock and the audit log name
+    def command(self) -> str:
         return TASK
 
 
@@ -86,10 +79,7 @@ def prune(inputs: RunInputs, options: PruneOptions, clock=time.time) -> GroupRes
             done = pool.run(lambda session: _on_host(session, deployments[session.name], options), held, task=TASK)
     results = GroupResult.of(sorted([*done, *(r for r in refused if r.failed)], key=lambda r: names.index(r.host)))
     if options.audit_log is not None and not options.check:
-        finished = clock()
-        append_audit(options.audit_log, (doc for result in results for doc in host_events(
-            result.host, HostLabels(deployments[result.host][1], ""), [(finished, result)],
-            command=TASK, who=who(), started=started, finished=finished)))
+        audit_results(options.audit_log, results, deployments, command=TASK, started=started, finished=clock())
     return results
 
 

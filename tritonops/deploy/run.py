@@ -44,6 +44,22 @@ class DeployOptions:
     audit_log: Path | None = None   # the controller's audit log of deploy events (None: not written)
 
 
+@dataclass(frozen=True, kw_only=True)
+class LockedRunOptions:
+    """What a command that changes hosts under their deployment locks outside a playbook run (stop, start, prune)
+    takes besides its own options; `command` is what the lock and the audit log name it."""
+
+    check: bool = False
+    forks: int = 10
+    accept_new_host_keys: bool = False
+    break_lock: bool = False
+    audit_log: Path | None = None
+
+    @property
+    def command(self) -> str:
+        raise NotImplementedError
+
+
 @dataclass
 class DeployReport:
     phases: list[HostResult] = field(default_factory=list)   # the controller's: facts, plan, lock, image, events...
@@ -100,8 +116,8 @@ def who() -> str:
 
 
 @contextmanager
-def locked(pool: SessionPool, names: Sequence[str], deployments: dict[str, tuple[str, str]], options: DeployOptions,
-           record: Record) -> Iterator[list[str]]:
+def locked(pool: SessionPool, names: Sequence[str], deployments: dict[str, tuple[str, str]],
+           options: DeployOptions | LockedRunOptions, record: Record) -> Iterator[list[str]]:
     """Each host's deployment lock for the length of the block (none in --check); yields the hosts that
     hold theirs (a refused one is recorded `failed`, naming the owner) and releases only our own."""
     owner = host_lock.LockOwner.here(options.command)

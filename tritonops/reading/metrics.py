@@ -48,7 +48,7 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
             deployed = parse_releases(read.command(releases.argv).stdout)
         except TritonopsError:  # no release to read: the host's one metrics port, as it answers
             deployed = None
-        release = deployed.release(deployed.current) if deployed and deployed.current else None
+        release = deployed.current_release if deployed else None
         # each replica's metrics page, at the port its serving mode says (kserve's :8002; the openai mode's OpenAI
         # port, where the frontend serves /metrics), as the release recorded its ports
         mode = mode_of_release(release.serve if release else None)

@@ -153,7 +153,7 @@ def host_status(host: str, deployed: Deployed, health: dict, now: datetime,
         started = datetime.fromisoformat(container["started_at"][:26].rstrip("Z") + "+00:00") \
             if "." in container["started_at"] else datetime.fromisoformat(container["started_at"].replace("Z", "+00:00"))
         uptime = max(0.0, (now - started).total_seconds())
-    release = deployed.release(deployed.current) if deployed.current else None
+    release = deployed.current_release
     gates = [gate for gate in (release.gates if release else ()) if gate.get("passed")]
     kv = (gates[-1].get("kv_cache_tokens") or {}) if gates else {}
     metrics = parse_metrics(health.get("metrics") or "")
