@@ -21,7 +21,7 @@ NODE_PORTS = ("--node-manager-port=6700", "--object-manager-port=6701", "--dashb
 def test_the_head_starts_in_the_foreground_on_its_address_with_every_port_pinned_and_no_dashboard():
     assert start_argv(HEAD) == (
         "ray", "start", "--block", "--disable-usage-stats", "--node-ip-address=10.0.0.11",
-        "--head", "--port=6379", "--ray-client-server-port=10001", "--include-dashboard=false",
+        "--head", "--port=6379", "--include-dashboard=false",
         *NODE_PORTS, "--num-gpus=8")
 
 
@@ -33,7 +33,7 @@ def test_a_worker_dials_the_heads_gcs_and_pins_the_same_node_ports():
 
 def test_the_dashboard_listens_on_the_nodes_address_only_when_asked_and_the_object_store_is_sized():
     argv = start_argv(replace(HEAD, dashboard=True, object_store_bytes=100 << 20))
-    assert argv[8:11] == ("--include-dashboard=true", "--dashboard-host=10.0.0.11", "--dashboard-port=8265")
+    assert argv[7:10] == ("--include-dashboard=true", "--dashboard-host=10.0.0.11", "--dashboard-port=8265")
     assert argv[-1] == f"--object-store-memory={100 << 20}"
 
 
@@ -75,7 +75,7 @@ def test_no_token_value_reaches_the_command_line():
 
 def test_the_head_and_worker_ports_to_open():
     ports = RayPorts()
-    assert ports.node_ports("head") == (6379, 10001, 6700, 6701, 6702, 6703, 6704, 6705)
+    assert ports.node_ports("head") == (6379, 6700, 6701, 6702, 6703, 6704, 6705)
     assert ports.node_ports("worker") == (6700, 6701, 6702, 6703, 6704, 6705)
 
 

@@ -103,16 +103,18 @@ NODES = ("import json, ray; ray.init(address='auto', logging_level='ERROR', log_
          "for n in ray.nodes() if n['Alive']]))")
 
 
-def _nodes(head) -> list[dict]:
-    out = _run(head, shlex.join(("docker", "exec", NODE, "python3", "-c", NODES)), timeout=90)
-    return json.loads(out.strip().splitlines()[-1])
+def _nodes(head) -> list[dict] | None:
+    """The live nodes as the head's Ray lists them (None while no Ray answers there yet)."""
+    result = head.run(shlex.join(("docker", "exec", NODE, "python3", "-c", NODES)), timeout=90)
+    return json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else None
 
 
 def _wait_nodes(head, count: int, timeout_s: float = 120.0) -> list[dict]:
     deadline = time.monotonic() + timeout_s
     while True:
         nodes = _nodes(head)
-        if len(nodes) >= count or time.monotonic() > deadline:
+        if (nodes is not None and len(nodes) >= count) or time.monotonic() > deadline:
+            assert nodes is not None, _run(head, f"docker logs --tail 40 {NODE} 2>&1")
             return nodes
         time.sleep(2)
 

@@ -32,10 +32,10 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 @dataclass(frozen=True)
 class RayPorts:
     """Ray's ports, pinned so firewall rules can name them (Ray picks random ones otherwise).
-    All in 6379-10999, below Linux's ephemeral range (32768-60999): no outgoing connection takes them."""
+    All in 6379-10999, below Linux's ephemeral range (32768-60999): no outgoing connection takes them.
+    No Ray Client server (ray://): the engine attaches on the head itself, and it needs `ray[client]`."""
 
     gcs: int = 6379                    # head only: the Global Control Service every node dials (--port)
-    client_server: int = 10001         # head only: Ray Client (ray://), kept off the ephemeral range
     dashboard: int = 8265              # head only, when the dashboard is asked for
     node_manager: int = 6700           # every node: the raylet
     object_manager: int = 6701         # every node: object transfers between nodes
@@ -69,7 +69,7 @@ class RayPorts:
         """The single ports a node of this role listens on (the worker range comes on top)."""
         every = (self.node_manager, self.object_manager, self.dashboard_agent_grpc, self.dashboard_agent_listen,
                  self.metrics_export, self.runtime_env_agent)
-        return (self.gcs, self.client_server, *every) if role == "head" else every
+        return (self.gcs, *every) if role == "head" else every
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def start_argv(spec: RayNodeSpec) -> tuple[str, ...]:
     p = spec.ports
     argv = ["ray", "start", "--block", "--disable-usage-stats", f"--node-ip-address={spec.node_ip}"]
     if spec.role == "head":
-        argv += ["--head", f"--port={p.gcs}", f"--ray-client-server-port={p.client_server}"]
+        argv += ["--head", f"--port={p.gcs}"]
         argv += (["--include-dashboard=true", f"--dashboard-host={spec.node_ip}", f"--dashboard-port={p.dashboard}"]
                  if spec.dashboard else ["--include-dashboard=false"])
     else:
