@@ -170,6 +170,15 @@ def test_two_hosts_form_a_token_authenticated_ray_cluster_and_the_engine_places_
     assert [n["ip"] for n in _nodes(head)] == [lab.host(HEAD).network_address]
     _run(worker, f"docker rm -f {NODE}-wrong")
 
+    # The engine at PP 2 while the head is alone: Ray has one GPU, the pipeline needs two.
+    model = tar_bytes({name: data for name, data in tiny_model().items()})
+    _run(head, shlex.join(("docker", "exec", "-i", NODE, "sh", "-c", f"mkdir -p {MODEL_DIR} && tar -xf - -C "
+                           f"{MODEL_DIR}")), stdin=model)
+    alone = head.run(shlex.join(("docker", "exec", NODE, "python3", "-c", ENGINE.format(model=MODEL_DIR))),
+                     timeout=240)
+    assert not alone.ok and "The number of required GPUs exceeds the total number of available GPUs in the " \
+                            "placement group. (world size 2, 1 GPU(s) in the Ray cluster)" in alone.stdout + alone.stderr
+
     started = time.monotonic()
     _run(worker, shlex.join(run_argv(_spec(lab, image, "worker"))))
     nodes = _wait_nodes(head, 2)
@@ -177,9 +186,6 @@ def test_two_hosts_form_a_token_authenticated_ray_cluster_and_the_engine_places_
     assert sorted((n["ip"], n["gpus"]) for n in nodes) == sorted(
         [(lab.host(HEAD).network_address, 1.0), (lab.host(WORKER).network_address, 1.0)])
 
-    model = tar_bytes({name: data for name, data in tiny_model().items()})
-    _run(head, shlex.join(("docker", "exec", "-i", NODE, "sh", "-c", f"mkdir -p {MODEL_DIR} && tar -xf - -C "
-                           f"{MODEL_DIR}")), stdin=model)
     started = time.monotonic()
     out = _run(head, shlex.join(("docker", "exec", NODE, "python3", "-c", ENGINE.format(model=MODEL_DIR))),
                timeout=240)
