@@ -6,8 +6,9 @@ installs real Ray from its PyPI wheels).
 - head first, then a worker with the wrong token (refused: the head never lists it), then the worker
   with the cluster's token: the head sees both nodes, each with its simulated GPU as a Ray `GPU`;
 - the lab engine at pipeline parallel 2 / tensor parallel 1 with `distributed_executor_backend: "ray"`
-  in the head's container: a real STRICT_SPREAD placement group, one stage actor on each host, then a
-  generate request served.
+  in the head's container: refused while the head is alone (one GPU for two stages); with both nodes, a
+  real STRICT_SPREAD placement group, one stage actor on each host, then a generate request served; a
+  second engine while the first holds the GPUs: its placement group times out, in vLLM's words.
 What is staged: the GPUs (Ray resources and the lab's profile files), the engine (no NCCL, no layers
 split, no activations between stages). What is real: Ray (GCS, raylets, token auth, placement groups,
 actors across hosts), Docker, SSH, the image build.
@@ -137,6 +138,20 @@ asyncio.run(main())
 """
 
 
+BUSY = """
+import os, vllm
+from vllm import AsyncEngineArgs, AsyncLLMEngine
+
+args = dict(model={model!r}, pipeline_parallel_size=2, distributed_executor_backend="ray", gpu_memory_utilization=0.3)
+first = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**args))  # holds a GPU on each host
+os.environ["TRITONOPS_LAB_RAY_PG_WAIT_S"] = "3"
+try:
+    AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**args))
+except ValueError as err:
+    print("REFUSED " + str(err))
+"""
+
+
 def test_two_hosts_form_a_token_authenticated_ray_cluster_and_the_engine_places_a_stage_on_each(lab, hosts, image):
     head, worker = hosts[HEAD], hosts[WORKER]
     token = secrets.token_hex(32)
@@ -201,3 +216,9 @@ def test_two_hosts_form_a_token_authenticated_ray_cluster_and_the_engine_places_
                f"{stage['node_id']} ip {stage['ip']}" in out
     assert "pipeline_parallel_size=2" in out
     assert json.loads(next(line for line in out.splitlines() if line.startswith("TEXT "))[5:])
+
+    # Enough GPUs in the cluster, but held by another engine: the placement group never becomes ready.
+    busy = _run(head, shlex.join(("docker", "exec", NODE, "python3", "-c", BUSY.format(model=MODEL_DIR))),
+                timeout=240)
+    assert "REFUSED Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0}, {'GPU': 1.0}] " \
+           "within 3 seconds. See `ray status` and `ray list nodes`" in busy, busy
