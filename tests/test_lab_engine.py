@@ -258,3 +258,21 @@ def test_the_stand_in_dates_its_engines_in_pep440_order(vllm, version, v0, v1):
     assert (config.has_v0(), config.has_v1()) == (v0, v1)
     assert config.version_key("0.9.0rc1") < config.version_key("0.9.0") == config.version_key("0.9.0.post1") \
         < config.version_key("0.9.1.dev0") < config.version_key("0.9.1") < config.version_key("0.10.0")
+
+
+def test_pipeline_parallel_and_the_executor_backend_are_checked_as_vllm_checks_them(vllm, model_dir, monkeypatch):
+    v = vllm("a100x4")
+    with pytest.raises(ValueError, match=r"^Unrecognized distributed executor backend nccl\. Supported values are "
+                                         r"'ray', 'mp' 'uni', 'external_launcher'"):
+        _start(v, model=str(model_dir), distributed_executor_backend="nccl")
+    with pytest.raises(ValueError, match=r"^pipeline_parallel_size must be a positive integer, got 0$"):
+        _start(v, model=str(model_dir), pipeline_parallel_size=0)
+    with pytest.raises(ValueError, match="exceeds the total number of available GPUs"):
+        _start(v, model=str(model_dir), pipeline_parallel_size=2, tensor_parallel_size=4,
+               distributed_executor_backend="mp")
+    # PP on one node's processes: both stages' GPUs are this node's
+    engine = _start(v, model=str(model_dir), pipeline_parallel_size=2, tensor_parallel_size=2)
+    assert len(engine._core.config.gpus) == 4 and engine._core.ray_stages == []
+    monkeypatch.setitem(sys.modules, "ray", None)  # a vllm_env without Ray
+    with pytest.raises(ValueError, match=r"^Unable to load Ray: .* Ray is required for multi-node inference"):
+        _start(v, model=str(model_dir), pipeline_parallel_size=2, distributed_executor_backend="ray")

@@ -12,8 +12,10 @@ import shlex
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 from pathlib import Path
 
+from tritonops.lab.wheelhouse.ray_wheels import project_of, ray_wheels
 from tritonops.lab.wheelhouse.wheel import wheel_bytes, wheel_name
 from tritonops.tarball import tar_bytes
 from tritonops.waiting import wait_until
@@ -22,29 +24,41 @@ LAB_VLLM_VERSION = "0.10.2"  # the pin the lab's inventory uses (vLLM of NGC 25.
 INDEX_DIR = "/opt/tritonops-lab/wheelhouse"
 
 
-def index_files(versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> dict[str, bytes]:
-    """Relative path -> content of the whole index (pure)."""
+def index_files(versions: tuple[str, ...] = (LAB_VLLM_VERSION,),
+                wheels: Mapping[str, bytes] | None = None) -> dict[str, bytes]:
+    """Relative path -> content of the whole index (pure): the stand-in vllm in `versions`, and
+    `wheels` (file name -> bytes: real Ray and its dependencies, ray_wheels.py) under their projects."""
     files: dict[str, bytes] = {}
-    links = []
-    for version in versions:
-        data = wheel_bytes(version)
-        name = wheel_name(version)
+    projects: dict[str, list[str]] = {}
+    packages = {wheel_name(version): wheel_bytes(version) for version in versions}
+    packages.update(wheels or {})
+    for name, data in sorted(packages.items()):
         files[f"packages/{name}"] = data
         sha = hashlib.sha256(data).hexdigest()
-        links.append(f'<a href="../../packages/{html.escape(name)}#sha256={sha}" '
-                     f'data-requires-python="&gt;=3.8">{html.escape(name)}</a><br/>')
+        projects.setdefault(project_of(name), []).append(
+            f'<a href="../../packages/{html.escape(name)}#sha256={sha}">{html.escape(name)}</a><br/>')
     page = "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"1.0\">" \
-           "<title>Links for vllm</title></head><body>\n<h1>Links for vllm</h1>\n{}\n</body></html>\n"
-    files["simple/vllm/index.html"] = page.format("\n".join(links)).encode()
+           "<title>Links for {0}</title></head><body>\n<h1>Links for {0}</h1>\n{1}\n</body></html>\n"
+    for project, links in sorted(projects.items()):
+        files[f"simple/{project}/index.html"] = page.format(html.escape(project), "\n".join(links)).encode()
+    listing = "\n".join(f'<a href="{html.escape(p)}/">{html.escape(p)}</a>' for p in sorted(projects))
     files["simple/index.html"] = ("<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
                                   "content=\"1.0\"><title>Simple index</title></head><body>\n"
-                                  "<a href=\"vllm/\">vllm</a>\n</body></html>\n").encode()
+                                  f"{listing}\n</body></html>\n").encode()
     return files
 
 
-def build_index(root: Path | str, versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> Path:
+def lab_wheels() -> dict[str, bytes]:
+    """The third-party wheels every lab index serves: real Ray, which the stand-in vllm requires."""
+    from tritonops.lab.defaults import default_cache_dir
+
+    return ray_wheels(default_cache_dir())
+
+
+def build_index(root: Path | str, versions: tuple[str, ...] = (LAB_VLLM_VERSION,),
+                wheels: Mapping[str, bytes] | None = None) -> Path:
     root = Path(root)
-    for rel, data in index_files(versions).items():
+    for rel, data in index_files(versions, wheels).items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -59,19 +73,21 @@ def index_url(port: int) -> str:
 STAMP = ".tritonops-index-stamp"
 
 
-def index_stamp(versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> str:
+def index_stamp(versions: tuple[str, ...] = (LAB_VLLM_VERSION,), wheels: Mapping[str, bytes] | None = None) -> str:
     """A digest of the index's files: the served index is current when the host's stamp equals it."""
     import hashlib
 
     digest = hashlib.sha256()
-    for name, data in sorted(index_files(versions).items()):
+    for name, data in sorted(index_files(versions, wheels).items()):
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()
 
 
-def index_is_current(transport, directory: str = INDEX_DIR, versions: tuple[str, ...] = (LAB_VLLM_VERSION,)) -> bool:
+def index_is_current(transport, directory: str = INDEX_DIR, versions: tuple[str, ...] = (LAB_VLLM_VERSION,),
+                     wheels: Mapping[str, bytes] | None = None) -> bool:
+    """Whether the host serves this index (`wheels` None: the lab's, lab_wheels())."""
     result = transport.run(shlex.join(("cat", f"{directory}/{STAMP}")), timeout=10)
-    return result.ok and result.stdout.strip() == index_stamp(versions)
+    return result.ok and result.stdout.strip() == index_stamp(versions, lab_wheels() if wheels is None else wheels)
 
 
 def index_answers(transport, port: int) -> bool:
@@ -82,14 +98,16 @@ def index_answers(transport, port: int) -> bool:
 
 
 def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VERSION,),
-                  directory: str = INDEX_DIR, timeout_s: float = 20.0) -> str:
+                  directory: str = INDEX_DIR, timeout_s: float = 20.0, wheels: Mapping[str, bytes] | None = None) -> str:
     """Copy the index to a lab host and serve it on the host's 127.0.0.1:<port>; returns the
-    index URL as the host (and a build container on the host's network) sees it."""
+    index URL as the host (and a build container on the host's network) sees it. `wheels` None:
+    the lab's third-party wheels (lab_wheels(): real Ray, which the stand-in requires)."""
     d = shlex.quote(directory)
     stop_on_host(transport, directory)
-    files = index_files(versions)
-    files[STAMP] = index_stamp(versions).encode()
-    result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=tar_bytes(files), timeout=60)
+    wheels = lab_wheels() if wheels is None else wheels
+    files = index_files(versions, wheels)
+    files[STAMP] = index_stamp(versions, wheels).encode()
+    result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=tar_bytes(files), timeout=180)
     if not result.ok:
         raise RuntimeError(f"copying the wheelhouse to {transport.name} failed: {result.tail()}")
     start = (f"cd {d} && setsid nohup python3 -m http.server {int(port)} --bind 127.0.0.1 --directory {d} "

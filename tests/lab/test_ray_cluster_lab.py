@@ -1,0 +1,224 @@
+"""A real Ray cluster across two full lab hosts (issue #28), started with tritonops' node builders
+(tritonops.serving.ray_node) over real SSH and each host's own Docker engine, from the lab's vllm_env
+image (built by tritonops from the lab's package index: the stand-in vllm, which requires the pinned Ray,
+installs real Ray from its PyPI wheels).
+
+- head first, then a worker with the wrong token (refused: the head never lists it), then the worker
+  with the cluster's token: the head sees both nodes, each with its simulated GPU as a Ray `GPU`;
+- the lab engine at pipeline parallel 2 / tensor parallel 1 with `distributed_executor_backend: "ray"`
+  in the head's container: refused while the head is alone (one GPU for two stages); with both nodes, a
+  real STRICT_SPREAD placement group, one stage actor on each host, then a generate request served; a
+  second engine while the first holds the GPUs: its placement group times out, in vLLM's words.
+What is staged: the GPUs (Ray resources and the lab's profile files), the engine (no NCCL, no layers
+split, no activations between stages). What is real: Ray (GCS, raylets, token auth, placement groups,
+actors across hosts), Docker, SSH, the image build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shlex
+import time
+
+import pytest
+
+from tritonops.image.api import build_images
+from tritonops.inventory import load_inventory
+from tritonops.lab import api as lab_api
+from tritonops.lab.hub.model import tiny_model
+from tritonops.lab.request import HostSpec, LabRequest
+from tritonops.serving.ray_node import RayNodeSpec, run_argv
+from tritonops.serving.ray_version import RAY_VERSION
+from tritonops.tarball import tar_bytes
+from tritonops.transport.sessions import open_transport
+
+pytestmark = pytest.mark.lab
+
+PREFIX = "tritonops-labray"
+PORT_BASE = 22700
+HEAD, WORKER = "ray-head", "ray-worker"
+TOKEN_DIR = "/etc/tritonops-labray"
+TOKEN, WRONG_TOKEN = f"{TOKEN_DIR}/ray-token", f"{TOKEN_DIR}/wrong-token"
+NODE = "tritonops-labray-node"
+MODEL_DIR = "/tmp/labray-tiny"
+OBJECT_STORE = 80 << 20  # the lab hosts' /dev/shm is small, and two cores serve everyone
+TIMINGS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    state_dir = os.environ.get("TRITONOPS_RAY_LAB_STATE", "/tmp/tritonops-labray")
+    started = time.monotonic()
+    state = lab_api.up(LabRequest((HostSpec(HEAD, "2080ti", "full"), HostSpec(WORKER, "2080ti", "full"))),
+                       state_dir=state_dir, name_prefix=PREFIX, port_base=PORT_BASE)
+    TIMINGS["lab up"] = time.monotonic() - started
+    if state.results.failed:
+        lab_api.down(state_dir=state_dir, name_prefix=PREFIX)
+        pytest.fail("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
+    yield state
+    if not os.environ.get("TRITONOPS_LAB_KEEP"):
+        lab_api.down(state_dir=state_dir, name_prefix=PREFIX)
+    print("\nray lab timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in TIMINGS.items()))
+
+
+@pytest.fixture(scope="module")
+def hosts(lab):
+    transports = {name: open_transport(lab.connection(name)) for name in (HEAD, WORKER)}
+    yield transports
+    for transport in transports.values():
+        transport.run(f"docker rm -f {NODE} {NODE}-wrong >/dev/null 2>&1; true", timeout=60)
+        transport.close()
+
+
+@pytest.fixture(scope="module")
+def image(lab):
+    """The lab inventory's vllm_env image, built once and brought to both hosts."""
+    started = time.monotonic()
+    report = build_images(load_inventory([str(lab.inventory_file)]).select(None))
+    TIMINGS["image build"] = time.monotonic() - started
+    images = {r.host: r for r in report.results}
+    assert set(images) == {HEAD, WORKER} and all(r.status in ("ok", "changed") for r in images.values()), \
+        [(r.host, r.status, r.msg) for r in report.results]
+    (image_id,) = {r.payload["image_id"] for r in images.values()}
+    return image_id
+
+
+def _run(transport, command: str, timeout: float = 120.0, stdin: bytes | None = None) -> str:
+    result = transport.run(command, stdin=stdin, timeout=timeout)
+    assert result.ok, f"{transport.name}: {command!r} failed: {result.tail()}"
+    return result.stdout
+
+
+def _spec(lab, image: str, role: str, token: str = TOKEN, container: str = NODE) -> RayNodeSpec:
+    head_ip = lab.host(HEAD).network_address
+    name = HEAD if role == "head" else WORKER
+    return RayNodeSpec(role=role, node_ip=lab.host(name).network_address, image=image, token_file=token,
+                       num_gpus=1, head_ip=None if role == "head" else head_ip, object_store_bytes=OBJECT_STORE,
+                       container=container)
+
+
+NODES = ("import json, ray; ray.init(address='auto', logging_level='ERROR', log_to_driver=False); "
+         "print(json.dumps([{'ip': n['NodeManagerAddress'], 'gpus': n['Resources'].get('GPU', 0)} "
+         "for n in ray.nodes() if n['Alive']]))")
+
+
+def _nodes(head) -> list[dict] | None:
+    """The live nodes as the head's Ray lists them (None while no Ray answers there yet)."""
+    result = head.run(shlex.join(("docker", "exec", NODE, "python3", "-c", NODES)), timeout=90)
+    return json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else None
+
+
+def _wait_nodes(head, count: int, timeout_s: float = 120.0) -> list[dict]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        nodes = _nodes(head)
+        if (nodes is not None and len(nodes) >= count) or time.monotonic() > deadline:
+            assert nodes is not None, _run(head, f"docker logs --tail 40 {NODE} 2>&1")
+            return nodes
+        time.sleep(2)
+
+
+ENGINE = """
+import asyncio, json, vllm
+from vllm import AsyncEngineArgs, AsyncLLMEngine, SamplingParams
+
+async def main():
+    engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(
+        model={model!r}, pipeline_parallel_size=2, tensor_parallel_size=1,
+        distributed_executor_backend="ray", gpu_memory_utilization=0.5))
+    text = ""
+    async for out in engine.generate("Hello Ray", SamplingParams(max_tokens=8), "r1"):
+        text = out.outputs[0].text
+    print("STAGES " + json.dumps(engine._core.ray_stages))
+    print("TEXT " + json.dumps(text))
+
+asyncio.run(main())
+"""
+
+
+BUSY = """
+import os, vllm
+from vllm import AsyncEngineArgs, AsyncLLMEngine
+
+args = dict(model={model!r}, pipeline_parallel_size=2, distributed_executor_backend="ray", gpu_memory_utilization=0.3)
+first = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**args))  # holds a GPU on each host
+os.environ["TRITONOPS_LAB_RAY_PG_WAIT_S"] = "3"
+try:
+    AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**args))
+except ValueError as err:
+    print("REFUSED " + str(err))
+"""
+
+
+def test_two_hosts_form_a_token_authenticated_ray_cluster_and_the_engine_places_a_stage_on_each(lab, hosts, image):
+    head, worker = hosts[HEAD], hosts[WORKER]
+    token = secrets.token_hex(32)
+    for transport in (head, worker):
+        _run(transport, f"install -d -m 700 {TOKEN_DIR} && umask 077 && cat > {TOKEN} && "
+                        f"head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > {WRONG_TOKEN}",
+             stdin=token.encode())
+    version = _run(head, shlex.join(("docker", "run", "--rm", image, "python3", "-c",
+                                     "import ray; print(ray.__version__)")), timeout=120)
+    assert version.strip().splitlines()[-1] == RAY_VERSION
+
+    started = time.monotonic()
+    _run(head, shlex.join(run_argv(_spec(lab, image, "head"))))
+    assert [n["ip"] for n in _wait_nodes(head, 1)] == [lab.host(HEAD).network_address]
+    TIMINGS["head up"] = time.monotonic() - started
+    # The token is in no command line and no environment of the container: only its file's path is.
+    inspect = _run(head, shlex.join(("docker", "inspect", NODE)))
+    assert token not in inspect and f"RAY_AUTH_TOKEN_PATH={TOKEN}" in inspect
+
+    # A worker with the wrong token: the head refuses it, the worker's ray start gives up.
+    _run(worker, shlex.join(run_argv(_spec(lab, image, "worker", token=WRONG_TOKEN, container=f"{NODE}-wrong"))))
+    deadline, state = time.monotonic() + 120, ""
+    while time.monotonic() < deadline:
+        state = _run(worker, f"docker inspect -f '{{{{.State.Running}}}} {{{{.State.ExitCode}}}}' {NODE}-wrong").strip()
+        if state.startswith("false"):
+            break
+        time.sleep(2)
+    refused_log = _run(worker, f"docker logs --tail 20 {NODE}-wrong 2>&1")
+    assert state.startswith("false") and state != "false 0", (state, refused_log)
+    assert "AuthenticationError" in refused_log and "token is missing or incorrect" in refused_log, refused_log
+    assert [n["ip"] for n in _nodes(head)] == [lab.host(HEAD).network_address]
+    _run(worker, f"docker rm -f {NODE}-wrong")
+
+    # The engine at PP 2 while the head is alone: Ray has one GPU, the pipeline needs two.
+    model = tar_bytes({name: data for name, data in tiny_model().items()})
+    _run(head, shlex.join(("docker", "exec", "-i", NODE, "sh", "-c", f"mkdir -p {MODEL_DIR} && tar -xf - -C "
+                           f"{MODEL_DIR}")), stdin=model)
+    alone = head.run(shlex.join(("docker", "exec", NODE, "python3", "-c", ENGINE.format(model=MODEL_DIR))),
+                     timeout=240)
+    assert not alone.ok and "The number of required GPUs exceeds the total number of available GPUs in the " \
+                            "placement group. (world size 2, 1 GPU(s) in the Ray cluster)" in alone.stdout + alone.stderr
+
+    started = time.monotonic()
+    _run(worker, shlex.join(run_argv(_spec(lab, image, "worker"))))
+    nodes = _wait_nodes(head, 2)
+    TIMINGS["worker joined"] = time.monotonic() - started
+    assert sorted((n["ip"], n["gpus"]) for n in nodes) == sorted(
+        [(lab.host(HEAD).network_address, 1.0), (lab.host(WORKER).network_address, 1.0)])
+
+    started = time.monotonic()
+    out = _run(head, shlex.join(("docker", "exec", NODE, "python3", "-c", ENGINE.format(model=MODEL_DIR))),
+               timeout=240)
+    TIMINGS["engine on 2 stages"] = time.monotonic() - started
+    stages = json.loads(next(line for line in out.splitlines() if line.startswith("STAGES "))[7:])
+    addresses = sorted([lab.host(HEAD).network_address, lab.host(WORKER).network_address])
+    assert [s["stage"] for s in stages] == [0, 1]
+    assert sorted(s["ip"] for s in stages) == addresses  # one stage on each host (STRICT_SPREAD)
+    assert all(s["vllm_host_ip"] == s["ip"] and len(s["gpu_ids"]) == 1 for s in stages)
+    assert len({s["node_id"] for s in stages}) == 2
+    for stage in stages:
+        assert f"Pipeline stage {stage['stage']} (ranks {stage['stage']}-{stage['stage']}) on node " \
+               f"{stage['node_id']} ip {stage['ip']}" in out
+    assert "pipeline_parallel_size=2" in out
+    assert json.loads(next(line for line in out.splitlines() if line.startswith("TEXT "))[5:])
+
+    # Enough GPUs in the cluster, but held by another engine: the placement group never becomes ready.
+    busy = _run(head, shlex.join(("docker", "exec", NODE, "python3", "-c", BUSY.format(model=MODEL_DIR))),
+                timeout=240)
+    assert "REFUSED Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0}, {'GPU': 1.0}] " \
+           "within 3 seconds. See `ray status` and `ray list nodes`" in busy, busy
