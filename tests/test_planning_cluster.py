@@ -2,7 +2,9 @@
 
 import pytest
 
-from tritonops.planning.cluster import Cluster, ClusterError, ClusterHost, form_cluster, interface_name, node_address
+from tritonops.errors import InputError
+from tritonops.planning.cluster import Cluster, ClusterError, ClusterHost, form_cluster
+from tritonops.values.network import interface_names, node_address
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
 
 H100X8 = gpu_spec_from_catalog("h100:8")
@@ -49,10 +51,12 @@ def test_a_cluster_that_cannot_form_says_why(hosts, tp, pp, message):
 def test_addresses_and_interfaces_are_checked_where_they_are_read():
     assert node_address("10.1.2.3", "inventory.yml:4") == "10.1.2.3"
     assert node_address("[fd00::7]", "x") == "fd00::7"
-    with pytest.raises(ClusterError, match=r"^inventory.yml:4: 'gpu-1.lan' is not an IP address"):
+    with pytest.raises(InputError, match=r"^inventory.yml:4: 'gpu-1.lan' is not an IP address"):
         node_address("gpu-1.lan", "inventory.yml:4")
-    with pytest.raises(ClusterError, match="127.0.0.1 cannot be a cluster member's address"):
-        node_address("127.0.0.1", "x")
-    assert interface_name("enp65s0f0", "x") == "enp65s0f0" and interface_name(None, "x") is None
-    with pytest.raises(ClusterError, match=r"'eth0; rm -rf /' is not a network interface name"):
-        interface_name("eth0; rm -rf /", "x")
+    for unreachable in ("127.0.0.1", "::1", "0.0.0.0", "224.0.0.1"):
+        with pytest.raises(InputError, match="cannot be a cluster node's address"):
+            node_address(unreachable, "x")
+    assert interface_names("enp65s0f0", "x") == "enp65s0f0" and interface_names("^lo,docker0", "x") == "^lo,docker0"
+    for bad in ("eth0; rm -rf /", "", "eth0,^lo", "a" * 16):
+        with pytest.raises(InputError, match="is not a network interface list"):
+            interface_names(bad, "x")

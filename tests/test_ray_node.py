@@ -85,9 +85,10 @@ def test_the_pin_is_the_cgraph_extra_of_a_ray_with_token_auth():
 
 
 @pytest.mark.parametrize("change, where, words", [
-    ({"node_ip": "gpu-1.example"}, "ray node_ip", "not a node address"),
-    ({"node_ip": "0.0.0.0"}, "ray node_ip", "not a node address"),
-    ({"node_ip": "10.0.0.11; reboot"}, "ray node_ip", "not a node address"),
+    ({"node_ip": "gpu-1.example"}, "ray node_ip", "is not an IP address"),
+    ({"node_ip": "0.0.0.0"}, "ray node_ip", "cannot be a cluster node's address"),
+    ({"node_ip": "127.0.0.1"}, "ray node_ip", "cannot be a cluster node's address"),
+    ({"node_ip": "10.0.0.11; reboot"}, "ray node_ip", "is not an IP address"),
     ({"role": "worker"}, "ray head_ip", "needs the head's address"),
     ({"head_ip": "10.0.0.12"}, "ray head_ip", "takes no head address"),
     ({"role": "primary"}, "ray role", "head or worker"),

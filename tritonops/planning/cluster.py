@@ -9,18 +9,12 @@ rollback and a later deploy read the cluster from any member.
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tritonops.errors import TritonopsError
 from tritonops.sizing.gpu_spec import GpuSpec
 from tritonops.sizing.pipeline import layer_split
-
-# what NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME take: an interface name (Linux: at most 15 characters)
-_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
-
 
 class ClusterError(TritonopsError):
     """Hosts that cannot form the cluster: one line naming the host and what differs."""
@@ -80,26 +74,6 @@ class Cluster:
                                       m["layers"][1] - m["layers"][0] + 1, m.get("interface"))
                         for m in data["members"])
         return cls(data["name"], data["tensor_parallel_size"], data["pipeline_parallel_size"], members)
-
-
-def node_address(value: str, where: str) -> str:
-    """A member's address as Ray and vLLM take it: an IP literal (a name would be resolved differently on
-    each host, and Ray rewrites loopback)."""
-    try:
-        address = ipaddress.ip_address(str(value).strip("[]"))
-    except ValueError:
-        raise ClusterError(f"{where}: {value!r} is not an IP address (Ray's node address must be one)") from None
-    if address.is_loopback or address.is_unspecified:
-        raise ClusterError(f"{where}: {address} cannot be a cluster member's address (other hosts cannot reach it)")
-    return str(address)
-
-
-def interface_name(value: str | None, where: str) -> str | None:
-    if value in (None, ""):
-        return None
-    if not _IFNAME.match(str(value)):
-        raise ClusterError(f"{where}: {value!r} is not a network interface name")
-    return str(value)
 
 
 def check_members(name: str, hosts: Sequence[ClusterHost], pipeline_parallel_size: int) -> Sequence[ClusterHost]:

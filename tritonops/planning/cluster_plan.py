@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from tritonops.errors import TritonopsError
+from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts
-from tritonops.planning.cluster import (ClusterError, ClusterHost, check_members, form_cluster, interface_name,
-                                       node_address)
+from tritonops.planning.cluster import ClusterError, ClusterHost, check_members, form_cluster
 from tritonops.planning.entries import host_where
 from tritonops.planning.gpu_choice import GPUS_VAR, allowed_gpus, restrict_facts
 from tritonops.sizing.engine_plan import SizingRequest
@@ -21,6 +20,7 @@ from tritonops.sizing.gpu_spec import gpu_spec_from_facts
 from tritonops.sizing.pipeline import MAX_PIPELINE_HOSTS
 from tritonops.sizing.request_numbers import request_number
 from tritonops.values.names import safe_name
+from tritonops.values.network import interface_names, node_address
 
 CLUSTER_VAR = "tritonops_cluster"
 PIPELINE_VAR = "tritonops_pipeline_parallel_size"
@@ -103,8 +103,10 @@ def _cluster_host(host, facts: HostFacts | None, why_no_facts: str | None) -> Cl
         fallback = host.vars.get("ansible_host") or host.name
         try:
             address = node_address(fallback, host.name)
-        except ClusterError:
+        except InputError:
             raise ClusterError(f"{host.name}: set {ADDRESS_VAR} to the IP address the other members reach it at "
                                f"(ansible_host {fallback!r} is not one)") from None
-    return ClusterHost(host.name, address, gpus, interface_name(host.vars.get(INTERFACE_VAR),
-                                                                host_where(host, INTERFACE_VAR) or host.name))
+    interface = host.vars.get(INTERFACE_VAR)
+    if interface not in (None, ""):
+        interface = interface_names(interface, host_where(host, INTERFACE_VAR) or host.name)
+    return ClusterHost(host.name, address, gpus, interface or None)

@@ -12,7 +12,6 @@ unreadable file stops Ray instead of running unauthenticated).
 
 from __future__ import annotations
 
-import ipaddress
 import posixpath
 import re
 from dataclasses import dataclass, fields
@@ -20,11 +19,11 @@ from typing import Literal
 
 from tritonops.errors import InputError
 from tritonops.values.names import safe_name
+from tritonops.values.network import interface_names, node_address
 
 ROLES = ("head", "worker")
 MIN_SHM_BYTES = 10 << 30  # vLLM's multi-node guide: 10 GiB of shared memory or the host's IPC namespace
 MIN_OBJECT_STORE_BYTES = 75 << 20  # Ray refuses a smaller object store
-_IFNAME = re.compile(r"\^?=?[A-Za-z0-9_.:-]{1,15}")  # a Linux interface name (<= 15), NCCL's ^ and = prefixes
 _SIZE = re.compile(r"([1-9][0-9]*)([bkmg]?)")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -131,29 +130,6 @@ class RayNodeSpec:
         """host:port of the head's GCS, as `ray start --address` and `ray.init` take it."""
         head = self.node_ip if self.role == "head" else str(self.head_ip)
         return f"[{head}]:{self.ports.gcs}" if ":" in head else f"{head}:{self.ports.gcs}"
-
-
-def node_address(value: object, where: str) -> str:
-    """`value` if it is a literal IPv4 or IPv6 address a node can be reached at; else InputError."""
-    try:
-        address = ipaddress.ip_address(value if isinstance(value, str) else "")
-    except ValueError:
-        address = None
-    if address is None or address.is_unspecified or address.is_multicast:
-        raise InputError(f"{value!r} is not a node address: give the node's routable IPv4 or IPv6 address "
-                         "(not a name, not 0.0.0.0 or ::)", where)
-    return str(address)
-
-
-def interface_names(value: object, where: str) -> str:
-    """An NCCL/Gloo interface list ('eth0', 'ens1f0,ens1f1', '^lo,docker0', '=eth0'); else InputError."""
-    text = value if isinstance(value, str) else ""
-    parts = text.split(",")
-    ok = bool(text) and all(_IFNAME.fullmatch(p) and (i == 0 or p[0] not in "^=") for i, p in enumerate(parts))
-    if not ok:
-        raise InputError(f"{value!r} is not a network interface list (names of up to 15 letters, digits, '.', "
-                         "'_', '-', ':' separated by ',', optionally starting with '^' or '=')", where)
-    return text
 
 
 def shm_bytes(value: object) -> int:
