@@ -27,7 +27,8 @@ def make_spec(**changes) -> ImageSpec:
     config = ImageConfig("committed", BASE, "0.10.2", pip, "0.1.0")
     spec = ImageSpec(config, BASE_ID, "c" * 64)
     pip_changes = {k: v for k, v in changes.items() if k in {f.name for f in dataclasses.fields(PipOptions)}}
-    config_changes = {k: v for k, v in changes.items() if k in {"mode", "image", "vllm_version", "tritonops_version"}}
+    config_changes = {k: v for k, v in changes.items()
+                      if k in {"mode", "image", "vllm_version", "tritonops_version", "requirements"}}
     spec_changes = {k: v for k, v in changes.items() if k in {"base_id", "backend_code_sha"}}
     if pip_changes:
         config = dataclasses.replace(config, pip=dataclasses.replace(pip, **pip_changes))
@@ -48,6 +49,7 @@ def test_same_inputs_give_the_same_hash_and_tag():
     {"index_url": "http://other.example/simple"}, {"extra_index_urls": ("http://extra.example/simple",)},
     {"trusted_hosts": ("other.example",)}, {"extra_args": ("--pre",)}, {"constraints": "numpy<2\n"},
     {"tritonops_version": "0.2.0"}, {"base_id": "sha256:" + "b" * 64}, {"backend_code_sha": "d" * 64},
+    {"requirements": ("ray[cgraph]==2.60.0",)}, {"requirements": ("ray==2.60.0",)},
 ])
 def test_every_input_changes_the_hash(change):
     assert make_spec(**change).content_hash != make_spec().content_hash
@@ -281,3 +283,27 @@ def test_a_build_host_outside_the_limit_is_found_in_the_inventory_and_a_missing_
     with pytest.raises(InputError) as caught:
         outside_build_hosts(inventory.select("t1"), inventory)
     assert caught.value.where == f"{path}:3" and "builder" in caught.value.what
+
+
+def test_a_cluster_members_image_installs_ray_beside_vllm_in_one_resolve():
+    from tritonops.serving.ray_version import RAY_REQUIREMENT
+
+    plain, member = image_config(host()), image_config(host(tritonops_cluster="big"))
+    assert (plain.requirements, member.requirements) == ((), (RAY_REQUIREMENT,))
+    assert not plain.same_build(member)
+    script = build_script.render(member.pip, member.vllm_version, code=b"", requirements=member.requirements)
+    pip_line = next(line for line in script.splitlines() if line.startswith('"$PY" -m pip install'))
+    assert shlex.split(pip_line)[-2:] == [f"vllm=={member.vllm_version}", RAY_REQUIREMENT]
+    mirrored = image_config(host(tritonops_cluster="big", tritonops_ray_requirement="ray == 2.60.0"))
+    assert mirrored.requirements == ("ray==2.60.0",)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("numpy==2.0", "must name the ray package"),
+    ("--index-url=http://evil/simple", "is not a pip requirement"),
+    ("ray @ https://example.com/ray.whl", "must name the ray package"),
+    ("ray==2.60.0; rm -rf /", "is not a pip requirement"),
+])
+def test_a_ray_requirement_that_is_not_one_is_refused_at_its_line(value, message):
+    with pytest.raises(InputError, match=rf"^inv.yml:3 \(tritonops_ray_requirement\): .*{message}"):
+        image_config(host(tritonops_cluster="big", tritonops_ray_requirement=value))

@@ -89,7 +89,7 @@ def build(engine: HostEngine, spec: ImageSpec, base: ImageInfo, *, timeout_s: fl
         raise BuildFailed(f"{engine.name}: base image {spec.config.image} has neither ENTRYPOINT nor CMD; "
                           "tritonops cannot commit an image that keeps them")
     config = spec.config
-    script = build_script.render(config.pip, config.vllm_version or "").encode()
+    script = build_script.render(config.pip, config.vllm_version or "", requirements=config.requirements).encode()
     name = f"tritonops-vllm-env-build-{spec.content_hash[:12]}"
     engine.remove_container(name)  # a leftover of an interrupted run
     api = engine.api

@@ -38,7 +38,8 @@ def backend_code_sha() -> str:
     return hashlib.sha256(backend_code()).hexdigest()
 
 
-def pip_install_args(pip: PipOptions, vllm_version: str, constraints_path: str = CONSTRAINTS_PATH) -> list[str]:
+def pip_install_args(pip: PipOptions, vllm_version: str, constraints_path: str = CONSTRAINTS_PATH,
+                     requirements: tuple[str, ...] = ()) -> list[str]:
     """`pip install` arguments after `python3 -m pip` (an argument list: quote when rendering)."""
     args = ["install", "--no-cache-dir", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
     if pip.index_url:
@@ -51,13 +52,13 @@ def pip_install_args(pip: PipOptions, vllm_version: str, constraints_path: str =
         args += ["--constraint", constraints_path]
     args += list(pip.extra_args)
     args.append(f"vllm=={vllm_version}")
-    return args
+    return args + list(requirements)   # in the same resolve as vLLM: one consistent set
 
 
-def render(pip: PipOptions, vllm_version: str, code: bytes | None = None) -> str:
+def render(pip: PipOptions, vllm_version: str, code: bytes | None = None, requirements: tuple[str, ...] = ()) -> str:
     code = backend_code() if code is None else code
     q = shlex.quote
-    args = pip_install_args(pip, vllm_version)
+    args = pip_install_args(pip, vllm_version, requirements=requirements)
     pip_cmd = " ".join(q(a) for a in args)
     shown = " ".join(q(redact(a)) for a in args)
     lines = [

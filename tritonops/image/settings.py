@@ -12,15 +12,22 @@ import os
 import shlex
 from typing import Any, Callable, Mapping
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from tritonops import __version__
 from tritonops.errors import InputError
 from tritonops.image import ngc
 from tritonops.modes.choice import FRONTEND_VAR, serving_mode
 from tritonops.image.spec import MODES, ImageConfig, PipOptions
+from tritonops.planning.cluster_plan import CLUSTER_VAR
+from tritonops.serving.ray_version import RAY_REQUIREMENT
 from tritonops.sizing.default_version import DEFAULT_VLLM_VERSION
 
 DEFAULT_MODE = "committed"
 DEFAULT_RELEASE = ngc.DEFAULT_BASE_RELEASE
+
+
+RAY_VAR = "tritonops_ray_requirement"
 
 
 def _where(host, name: str) -> str:
@@ -89,7 +96,23 @@ def image_config(host, read_file: Callable[[str], str] | None = None) -> ImageCo
     frontend = serving_mode(v.get(FRONTEND_VAR), _where(host, FRONTEND_VAR)).name
     return ImageConfig(mode=mode, image=image, vllm_version=str(vllm) if vllm is not None else None, pip=pip,
                        tritonops_version=__version__, build_host=v.get("tritonops_build_host"),
-                       registry=v.get("tritonops_registry"), frontend=frontend)
+                       registry=v.get("tritonops_registry"), frontend=frontend, requirements=_ray(host))
+
+
+def _ray(host) -> tuple[str, ...]:
+    """A cluster member's image carries Ray (vLLM does not require it): the pinned one, or the inventory's
+    `tritonops_ray_requirement` (a mirror's build, or no extra), which must name ray."""
+    if host.vars.get(CLUSTER_VAR) in (None, ""):
+        return ()
+    value = host.vars.get(RAY_VAR) or RAY_REQUIREMENT
+    where = _where(host, RAY_VAR)
+    try:
+        requirement = Requirement(str(value))
+    except InvalidRequirement:
+        raise InputError(f"{RAY_VAR} {value!r} is not a pip requirement (e.g. {RAY_REQUIREMENT})", where) from None
+    if requirement.name.lower() != "ray" or requirement.url or str(value).lstrip().startswith("-"):
+        raise InputError(f"{RAY_VAR} must name the ray package (e.g. {RAY_REQUIREMENT}), not {value!r}", where)
+    return (str(requirement),)
 
 
 def _read(path: str) -> str:

@@ -61,6 +61,7 @@ class ImageConfig:
     build_host: str | None = None
     registry: str | None = None
     frontend: str = "kserve"  # the serving mode it is for (tritonops_frontend): the preflight checks the base has it
+    requirements: tuple[str, ...] = ()  # committed: what pip installs beside vLLM (Ray on a cluster's members)
 
     @property
     def release(self) -> str | None:
@@ -68,8 +69,8 @@ class ImageConfig:
 
     def same_build(self, other: "ImageConfig") -> bool:
         """Whether two hosts can share one build (the build host choice aside)."""
-        return (self.mode, self.image, self.vllm_version, self.pip, self.tritonops_version) == \
-            (other.mode, other.image, other.vllm_version, other.pip, other.tritonops_version)
+        return (self.mode, self.image, self.vllm_version, self.pip, self.tritonops_version, self.requirements) == \
+            (other.mode, other.image, other.vllm_version, other.pip, other.tritonops_version, other.requirements)
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,9 @@ class ImageSpec:
     @property
     def content_hash(self) -> str:
         c = self.config
+        more = ("requirements", *c.requirements) if c.requirements else ()   # none: the hashes images always had
         return _digest(RECIPE_VERSION, c.mode, c.image, self.base_id, c.vllm_version or "", c.pip.digest(),
-                       self.backend_code_sha, c.tritonops_version)
+                       self.backend_code_sha, c.tritonops_version, *more)
 
     @property
     def content_tag(self) -> str:

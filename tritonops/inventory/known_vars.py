@@ -62,6 +62,8 @@ KNOWN_VARS: dict[str, str] = {
                                         "that hold the model)",
     "tritonops_node_address": "the IP address the other members of a tritonops_cluster reach this host at "
                               "(default: ansible_host when it is an IP address)",
+    "tritonops_ray_requirement": "the Ray a tritonops_cluster member's vllm_env image installs beside vLLM "
+                                 "(default the pinned ray[cgraph]; must name ray)",
     "tritonops_nccl_interface": "network interface NCCL and Gloo use between cluster members (default: their choice)",
     "tritonops_gpu_memory_utilization": "fraction of GPU memory vLLM may use (0..1)",
     "tritonops_max_model_len": "maximum context length; 'auto' lets tritonops size it",
