@@ -1,7 +1,8 @@
 """A real Ray cluster across two full lab hosts (issue #28), started with tritonops' node builders
 (tritonops.serving.ray_node) over real SSH and each host's own Docker engine, from the lab's vllm_env
-image (built by tritonops from the lab's package index: the stand-in vllm, which requires the pinned Ray,
-installs real Ray from its PyPI wheels).
+image (built by tritonops from the lab's package index as for any cluster member: `pip install vllm` and the
+Ray of `tritonops_ray_requirement`, real Ray from its PyPI wheels; the stand-in vllm, like vLLM 0.25, requires
+none).
 
 - head first, then a worker with the wrong token (refused: the head never lists it), then the worker
   with the cluster's token: the head sees both nodes, each with its simulated GPU as a Ray `GPU`;
@@ -29,6 +30,7 @@ from tritonops.inventory import load_inventory
 from tritonops.lab import api as lab_api
 from tritonops.lab.hub.model import tiny_model
 from tritonops.lab.request import HostSpec, LabRequest
+from tritonops.lab.wheelhouse.ray_wheels import LAB_RAY_REQUIREMENT
 from tritonops.serving.ray_node import RayNodeSpec, run_argv
 from tritonops.serving.ray_version import RAY_VERSION
 from tritonops.tarball import tar_bytes
@@ -73,10 +75,14 @@ def hosts(lab):
 
 
 @pytest.fixture(scope="module")
-def image(lab):
-    """The lab inventory's vllm_env image, built once and brought to both hosts."""
+def image(lab, tmp_path_factory):
+    """The vllm_env image of the two hosts as members of a cluster (Ray beside vLLM), built once and brought to
+    both hosts."""
+    members = tmp_path_factory.mktemp("ray-inventory") / "cluster.yml"
+    members.write_text(f"all:\n  vars:\n    tritonops_cluster: labray\n"
+                       f"    tritonops_ray_requirement: {LAB_RAY_REQUIREMENT}\n")
     started = time.monotonic()
-    report = build_images(load_inventory([str(lab.inventory_file)]).select(None))
+    report = build_images(load_inventory([str(lab.inventory_file), str(members)]).select(None))
     TIMINGS["image build"] = time.monotonic() - started
     images = {r.host: r for r in report.results}
     assert set(images) == {HEAD, WORKER} and all(r.status in ("ok", "changed") for r in images.values()), \

@@ -13,7 +13,6 @@ import zipfile
 from importlib import resources
 from pathlib import Path
 
-from tritonops.lab.wheelhouse.ray_wheels import LAB_RAY_REQUIREMENT
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -49,8 +48,7 @@ def wheel_bytes(version: str) -> bytes:
         "Metadata-Version: 2.1\nName: vllm\n"
         f"Version: {version}\n"
         "Summary: tritonops lab stand-in for vLLM (a test fixture, not vLLM)\n"
-        "Requires-Python: >=3.8\n"
-        f"Requires-Dist: {LAB_RAY_REQUIREMENT}\n").encode()
+        "Requires-Python: >=3.8\n").encode()   # like vLLM 0.25: no Ray (a cluster member's image adds it)
     files[f"{dist}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: tritonops-lab\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     files[f"{dist}/top_level.txt"] = b"vllm\n"
     record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
