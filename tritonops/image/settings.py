@@ -3,7 +3,8 @@
 Variables (see tritonops/inventory/known_vars.py): tritonops_image_mode (official|committed),
 tritonops_triton_image, tritonops_vllm_version, tritonops_pip_index_url,
 tritonops_pip_extra_index_url, tritonops_pip_trusted_host, tritonops_pip_extra_args,
-tritonops_pip_constraints, tritonops_build_host, tritonops_registry.
+tritonops_pip_constraints, tritonops_build_host, tritonops_registry; tritonops_relay_address and
+tritonops_relay_fanout (how hosts pass the image on: image/relay.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from tritonops.errors import InputError
 from tritonops.image import ngc
 from tritonops.modes.choice import FRONTEND_VAR, serving_mode
 from tritonops.image.spec import MODES, ImageConfig, PipOptions
+from tritonops.planning.relay import DEFAULT_FANOUT, RelayPeer, check_fanout
 from tritonops.sizing.default_version import DEFAULT_VLLM_VERSION
+from tritonops.values.ssh_target import host_address, ssh_port, ssh_user
 
 DEFAULT_MODE = "committed"
 DEFAULT_RELEASE = ngc.DEFAULT_BASE_RELEASE
@@ -114,3 +117,33 @@ def outside_build_hosts(hosts, inventory, build_host: str | None = None) -> dict
         except InputError as err:
             raise InputError(f"build host: {err.what}", where) from None
     return outside
+
+
+
+RELAY_ADDRESS_VAR = "tritonops_relay_address"
+RELAY_FANOUT_VAR = "tritonops_relay_fanout"
+
+
+def relay_peer(host) -> RelayPeer:
+    """Where the other hosts reach this one's sshd to pass it the image: `tritonops_relay_address` ("address" or
+    "address:port", on the hosts' own network), else the address and port the controller dials. The user is the
+    one the controller logs in as."""
+    connection = host.connection
+    value = host.vars.get(RELAY_ADDRESS_VAR)
+    where = _where(host, RELAY_ADDRESS_VAR)
+    address, port = connection.host, connection.port or 22
+    if value not in (None, ""):
+        text = str(value)
+        address = text
+        if text.count(":") == 1:  # name:port or v4:port (an IPv6 address has several colons)
+            address, port_text = text.split(":")
+            port = ssh_port(int(port_text) if port_text.isdigit() else port_text, where)
+    return RelayPeer(host.name, host_address(address, where), port,
+                     ssh_user(connection.user or "root", where))
+
+
+def relay_fanout(hosts) -> int:
+    """The most hosts one host passes the image to: the smallest `tritonops_relay_fanout` among `hosts`."""
+    chosen = [check_fanout(host.vars[RELAY_FANOUT_VAR], _where(host, RELAY_FANOUT_VAR))
+              for host in hosts if host.vars.get(RELAY_FANOUT_VAR) is not None]
+    return min(chosen, default=DEFAULT_FANOUT)
