@@ -60,6 +60,12 @@ class RelayPlan:
         return tuple(dict.fromkeys([*self.senders, *(h.target for h in self.hops)]))
 
 
+def is_loopback(address: str) -> bool:
+    """An address that means "this machine" wherever it is dialled: another host cannot reach a host by it."""
+    text = address.lower()
+    return text == "localhost" or text.startswith("127.") or text in ("::1", "0:0:0:0:0:0:0:1")
+
+
 def check_fanout(fanout: int, where: str = "tritonops_relay_fanout") -> int:
     if isinstance(fanout, bool) or not isinstance(fanout, int) or not 1 <= fanout <= MAX_FANOUT:
         raise InputError(f"the relay fan-out must be a whole number from 1 to {MAX_FANOUT}, not {fanout!r}", where)
