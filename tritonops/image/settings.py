@@ -126,7 +126,8 @@ RELAY_FANOUT_VAR = "tritonops_relay_fanout"
 
 def relay_peer(host) -> RelayPeer:
     """Where the other hosts reach this one's sshd to pass it the image: `tritonops_relay_address` ("address" or
-    "address:port", on the hosts' own network), else the address and port the controller dials. The user is the
+    "address:port", on the hosts' own network; port 22 unless given), else the address and port the controller
+    dials. The user is the
     one the controller logs in as."""
     connection = host.connection
     value = host.vars.get(RELAY_ADDRESS_VAR)
@@ -134,7 +135,7 @@ def relay_peer(host) -> RelayPeer:
     address, port = connection.host, connection.port or 22
     if value not in (None, ""):
         text = str(value)
-        address = text
+        address, port = text, 22  # an address on the hosts' own network: sshd's own port unless it says
         if text.count(":") == 1:  # name:port or v4:port (an IPv6 address has several colons)
             address, port_text = text.split(":")
             port = ssh_port(int(port_text) if port_text.isdigit() else port_text, where)
