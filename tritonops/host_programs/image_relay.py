@@ -184,10 +184,10 @@ def open_children(folder):
 
 
 def pump(source, sinks, progress_path=None):
-    """Every chunk of `source` to every sink still taking bytes; a sink that breaks is dropped, the others go on.
-    Returns (bytes read, names of the sinks dropped)."""
+    """Every chunk of `source` to every sink still taking bytes; a sink that breaks is dropped, the others go on;
+    once none is left, reading stops. Returns (bytes read, names of the sinks dropped)."""
     total, mark, dropped = 0, PROGRESS_EVERY, []
-    while True:
+    while sinks:
         chunk = source.read(CHUNK)
         if not chunk:
             break
@@ -228,8 +228,13 @@ def send(run_id, image_id):
     everyone = dict(children)
     save = subprocess.Popen(["docker", "save", image_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     total, _ = pump(save.stdout, children)
+    abandoned = not children  # every child broke off: nobody is left to read the rest
+    if abandoned:
+        save.kill()
     error = save.stderr.read().decode(errors="replace")[-1000:]
     save_rc = save.wait()
+    if abandoned:
+        save_rc, error = 0, "every child broke off"
     json.dump({"bytes": total, "save_rc": save_rc, "save_error": error.strip(),
                "children": wait_all(everyone)}, sys.stdout)
     sys.exit(0 if save_rc == 0 else 1)

@@ -448,6 +448,7 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
         run.relayed[name] = delivery.bytes_received
         run.done(name, "changed", f"received {spec.content_tag} from {delivery.source} (host to host): "
                  f"{delivery.bytes_received} bytes, ID verified", action="receive", relayed=True, fallback=False,
+                 relay_round=delivery.round,
                  bytes_received=delivery.bytes_received, source=delivery.source, **common)
     rest = [t for t in ready if t.target not in run.results]
     reasons = {t.target: report.deliveries[t.target].error if t.target in report.deliveries else
