@@ -127,8 +127,7 @@ RELAY_FANOUT_VAR = "tritonops_relay_fanout"
 def relay_peer(host) -> RelayPeer:
     """Where the other hosts reach this one's sshd to pass it the image: `tritonops_relay_address` ("address" or
     "address:port", on the hosts' own network; port 22 unless given), else the address and port the controller
-    dials. The user is the
-    one the controller logs in as."""
+    dials. The user is the one the relay's commands run as (the become user, else the login user)."""
     connection = host.connection
     value = host.vars.get(RELAY_ADDRESS_VAR)
     where = _where(host, RELAY_ADDRESS_VAR)
@@ -139,8 +138,9 @@ def relay_peer(host) -> RelayPeer:
         if text.count(":") == 1:  # name:port or v4:port (an IPv6 address has several colons)
             address, port_text = text.split(":")
             port = ssh_port(int(port_text) if port_text.isdigit() else port_text, where)
+    # the relay's commands run as the become user where there is one: its authorized_keys is the one written
     return RelayPeer(host.name, host_address(address, where), port,
-                     ssh_user(connection.user or "root", where))
+                     ssh_user(connection.become_user or connection.user or "root", where))
 
 
 def relay_fanout(hosts) -> int:
