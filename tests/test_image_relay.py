@@ -172,3 +172,11 @@ def test_the_packed_program_is_the_module():
     assert host_programs.argv("image_relay", "report", RUN) == (
         "python3", "-c", host_programs.source("image_relay"), "report", RUN)
     assert sys.modules["tritonops.host_programs.image_relay"] is image_relay
+
+
+@pytest.mark.parametrize("image_id", ["latest", "sha256:abc", "sha256:" + "0" * 64 + " --help", ""])
+def test_a_relay_refuses_anything_but_an_image_id_before_reaching_any_host(image_id):
+    from tritonops.image.relay import relay_image
+
+    with pytest.raises(ValueError, match="not an image ID"):
+        relay_image(image_id, [], [])

@@ -14,6 +14,7 @@ that made them, so nothing secret passes the controller or reaches an output.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shlex
 import threading
@@ -28,6 +29,7 @@ from tritonops.transport.base import CommandTimeout, Transport
 from tritonops.text import printable
 
 PROGRAM = "image_relay"
+IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 ROUNDS = 2
 STEP_TIMEOUT_S = 60
 PARALLEL = 16  # at most this many hosts prepared, wired or cleaned at once
@@ -78,6 +80,8 @@ def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[R
                 on_delivery: Callable[[Delivery], None] | None = None) -> RelayReport:
     """Bring `image_id` from `holders` to `needers` over the hosts' own network; every host verified by image ID.
     Hosts not reached after `rounds` rounds are in `report.missing` (for the caller's fallback)."""
+    if not IMAGE_ID.fullmatch(image_id):
+        raise ValueError(f"not an image ID (sha256:<64 hex>): {image_id!r}")
     cancel = cancel or threading.Event()
     hosts = {h.name: h for h in [*holders, *needers]}
     report = RelayReport(secrets.token_hex(16))
@@ -104,9 +108,11 @@ def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[R
                     have.append(name)
                     if on_delivery is not None:
                         on_delivery(delivery)
+        unsent = "no host holding the image could take part: " + "; ".join(
+            errors.get(h.name, "") for h in holders) if not any(h.name in keys for h in holders) else "not reached"
         for n in needers:
             if n.name not in report.deliveries:
-                report.deliveries[n.name] = Delivery(n.name, False, error=errors.get(n.name, "not reached"))
+                report.deliveries[n.name] = Delivery(n.name, False, error=errors.get(n.name, unsent))
     finally:
         report.cleanup_errors = _cleanup(report.run_id, list(hosts.values()))
     return report
