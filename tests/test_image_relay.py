@@ -123,7 +123,9 @@ def test_a_child_is_dialled_with_the_runs_key_and_known_hosts_only():
         "ssh", "-F", "/dev/null", "-i", f"{folder}/key", "-o", "IdentitiesOnly=yes",
         "-o", f"UserKnownHostsFile={folder}/known_hosts", "-o", "GlobalKnownHostsFile=/dev/null",
         "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-        "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3", "-p", "22", "-l", "root", "172.19.0.3",
+        "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3",
+        "-c", "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com",
+        "-p", "22", "-l", "root", "172.19.0.3",
         "receive"]
     assert image_relay.known_hosts_lines("172.19.0.3", 22, ["ssh-ed25519 AAAA"]) == ["172.19.0.3 ssh-ed25519 AAAA"]
     assert image_relay.known_hosts_lines("h", 2222, ["ssh-ed25519 AAAA", "ecdsa-sha2-nistp256 BBBB"]) == [
