@@ -362,7 +362,8 @@ def test_the_image_goes_host_to_host_and_the_runs_trust_is_gone_after(image_lab,
         data = by[target].payload
         assert by[target].status == "changed" and data["relayed"] and not data["fallback"], by[target].msg
         assert data["source"] == upstream and f"from {upstream} (host to host)" in by[target].msg
-        assert data["bytes_received"] == report.relayed_by_host[target] >= size * 0.5
+        # the lab's Triton base is on every host: only the layers above it travel
+        assert 0 < data["bytes_received"] == report.relayed_by_host[target] < size * 0.2
         assert vllm_env_tags(state, target) == expected  # verified by ID, then both tags
     assert relay_leftovers(state) == {}
     assert {h.name: ssh(state, h.name, "cat /root/.ssh/authorized_keys") for h in state.hosts} == before
@@ -379,13 +380,15 @@ def test_a_relay_host_killed_mid_transfer_the_others_still_get_the_verified_imag
     hosts = inventory().select(None)
     build_images(hosts)
     expected = vllm_env_tags(state, BUILDER)
-    drop_vllm_env(state, T1)
-    drop_vllm_env(state, T2)
+    base = HostEngine(BUILDER, open_transport(state.connection(BUILDER))).image(LAB_TRITON)
+    for target in (T1, T2):  # every image, the base too: the whole image travels, long enough to be cut
+        ssh(state, target, "docker images -aq | sort -u | xargs -r docker rmi -f >/dev/null; true")
     killed: list[int] = []
+    finished = threading.Event()
 
     def kill_the_relay() -> None:
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not killed:
+        while time.monotonic() < deadline and not killed and not finished.is_set():
             out = ssh(state, T1, "cd /run/tritonops-relay-* 2>/dev/null && test -s progress && "
                                  "kill -9 $(cat receive.pid) && cat progress", check=False).strip()
             if out.isdigit():
@@ -394,17 +397,43 @@ def test_a_relay_host_killed_mid_transfer_the_others_still_get_the_verified_imag
 
     killer = threading.Thread(target=kill_the_relay, daemon=True)
     killer.start()
-    report = build_images(relay_inventory(image_lab, inventory, tmp_path))
-    killer.join(timeout=200)
-    size = report.images[0]["size_bytes"]
-    assert killed and 0 < killed[0] < size, killed  # it was cut mid-stream
-    by = {r.host: r for r in report.results}
-    for target in (T1, T2):
-        data = by[target].payload
-        assert by[target].status == "changed" and data["relayed"] and data["relay_round"] == 2, by[target].msg
-        assert vllm_env_tags(state, target) == expected
-    assert report.bytes_out == 0  # restarted from an upstream, the controller not bothered
-    assert relay_leftovers(state) == {}
+    try:
+        report = build_images(relay_inventory(image_lab, inventory, tmp_path))
+        finished.set()
+        killer.join(timeout=30)
+        size = report.images[0]["size_bytes"]
+        assert killed and 0 < killed[0] < size, killed  # it was cut mid-stream
+        by = {r.host: r for r in report.results}
+        for target in (T1, T2):
+            data = by[target].payload
+            assert by[target].status == "changed" and data["relayed"] and data["relay_round"] == 2, by[target].msg
+            assert data["bytes_received"] >= size * 0.9  # nothing held below it: the whole image
+            assert vllm_env_tags(state, target) == expected
+        assert report.bytes_out == 0  # restarted from an upstream, the controller not bothered
+        assert relay_leftovers(state) == {}
+    finally:
+        restore_base(state, base)
+
+
+def restore_base(state, base) -> None:
+    """The lab's Triton base back on the targets, by the same relay (no image byte through the controller)."""
+    from tritonops.image.relay import RelayHost, relay_image
+    from tritonops.planning.relay import RelayPeer
+
+    members = {}
+    for name in (BUILDER, T1, T2):
+        transport = open_transport(state.connection(name))
+        members[name] = RelayHost(name, transport, HostEngine(name, transport),
+                                  RelayPeer(name, state.host(name).network_address, 22, "root"))
+    try:
+        assert not relay_image(base.id, [members[BUILDER]], [members[T1], members[T2]]).missing
+        for name in (T1, T2):
+            for tag in base.tags:
+                members[name].engine.tag(base.id, tag)
+            assert members[name].engine.image(LAB_TRITON).id == base.id
+    finally:
+        for member in members.values():
+            member.transport.close()
 
 
 def test_a_host_its_upstream_cannot_reach_falls_back_to_the_controller_alone_and_says_so(image_lab, inventory,

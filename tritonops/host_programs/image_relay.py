@@ -6,11 +6,15 @@ network, so the image leaves the controller at most once.
         (the private half never leaves the host). stdout: JSON {"public_key": "ssh-ed25519 ..." | null,
         "host_keys": ["type base64", ...]} (this host's sshd keys, for its upstreams' known_hosts).
     python3 -c SOURCE wire RUN_ID        stdin: JSON {"authorize": ["ssh-ed25519 ..."], "children": [{"name",
-        "address", "port", "user", "host_keys": [...]}]}
+        "address", "port", "user", "host_keys": [...]}], "skip": ["sha256:..."]}
         authorizes each upstream key for the forced command `receive` only (`restrict`, marked with the run), and
-        records where this host passes the stream on (the children, with their host keys: strict checking).
+        records where this host passes the stream on (the children, with their host keys: strict checking) and,
+        on a root, the layers (diff IDs) every receiver already holds.
     python3 -c SOURCE send RUN_ID IMAGE_ID
-        `docker save IMAGE_ID` streamed to the children. stdout: JSON {"bytes", "save_rc", "children": {name: rc}}.
+        `docker save IMAGE_ID` streamed to the children; with layers to skip, saved to a spool file first (its
+        manifest, at the end of the tar, says which file is which layer) and streamed without those layers'
+        files (`docker load` never opens the file of a layer it holds).
+        stdout: JSON {"bytes", "save_rc", "children": {name: rc}, "skipped": n}.
     receive RUN_ID  (the forced command a child's authorized key runs; stdin: the stream)
         the stream into `docker load` here and on to this host's children as it arrives; result in receive.json.
     python3 -c SOURCE report RUN_ID      stdout: receive.json (or {"bytes": progress so far} while running).
@@ -22,7 +26,7 @@ afterwards, so a stream cut anywhere shows as a host without the image, never as
 Exit codes: 0 done; 1 the local load or save failed (receive / send); 2 bad input (one line on stderr).
 """
 
-import json, os, re, signal, subprocess, sys
+import json, os, re, signal, subprocess, sys, tarfile
 
 MARK = "tritonops-relay-"
 RUN_ID_RE = re.compile(r"^[0-9a-f]{16,64}$")
@@ -36,6 +40,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # default chacha20-poly1305 (measured in the lab: 1.4 s against 2.0 s for a 582 MB image); the others as fallbacks
 CIPHERS = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com"
 CHUNK = 1 << 20
+SPOOL = "/var/tmp/" + MARK + "%s.tar"  # a root's `docker save`, when the stream leaves layers out
 PROGRESS_EVERY = 16 << 20
 
 
@@ -165,6 +170,10 @@ def wire(run_id):
             for line in lines:
                 if line not in present:
                     f.write(line + "\n")
+    skip = request.get("skip") or []
+    if not isinstance(skip, list) or not all(isinstance(d, str) and IMAGE_ID_RE.match(d) for d in skip):
+        fail(2, "skip must be a list of layer diff IDs (sha256:<64 hex>)")
+    write_private(folder + "/skip.json", json.dumps(skip))
     known = [line for c in children for line in known_hosts_lines(c["address"], c["port"], c["host_keys"])]
     write_private(folder + "/known_hosts", "".join(line + "\n" for line in known))
     write_private(folder + "/children.json", json.dumps(children))
@@ -223,12 +232,76 @@ def wait_all(procs):
     return codes
 
 
+class FanOut:
+    """A file to write to that writes to every sink still taking bytes (a tar stream's output)."""
+
+    def __init__(self, sinks):
+        self.sinks, self.total = sinks, 0
+
+    def write(self, data):
+        self.total += len(data)
+        for name, proc in list(self.sinks.items()):
+            try:
+                proc.stdin.write(data)
+            except OSError:
+                del self.sinks[name]
+        if not self.sinks:
+            raise BrokenPipeError("every child broke off")
+        return len(data)
+
+
+def stream_without(spool, skip, sinks):
+    """The saved image's tar to the sinks, without the files of the layers in `skip`. Returns (bytes, layers
+    left out)."""
+    with tarfile.open(spool, "r:") as source:
+        (entry,) = json.load(source.extractfile("manifest.json"))
+        diff_ids = json.load(source.extractfile(entry["Config"]))["rootfs"]["diff_ids"]
+        left_out = {path for path, diff in zip(entry["Layers"], diff_ids) if diff in skip}
+        out = FanOut(sinks)
+        try:
+            with tarfile.open(fileobj=out, mode="w|", bufsize=CHUNK) as tar:
+                for member in source.getmembers():
+                    if member.name not in left_out:
+                        tar.addfile(member, source.extractfile(member) if member.isfile() else None)
+        except BrokenPipeError:
+            pass
+    for proc in sinks.values():
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    return out.total, len(left_out)
+
+
+def read_skip(folder):
+    try:
+        with open(folder + "/skip.json") as f:
+            skip = json.load(f)
+    except (OSError, ValueError):
+        return set()
+    return {d for d in skip if isinstance(d, str) and IMAGE_ID_RE.match(d)}
+
+
 def send(run_id, image_id):
     folder = run_dir(run_id)
     if not IMAGE_ID_RE.match(image_id or ""):
         fail(2, "image id %r is not sha256:<64 hex>" % (image_id,))
     children = open_children(folder)
     everyone = dict(children)
+    skip = read_skip(folder)
+    if skip:
+        spool = SPOOL % run_id
+        try:
+            saved = subprocess.run(["docker", "save", "-o", spool, image_id], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            if saved.returncode == 0:  # else (no room for the spool, say) the whole image, streamed
+                total, skipped = stream_without(spool, skip, children)
+                json.dump({"bytes": total, "save_rc": 0, "skipped": skipped, "children": wait_all(everyone)},
+                          sys.stdout)
+                return
+        finally:
+            if os.path.exists(spool):
+                os.remove(spool)
     save = subprocess.Popen(["docker", "save", image_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     total, _ = pump(save.stdout, children)
     abandoned = not children  # every child broke off: nobody is left to read the rest
@@ -306,6 +379,8 @@ def cleanup(run_id):
                 os.kill(pid, signal.SIGTERM)
     except (OSError, ValueError):
         pass
+    if os.path.exists(SPOOL % run_id):
+        os.remove(SPOOL % run_id)
     existed = os.path.isdir(folder)
     if existed:
         subprocess.run(["rm", "-rf", "--", folder], check=False)

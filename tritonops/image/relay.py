@@ -24,7 +24,8 @@ from typing import Callable, Mapping, Sequence
 
 from tritonops import host_programs
 from tritonops.image.engine import HostEngine
-from tritonops.planning.relay import DEFAULT_FANOUT, RelayPeer, RelayPlan, plan_relay
+from tritonops.planning.relay import (DEFAULT_FANOUT, RelayPeer, RelayPlan, layer_chains, layers_everyone_has,
+                                      plan_relay)
 from tritonops.transport.base import CommandTimeout, Transport
 from tritonops.text import printable
 
@@ -66,6 +67,7 @@ class RelayReport:
     run_id: str
     deliveries: dict[str, Delivery] = field(default_factory=dict)
     plans: list[RelayPlan] = field(default_factory=list)  # one per round
+    layers_left_out: list[int] = field(default_factory=list)  # per round: layers every receiver held already
     cleanup_errors: dict[str, str] = field(default_factory=dict)  # host -> why its cleanup failed
 
     @property
@@ -89,6 +91,7 @@ def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[R
     try:
         keys = _prepare(report.run_id, list(hosts.values()), errors)
         have = [h.name for h in holders if h.name in keys]
+        layers = _layers(image_id, holders)
         for number in range(1, rounds + 1):
             waiting = [n.name for n in needers if n.name not in report.deliveries and n.name in keys]
             if not waiting or not have or cancel.is_set():
@@ -99,7 +102,9 @@ def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[R
             report.plans.append(plan)
             if on_round is not None:
                 on_round(number, plan)
-            _wire(report.run_id, plan, hosts, keys, errors)
+            skip = _held_by_all(layers, [hosts[name] for name in waiting])
+            report.layers_left_out.append(len(skip))
+            _wire(report.run_id, plan, hosts, keys, errors, skip)
             _send(report.run_id, image_id, plan, hosts, send_timeout_s, errors)
             for name in waiting:
                 delivery = _verify(report.run_id, image_id, hosts[name], plan.upstream(name), number, errors)
@@ -162,14 +167,41 @@ def _prepare(run_id: str, hosts: list[RelayHost], errors: dict[str, str]) -> dic
     return made
 
 
+def _layers(image_id: str, holders: Sequence[RelayHost]) -> tuple[str, ...]:
+    for holder in holders:
+        try:
+            info = holder.engine.image(image_id)
+        except Exception:  # its engine does not answer: another holder may
+            continue
+        if info is not None:
+            return info.layers
+    return ()
+
+
+def _held_by_all(layers: tuple[str, ...], receivers: list[RelayHost]) -> tuple[str, ...]:
+    """The image's lowest layers every receiver holds already (planning/relay.py), asked of their engines now;
+    none when an engine does not answer (the whole image then goes)."""
+    held: dict[str, frozenset] = {}
+
+    def one(host: RelayHost) -> None:
+        try:
+            held[host.name] = layer_chains(host.engine.image_layers())
+        except Exception:  # nothing is left out for a receiver whose engine did not say what it holds
+            held[host.name] = frozenset()
+
+    _each(receivers, one)
+    return layers_everyone_has(layers, [held[r.name] for r in receivers])
+
+
 def _wire(run_id: str, plan: RelayPlan, hosts: Mapping[str, RelayHost], keys: Mapping[str, dict],
-          errors: dict[str, str]) -> None:
+          errors: dict[str, str], skip: tuple[str, ...] = ()) -> None:
     def one(name: str) -> None:
         upstream = plan.upstream(name)
         children = [{"name": c, "address": hosts[c].peer.address, "port": hosts[c].peer.port,
                      "user": hosts[c].peer.user, "host_keys": keys[c].get("host_keys") or []}
                     for c in plan.children(name)]
-        request = {"authorize": [keys[upstream]["public_key"]] if upstream else [], "children": children}
+        request = {"authorize": [keys[upstream]["public_key"]] if upstream else [], "children": children,
+                   "skip": list(skip) if name in plan.roots else []}
         try:
             _call(hosts[name], "wire", run_id, stdin=request)
         except RelayStepFailed as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from tritonops.errors import InputError
 
@@ -64,6 +64,23 @@ def is_loopback(address: str) -> bool:
     """An address that means "this machine" wherever it is dialled: another host cannot reach a host by it."""
     text = address.lower()
     return text == "localhost" or text.startswith("127.") or text in ("::1", "0:0:0:0:0:0:0:1")
+
+
+def layer_chains(images: Iterable[Sequence[str]]) -> frozenset[tuple[str, ...]]:
+    """Every stack of layers a host holds, from its images' layer lists (diff IDs, base first): each image holds
+    each of its prefixes. A layer is only the same layer on top of the same layers below it."""
+    return frozenset(tuple(layers[:i]) for layers in images for i in range(1, len(layers) + 1))
+
+
+def layers_everyone_has(image_layers: Sequence[str], held: Sequence[frozenset[tuple[str, ...]]]) -> tuple[str, ...]:
+    """The image's lowest layers that every receiver already holds, stacked the same way: a stream may leave them
+    out (`docker load` uses the layer it has and never opens the missing file). Nothing without receivers."""
+    if not held:
+        return ()
+    have = 0
+    while have < len(image_layers) and all(tuple(image_layers[:have + 1]) in chains for chains in held):
+        have += 1
+    return tuple(image_layers[:have])
 
 
 def check_fanout(fanout: int, where: str = "tritonops_relay_fanout") -> int:
