@@ -8,6 +8,7 @@ from whom; the wall time, and its ratio to N = 1's; then the same run again, whi
 
     python bench/image_fanout.py                      # host to host (image/relay.py), fan-out 2
     python bench/image_fanout.py --through-controller # the fallback path alone: save -> controller -> load
+    python bench/image_fanout.py --bare-targets       # the targets hold no layer of it: the whole image travels
 
 Lab hosts img-build + img-t1..img-t8 (full: sshd + their own dockerd, as a receiver needs its own engine; a light
 host has none), created if missing: about 2 minutes to start 9 full hosts, 2-4 minutes for the runs on 2 cores.
@@ -59,6 +60,10 @@ def main() -> int:
     parser.add_argument("--through-controller", action="store_true",
                         help="no tritonops_relay_address: the hosts' dial address is loopback, so every host "
                              "falls back to the controller (the path before issue #29)")
+    parser.add_argument("--bare-targets", action="store_true",
+                        help="the targets lose every image, the lab's Triton base too: the whole image travels "
+                             "(by default they keep the base, as hosts that ran an earlier image do, and only the "
+                             "layers above it travel)")
     parser.add_argument("--down", action="store_true", help="remove the lab hosts afterwards")
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")]
@@ -102,9 +107,9 @@ def main() -> int:
         for n in sizes:
             targets = TARGETS[:n]
             selected = inventory((BUILDER,) + targets)
+            drop = "docker images -aq" if args.bare_targets else "docker images -q --no-trunc tritonserver"
             for target in targets:
-                lab_api_ssh(state, target, "docker images -q --no-trunc tritonserver | sort -u | "
-                                           "xargs -r docker rmi -f >/dev/null; true")
+                lab_api_ssh(state, target, f"{drop} | sort -u | xargs -r docker rmi -f >/dev/null; true")
             w0, t0 = written_bytes(), time.monotonic()
             first = build_images(selected)
             t1, w1 = time.monotonic(), written_bytes()
@@ -123,13 +128,14 @@ def main() -> int:
                          again.bytes_out, t2 - t1, [r.status for r in again.results], sources))
     mib = 1 << 20
     base_time = next((r[6] for r in rows if r[0] == 1), None)
-    print(f"path: {'through the controller' if args.through_controller else f'host to host, fan-out {args.fanout}'}")
-    print(f"{'N':>2} {'image MiB':>10} {'image out MiB':>14} {'out/size':>9} {'all writes MiB':>15} "
-          f"{'writes/size':>12} {'per host MiB min/max':>21} {'time s':>7} {'t/t(N=1)':>9} {'fallbacks':>9} "
+    print(f"path: {'through the controller' if args.through_controller else f'host to host, fan-out {args.fanout}'}"
+          f"; targets {'bare' if args.bare_targets else 'holding the base'}")
+    print(f"{'N':>2} {'image MiB':>10} {'image out MiB':>14} {'out/size':>9} {'all writes KiB':>15} "
+          f"{'writes/size':>12} {'received MiB min/max':>21} {'time s':>7} {'t/t(N=1)':>9} {'fallbacks':>9} "
           f"{'no-op bytes':>12} {'no-op s':>8}")
     for n, size, out, wrote, lo, hi, secs, fallbacks, noop, noop_s, statuses, sources in rows:
         ratio = f"{secs / base_time:.2f}" if base_time else "-"
-        print(f"{n:>2} {size / mib:>10.1f} {out / mib:>14.1f} {out / size:>9.3f} {wrote / mib:>15.1f} "
+        print(f"{n:>2} {size / mib:>10.1f} {out / mib:>14.1f} {out / size:>9.3f} {wrote / 1024:>15.1f} "
               f"{wrote / size:>12.3f} {f'{lo / mib:.1f}/{hi / mib:.1f}':>21} {secs:>7.1f} {ratio:>9} "
               f"{fallbacks:>9} {noop:>12} {noop_s:>8.1f}  {','.join(sorted(set(statuses)))}")
         print(f"   hops: {' '.join(sources)}")

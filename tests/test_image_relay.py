@@ -14,7 +14,8 @@ from tritonops.errors import InputError
 from tritonops.host_programs import image_relay
 from tritonops.image.settings import relay_fanout, relay_peer
 from tritonops.inventory import load_inventory
-from tritonops.planning.relay import Hop, RelayPeer, is_loopback, plan_relay
+from tritonops.planning.relay import (Hop, RelayPeer, is_loopback, layer_chains, layers_everyone_has,
+                                      plan_relay)
 
 RUN = "0123456789abcdef0123456789abcdef"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDh0cml0b25vcHMtcmVsYXktdGVzdC1rZXktYnl0ZXM="
@@ -182,3 +183,65 @@ def test_a_relay_refuses_anything_but_an_image_id_before_reaching_any_host(image
 
     with pytest.raises(ValueError, match="not an image ID"):
         relay_image(image_id, [], [])
+
+
+# ---- layers a stream may leave out ---------------------------------------------------------------------------
+
+def test_a_host_holds_every_stack_its_images_are_built_on():
+    assert layer_chains([("a", "b", "c"), ("a", "x")]) == frozenset(
+        {("a",), ("a", "b"), ("a", "b", "c"), ("a", "x")})
+    assert layer_chains([]) == frozenset()
+
+
+def test_only_the_lowest_layers_every_receiver_holds_the_same_way_are_left_out():
+    image = ("base1", "base2", "pip", "vllm")
+    on_the_base = layer_chains([("base1", "base2")])
+    older_env = layer_chains([("base1", "base2", "pip", "old-vllm")])
+    assert layers_everyone_has(image, [on_the_base, older_env]) == ("base1", "base2")
+    assert layers_everyone_has(image, [older_env]) == ("base1", "base2", "pip")
+    assert layers_everyone_has(image, [on_the_base, frozenset()]) == ()  # one bare receiver: the whole image
+    # the same layer on other layers is another layer: "pip" on "other" is not "pip" on the base
+    assert layers_everyone_has(image, [layer_chains([("other", "pip"), ("base1",)])]) == ("base1",)
+    assert layers_everyone_has(image, []) == ()
+
+
+def _saved_image(path, layers: dict[str, bytes]) -> list[str]:
+    """A `docker save` tar as Docker 20.10 writes it: a folder per layer (VERSION, json, layer.tar), the config,
+    then manifest.json naming each layer's file in the config's diff_ids order. Returns the diff IDs."""
+    import hashlib
+    import json
+    import tarfile
+
+    diff_ids = ["sha256:" + hashlib.sha256(data).hexdigest() for data in layers.values()]
+    config = json.dumps({"rootfs": {"type": "layers", "diff_ids": diff_ids}}).encode()
+    config_name = hashlib.sha256(config).hexdigest() + ".json"
+    files = [(config_name, config)]
+    for folder, data in layers.items():
+        files += [(f"{folder}/VERSION", b"1.0"), (f"{folder}/json", b"{}"), (f"{folder}/layer.tar", data)]
+    files.append(("manifest.json", json.dumps([{"Config": config_name, "RepoTags": None,
+                                                "Layers": [f"{f}/layer.tar" for f in layers]}]).encode()))
+    with tarfile.open(path, "w") as tar:
+        for name, data in files:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return diff_ids
+
+
+def test_a_root_streams_the_saved_image_without_the_layers_everyone_holds(tmp_path):
+    import tarfile
+
+    spool = tmp_path / "image.tar"
+    base, top = b"B" * (3 << 20), b"T" * 1000
+    diff_ids = _saved_image(spool, {"aaaa": base, "bbbb": top})
+    sinks = {name: subprocess.Popen(["sh", "-c", f"cat > {tmp_path / name}.tar"], stdin=subprocess.PIPE)
+             for name in ("t1", "t2")}
+    everyone = dict(sinks)
+    sent, left_out = image_relay.stream_without(str(spool), {diff_ids[0]}, sinks)
+    assert image_relay.wait_all(everyone) == {"t1": 0, "t2": 0} and left_out == 1
+    for name in ("t1", "t2"):
+        with tarfile.open(tmp_path / f"{name}.tar") as got:
+            names = got.getnames()
+            assert "aaaa/layer.tar" not in names and "aaaa/json" in names and "manifest.json" in names
+            assert got.extractfile("bbbb/layer.tar").read() == top
+        assert (tmp_path / f"{name}.tar").stat().st_size == sent < len(base)
