@@ -2,8 +2,8 @@
 
 For N = 1, 2, 4, 8 target hosts: the targets lose their vllm_env image, `build_images` brings it from the build
 host (which already holds it: the build is done once, before the first N), and we print the image bytes that
-went through the controller and, measured independently, every byte this process wrote (the kernel's `wchar`
-for the process: SSH packets, files, everything), each against the image size; the bytes each host received and
+went through the controller and, measured independently, every byte this machine sent into the lab's network
+(the lab bridge's tx_bytes: SSH packets, commands, docker API calls, everything), each against the image size; the bytes each host received and
 from whom; the wall time, and its ratio to N = 1's; then the same run again, which must move 0 bytes.
 
     python bench/image_fanout.py                      # host to host (image/relay.py), fan-out 2
@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -40,12 +41,17 @@ PROFILES = ("4090", "2080ti", "t4", "4090", "3090", "t4", "t4", "t4", "t4")
 INDEX_PORT = 18431
 
 
-def written_bytes() -> int:
-    """Bytes this process has passed to write()/send() so far (/proc/self/io `wchar`, all threads)."""
-    for line in Path("/proc/self/io").read_text().splitlines():
-        if line.startswith("wchar:"):
-            return int(line.split()[1])
-    raise RuntimeError("no wchar in /proc/self/io")
+def into_lab_network(prefix: str) -> Callable[[], int]:
+    """A counter of the bytes this machine has sent into the lab's network: the lab bridge's tx_bytes (frames
+    one lab host sends another are switched inside the bridge and do not count; what the controller sends, over
+    the published SSH ports too, does)."""
+    from tritonops.lab.containers import network_name
+    from tritonops.lab.engine import existing_client
+
+    network = existing_client().networks.get(network_name(prefix))
+    bridge = (network.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{network.id[:12]}"
+    counter = Path("/sys/class/net") / bridge / "statistics" / "tx_bytes"
+    return lambda: int(counter.read_text())
 
 
 def main() -> int:
@@ -83,6 +89,7 @@ def main() -> int:
         transport.close()
 
     rows = []
+    sent = into_lab_network(args.prefix)
     with tempfile.TemporaryDirectory() as tmp:
         def inventory(names) -> list:
             hosts = {}
@@ -110,9 +117,9 @@ def main() -> int:
             drop = "docker images -aq" if args.bare_targets else "docker images -q --no-trunc tritonserver"
             for target in targets:
                 lab_api_ssh(state, target, f"{drop} | sort -u | xargs -r docker rmi -f >/dev/null; true")
-            w0, t0 = written_bytes(), time.monotonic()
+            w0, t0 = sent(), time.monotonic()
             first = build_images(selected)
-            t1, w1 = time.monotonic(), written_bytes()
+            t1, w1 = time.monotonic(), sent()
             failed = [(r.host, r.msg) for r in first.results if r.failed]
             if failed:
                 print(f"N={n}: failures {failed}", file=sys.stderr)
@@ -130,13 +137,13 @@ def main() -> int:
     base_time = next((r[6] for r in rows if r[0] == 1), None)
     print(f"path: {'through the controller' if args.through_controller else f'host to host, fan-out {args.fanout}'}"
           f"; targets {'bare' if args.bare_targets else 'holding the base'}")
-    print(f"{'N':>2} {'image MiB':>10} {'image out MiB':>14} {'out/size':>9} {'all writes KiB':>15} "
-          f"{'writes/size':>12} {'received MiB min/max':>21} {'time s':>7} {'t/t(N=1)':>9} {'fallbacks':>9} "
+    print(f"{'N':>2} {'image MiB':>10} {'image out MiB':>14} {'out/size':>9} {'into lab net MiB':>17} "
+          f"{'net/size':>9} {'received MiB min/max':>21} {'time s':>7} {'t/t(N=1)':>9} {'fallbacks':>9} "
           f"{'no-op bytes':>12} {'no-op s':>8}")
     for n, size, out, wrote, lo, hi, secs, fallbacks, noop, noop_s, statuses, sources in rows:
         ratio = f"{secs / base_time:.2f}" if base_time else "-"
-        print(f"{n:>2} {size / mib:>10.1f} {out / mib:>14.1f} {out / size:>9.3f} {wrote / 1024:>15.1f} "
-              f"{wrote / size:>12.3f} {f'{lo / mib:.1f}/{hi / mib:.1f}':>21} {secs:>7.1f} {ratio:>9} "
+        print(f"{n:>2} {size / mib:>10.1f} {out / mib:>14.1f} {out / size:>9.3f} {wrote / mib:>17.2f} "
+              f"{wrote / size:>9.3f} {f'{lo / mib:.1f}/{hi / mib:.1f}':>21} {secs:>7.1f} {ratio:>9} "
               f"{fallbacks:>9} {noop:>12} {noop_s:>8.1f}  {','.join(sorted(set(statuses)))}")
         print(f"   hops: {' '.join(sources)}")
     if args.down:
