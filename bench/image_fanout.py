@@ -114,9 +114,11 @@ def main() -> int:
         for n in sizes:
             targets = TARGETS[:n]
             selected = inventory((BUILDER,) + targets)
-            drop = "docker images -aq" if args.bare_targets else "docker images -q --no-trunc tritonserver"
+            # the image by its ID too: a copy left untagged would make the run a re-tag
+            drop = ("docker images -aq" if args.bare_targets else
+                    f"(docker images -q --no-trunc tritonserver; echo {warm.images[0]['image_id']})")
             for target in targets:
-                lab_api_ssh(state, target, f"{drop} | sort -u | xargs -r docker rmi -f >/dev/null; true")
+                lab_api_ssh(state, target, f"{drop} | sort -u | xargs -r docker rmi -f >/dev/null 2>&1; true")
             w0, t0 = sent(), time.monotonic()
             first = build_images(selected)
             t1, w1 = time.monotonic(), sent()
