@@ -12,7 +12,7 @@ import pytest
 from tests.test_host_programs import run as run_program
 from tritonops.errors import InputError
 from tritonops.host_programs import image_relay
-from tritonops.image.settings import relay_fanout, relay_peer
+from tritonops.image.relay_settings import relay_fanout, relay_peer
 from tritonops.inventory import load_inventory
 from tritonops.planning.relay import (Hop, RelayPeer, is_loopback, layer_chains, layers_everyone_has,
                                       plan_relay)

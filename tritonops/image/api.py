@@ -24,7 +24,8 @@ from tritonops.image.ids import short_image_id
 from tritonops.image.plan import HostImage, Transfer, choose_build_host, plan_distribution
 from tritonops.image.preflight import EngineFacts, ImageNeeds, check
 from tritonops.image.relay import RelayHost, RelayReport, relay_image
-from tritonops.image.settings import image_config, relay_fanout, relay_peer
+from tritonops.image.relay_settings import relay_fanout, relay_peer
+from tritonops.image.settings import image_config
 from tritonops.image.spec import (LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig,
                                   ImageSpec)
 from tritonops.planning.relay import DEFAULT_FANOUT, RelayPeer, is_loopback

@@ -3,8 +3,7 @@
 Variables (see tritonops/inventory/known_vars.py): tritonops_image_mode (official|committed),
 tritonops_triton_image, tritonops_vllm_version, tritonops_pip_index_url,
 tritonops_pip_extra_index_url, tritonops_pip_trusted_host, tritonops_pip_extra_args,
-tritonops_pip_constraints, tritonops_build_host, tritonops_registry; tritonops_relay_address and
-tritonops_relay_fanout (how hosts pass the image on: image/relay.py).
+tritonops_pip_constraints, tritonops_build_host, tritonops_registry.
 """
 
 from __future__ import annotations
@@ -18,9 +17,7 @@ from tritonops.errors import InputError
 from tritonops.image import ngc
 from tritonops.modes.choice import FRONTEND_VAR, serving_mode
 from tritonops.image.spec import MODES, ImageConfig, PipOptions
-from tritonops.planning.relay import DEFAULT_FANOUT, RelayPeer, check_fanout
 from tritonops.sizing.default_version import DEFAULT_VLLM_VERSION
-from tritonops.values.ssh_target import host_address, ssh_port, ssh_user
 
 DEFAULT_MODE = "committed"
 DEFAULT_RELEASE = ngc.DEFAULT_BASE_RELEASE
@@ -117,34 +114,3 @@ def outside_build_hosts(hosts, inventory, build_host: str | None = None) -> dict
         except InputError as err:
             raise InputError(f"build host: {err.what}", where) from None
     return outside
-
-
-
-RELAY_ADDRESS_VAR = "tritonops_relay_address"
-RELAY_FANOUT_VAR = "tritonops_relay_fanout"
-
-
-def relay_peer(host) -> RelayPeer:
-    """Where the other hosts reach this one's sshd to pass it the image: `tritonops_relay_address` ("address" or
-    "address:port", on the hosts' own network; port 22 unless given), else the address and port the controller
-    dials. The user is the one the relay's commands run as (the become user, else the login user)."""
-    connection = host.connection
-    value = host.vars.get(RELAY_ADDRESS_VAR)
-    where = _where(host, RELAY_ADDRESS_VAR)
-    address, port = connection.host, connection.port or 22
-    if value not in (None, ""):
-        text = str(value)
-        address, port = text, 22  # an address on the hosts' own network: sshd's own port unless it says
-        if text.count(":") == 1:  # name:port or v4:port (an IPv6 address has several colons)
-            address, port_text = text.split(":")
-            port = ssh_port(int(port_text) if port_text.isdigit() else port_text, where)
-    # the relay's commands run as the become user where there is one: its authorized_keys is the one written
-    return RelayPeer(host.name, host_address(address, where), port,
-                     ssh_user(connection.become_user or connection.user or "root", where))
-
-
-def relay_fanout(hosts) -> int:
-    """The most hosts one host passes the image to: the smallest `tritonops_relay_fanout` among `hosts`."""
-    chosen = [check_fanout(host.vars[RELAY_FANOUT_VAR], _where(host, RELAY_FANOUT_VAR))
-              for host in hosts if host.vars.get(RELAY_FANOUT_VAR) is not None]
-    return min(chosen, default=DEFAULT_FANOUT)
