@@ -119,11 +119,16 @@ def _door_state(with_balancer: bool):
     return LabState("p", Path("/abs/.lab"), Path("/abs/lab.yml"), hosts)
 
 
-def test_a_lab_without_a_balancer_writes_the_inventory_it_always_did():
+def test_a_lab_without_a_balancer_writes_the_inventory_it_always_did_but_for_the_full_hosts_relay_address():
     plain = tuple(LabHost(h.name, h.profile, h.kind, h.port, h.container) for h in _door_state(False).hosts)
     state = _door_state(False)
-    assert render_inventory(state) == render_inventory(LabState("p", state.state_dir, state.inventory_file, plain))
-    assert "tritonops_balancers" not in render_inventory(state) and "172.30" not in render_inventory(state)
+    with_addresses = yaml.safe_load(render_inventory(state))
+    full = with_addresses["all"]["children"]["lab"]["children"]["lab_full"]["hosts"]["ws-2080ti"]
+    assert full.pop("tritonops_relay_address") == "172.30.0.2"  # where the other hosts pass it the image
+    assert with_addresses == yaml.safe_load(render_inventory(LabState("p", state.state_dir, state.inventory_file,
+                                                                      plain)))
+    assert "tritonops_balancers" not in render_inventory(state)
+    assert "tritonops_relay_address" not in str(with_addresses["all"]["children"]["lab"]["children"]["lab_light"])
 
 
 def test_a_balancer_host_is_the_front_door_and_every_gpu_host_says_where_it_reaches_the_replicas():

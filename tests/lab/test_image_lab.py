@@ -38,8 +38,8 @@ from tritonops.tarball import tar_bytes
 
 pytestmark = pytest.mark.lab
 
-PREFIX = "tritonops-imgtest"
-PORT_BASE = 22420
+PREFIX = os.environ.get("TRITONOPS_IMAGE_LAB_PREFIX", "tritonops-imgtest")
+PORT_BASE = int(os.environ.get("TRITONOPS_IMAGE_LAB_PORT_BASE", "22420"))
 INDEX_PORT = 18431
 BUILDER, T1, T2 = "img-build", "img-t1", "img-t2"
 LAB_TRITON = "nvcr.io/nvidia/tritonserver:24.10-py3"
@@ -319,3 +319,138 @@ def test_official_mode_without_a_registry_fails_clearly(image_lab, inventory):
     (result,) = report.results
     assert result.status == "failed"
     assert result.msg.startswith("docker pull nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3 failed:")
+
+
+# ---- host to host (issue #29) ----------------------------------------------------------------------------------
+
+def relay_inventory(image_lab, inventory, tmp_path, **per_host):
+    """The lab's hosts reaching each other on the lab network, passing the image along a chain (fan-out 1):
+    img-build -> img-t1 -> img-t2, so img-t1 relays."""
+    state, index_url, base = image_lab
+    path = write_inventory(state, tmp_path / "relay.yml", base, index_url, tritonops_relay_fanout=1)
+    doc = yaml.safe_load(path.read_text())
+    for h in state.hosts:
+        doc["all"]["hosts"][h.name]["tritonops_relay_address"] = per_host.get(h.name, h.network_address)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return load_inventory([str(path)]).select(None)
+
+
+def relay_leftovers(state) -> dict[str, str]:
+    """What of a relay run's trust is left on each host: authorized lines, run folders, receivers running."""
+    found = {}
+    for h in state.hosts:
+        out = ssh(state, h.name, "grep -h tritonops-relay- /root/.ssh/authorized_keys; ls -d /run/tritonops-relay-*; "
+                                 "pgrep -af '[r]elay[.]py'; true").strip()
+        if out:
+            found[h.name] = out
+    return found
+
+
+def test_the_image_goes_host_to_host_and_the_runs_trust_is_gone_after(image_lab, inventory, tmp_path):
+    state, _, _ = image_lab
+    hosts = inventory().select(None)
+    build_images(hosts)  # the build host holds it
+    expected = vllm_env_tags(state, BUILDER)
+    before = {h.name: ssh(state, h.name, "cat /root/.ssh/authorized_keys") for h in state.hosts}
+    drop_vllm_env(state, T1)
+    drop_vllm_env(state, T2)
+    report = build_images(relay_inventory(image_lab, inventory, tmp_path))
+    by = {r.host: r for r in report.results}
+    size = report.images[0]["size_bytes"]
+    assert report.bytes_out == 0 and report.bytes_by_host == {}  # no image byte through the controller
+    for target, upstream in ((T1, BUILDER), (T2, T1)):
+        data = by[target].payload
+        assert by[target].status == "changed" and data["relayed"] and not data["fallback"], by[target].msg
+        assert data["source"] == upstream and f"from {upstream} (host to host)" in by[target].msg
+        # the lab's Triton base is on every host: only the layers above it travel
+        assert 0 < data["bytes_received"] == report.relayed_by_host[target] < size * 0.2
+        assert vllm_env_tags(state, target) == expected  # verified by ID, then both tags
+    assert relay_leftovers(state) == {}
+    assert {h.name: ssh(state, h.name, "cat /root/.ssh/authorized_keys") for h in state.hosts} == before
+
+
+def test_a_relay_host_killed_mid_transfer_the_others_still_get_the_verified_image_and_no_trust_is_left(
+        image_lab, inventory, tmp_path):
+    """img-t1's receiver (img-build -> img-t1 -> img-t2) is killed once bytes flow through it: img-t1 and img-t2
+    are left without the image; the second round restarts them from the build host, not from the controller."""
+    import threading
+    import time
+
+    state, _, _ = image_lab
+    hosts = inventory().select(None)
+    build_images(hosts)
+    expected = vllm_env_tags(state, BUILDER)
+    base = HostEngine(BUILDER, open_transport(state.connection(BUILDER))).image(LAB_TRITON)
+    for target in (T1, T2):  # every image, the base too: the whole image travels, long enough to be cut
+        ssh(state, target, "docker images -aq | sort -u | xargs -r docker rmi -f >/dev/null; true")
+    killed: list[int] = []
+    finished = threading.Event()
+
+    def kill_the_relay() -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not killed and not finished.is_set():
+            out = ssh(state, T1, "cd /run/tritonops-relay-* 2>/dev/null && test -s progress && "
+                                 "kill -9 $(cat receive.pid) && cat progress", check=False).strip()
+            if out.isdigit():
+                killed.append(int(out))
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_the_relay, daemon=True)
+    killer.start()
+    try:
+        report = build_images(relay_inventory(image_lab, inventory, tmp_path))
+        finished.set()
+        killer.join(timeout=30)
+        size = report.images[0]["size_bytes"]
+        assert killed and 0 < killed[0] < size, killed  # it was cut mid-stream
+        by = {r.host: r for r in report.results}
+        for target in (T1, T2):
+            data = by[target].payload
+            assert by[target].status == "changed" and data["relayed"] and data["relay_round"] == 2, by[target].msg
+            assert data["bytes_received"] >= size * 0.9  # nothing held below it: the whole image
+            assert vllm_env_tags(state, target) == expected
+        assert report.bytes_out == 0  # restarted from an upstream, the controller not bothered
+        assert relay_leftovers(state) == {}
+    finally:
+        restore_base(state, base)
+
+
+def restore_base(state, base) -> None:
+    """The lab's Triton base back on the targets, by the same relay (no image byte through the controller)."""
+    from tritonops.image.relay import RelayHost, relay_image
+    from tritonops.planning.relay import RelayPeer
+
+    members = {}
+    for name in (BUILDER, T1, T2):
+        transport = open_transport(state.connection(name))
+        members[name] = RelayHost(name, transport, HostEngine(name, transport),
+                                  RelayPeer(name, state.host(name).network_address, 22, "root"))
+    try:
+        assert not relay_image(base.id, [members[BUILDER]], [members[T1], members[T2]]).missing
+        for name in (T1, T2):
+            for tag in base.tags:
+                members[name].engine.tag(base.id, tag)
+            assert members[name].engine.image(LAB_TRITON).id == base.id
+    finally:
+        for member in members.values():
+            member.transport.close()
+
+
+def test_a_host_its_upstream_cannot_reach_falls_back_to_the_controller_alone_and_says_so(image_lab, inventory,
+                                                                                          tmp_path):
+    state, _, _ = image_lab
+    hosts = inventory().select(None)
+    build_images(hosts)
+    expected = vllm_env_tags(state, BUILDER)
+    drop_vllm_env(state, T1)
+    drop_vllm_env(state, T2)
+    closed = f"{state.host(T2).network_address}:9"  # nothing listens there: no host reaches img-t2
+    report = build_images(relay_inventory(image_lab, inventory, tmp_path, **{T2: closed}))
+    by = {r.host: r for r in report.results}
+    assert by[T1].payload["relayed"] and by[T1].payload["source"] == BUILDER, by[T1].msg
+    t2 = by[T2]
+    assert t2.status == "changed" and t2.payload["fallback"] and not t2.payload["relayed"], t2.msg
+    assert "through the controller" in t2.msg and "fallback: the relay did not reach it" in t2.msg
+    assert report.bytes_out == report.bytes_by_host[T2] == t2.payload["bytes_received"] > 0  # that host alone
+    assert vllm_env_tags(state, T1) == vllm_env_tags(state, T2) == expected
+    assert relay_leftovers(state) == {}

@@ -55,23 +55,25 @@ def run_build(args, out) -> int:
         from tritonops.cli.result_json import document
 
         out.json(document("image build", report.results, images=report.images,
-                          bytes_out_of_controller=report.bytes_out, bytes_by_host=report.bytes_by_host))
+                          bytes_out_of_controller=report.bytes_out, bytes_by_host=report.bytes_by_host,
+                          bytes_host_to_host=report.relayed_by_host))
     else:
         from rich.table import Table
 
         table = Table()
-        for column in ("host", "status", "action", "image ID", "bytes received", "message"):
+        for column in ("host", "status", "action", "image ID", "bytes received", "from", "message"):
             table.add_column(column, overflow="fold")
         for r in report.results:
             data = r.payload or {}
             table.add_row(r.host, _status(r.status), data.get("action", ""), short_image_id(data.get("image_id")),
-                          str(data.get("bytes_received", "")), r.msg)
+                          str(data.get("bytes_received", "")), _from(data), r.msg)
         out.print(table)
         for image in report.images:
             if image.get("content_tag"):
                 out.info(f"{image['content_tag']} = {short_image_id(image.get('image_id'))}"
                          + (f", built on {image['built_on']}" if image.get("built_on") else ", not rebuilt"))
-        out.info(f"bytes out of the controller: {report.bytes_out}")
+        out.info(f"bytes out of the controller: {report.bytes_out}"
+                 + (f"; passed host to host: {sum(report.relayed_by_host.values())}" if report.relayed_by_host else ""))
         from tritonops.results import Recap
 
         totals = Recap.of(report.results).totals()
@@ -104,3 +106,12 @@ def run_status(args, out) -> int:
 
 def _status(status: str):
     return status_text(status)
+
+
+def _from(data: dict) -> str:
+    """Where a host's image came from: another host, or the controller (a fallback says so)."""
+    if not data.get("source"):
+        return ""
+    if data.get("relayed"):
+        return f"{data['source']} (host to host)"
+    return f"{data['source']} via controller" + (" (fallback)" if data.get("fallback") else "")

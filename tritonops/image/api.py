@@ -21,14 +21,21 @@ from tritonops.image.build import BuildFailed, build, existing, held, resolve_ba
 from tritonops.image.distribute import stream_image
 from tritonops.image.engine import ByteCounter, Cancelled, EngineError, HostEngine, ImageInfo, StreamFilter
 from tritonops.image.ids import short_image_id
-from tritonops.image.plan import HostImage, choose_build_host, plan_distribution
+from tritonops.image.plan import HostImage, Transfer, choose_build_host, plan_distribution
 from tritonops.image.preflight import EngineFacts, ImageNeeds, check
+from tritonops.image.relay import RelayHost, RelayReport, relay_image
+from tritonops.image.relay_settings import relay_fanout, relay_peer
 from tritonops.image.settings import image_config
 from tritonops.image.spec import (LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig,
                                   ImageSpec)
+from tritonops.planning.relay import DEFAULT_FANOUT, RelayPeer, is_loopback
 from tritonops.results import GroupResult, HostResult, Progress
 from tritonops.transport.base import Transport, Unreachable
 from tritonops.transport.sessions import SessionPool
+
+
+RELAY_BASE_TIMEOUT_S = 600
+RELAY_SLOWEST_BYTES_PER_S = 10_000_000  # a relay's streams end within base + size at this rate, or fail
 
 
 @dataclass
@@ -51,7 +58,8 @@ class BuildReport:
     results: GroupResult
     images: list[dict] = field(default_factory=list)  # one per distinct image: id, tag, built_on, bytes
     bytes_out: int = 0  # bytes that left the controller towards hosts
-    bytes_by_host: dict[str, int] = field(default_factory=dict)
+    bytes_by_host: dict[str, int] = field(default_factory=dict)  # of those, per receiving host
+    relayed_by_host: dict[str, int] = field(default_factory=dict)  # bytes a host received from another host
 
 
 @dataclass
@@ -66,6 +74,9 @@ class _Run:
     sizes: dict[str, int] = field(default_factory=dict)  # what each target is being sent, for its progress
     results: dict[str, HostResult] = field(default_factory=dict)
     started: dict[str, float] = field(default_factory=dict)
+    peers: dict[str, RelayPeer] = field(default_factory=dict)  # where the hosts reach each other's sshd
+    fanout: int = DEFAULT_FANOUT
+    relayed: dict[str, int] = field(default_factory=dict)  # bytes each host received from another host
 
     def progress(self, name: str, what: str, done: int = 0, total: int | None = None, note: str = "",
                  finished: bool = False) -> None:
@@ -124,13 +135,16 @@ def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = N
     each build start and end and each target's bytes as they stream (from worker threads)."""
     configs = {host.name: image_config(host) for host in hosts}  # bad input fails before any connection
     builders = dict(builders or {})
+    peers = {host.name: relay_peer(host) for host in [*hosts, *builders.values()]}
+    fanout = relay_fanout(hosts)
     if pool is None:
         with SessionPool([host.connection for host in [*hosts, *builders.values()]], forks=forks,
                          accept_new_host_keys=accept_new_host_keys) as own:
             return build_images(hosts, forks=forks, build_host=build_host, parallel_build=parallel_build,
                                 stream_filter=stream_filter, cancel=cancel, pool=own, builders=builders,
                                 on_progress=on_progress)
-    run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter, pool, builders, on_progress)
+    run = _Run(forks, cancel or threading.Event(), ByteCounter(), stream_filter, pool, builders, on_progress,
+               peers=peers, fanout=fanout)
     run.counter.listener = run.streamed
     sessions: dict[str, Session] = {}
     lock = threading.Lock()
@@ -172,7 +186,7 @@ def build_images(hosts: Sequence, *, forks: int = 10, build_host: str | None = N
                 report_images.append(summary)
     results = GroupResult.of(run.results[host.name] for host in hosts)
     by_host = dict(run.counter.by_target)
-    return BuildReport(results, report_images, sum(by_host.values()), by_host)
+    return BuildReport(results, report_images, sum(by_host.values()), by_host, dict(run.relayed))
 
 
 def _preflight(run: _Run, session: Session, needs: ImageNeeds) -> bool:
@@ -364,8 +378,9 @@ def _found_or_built(run: _Run, spec: ImageSpec, base: ImageInfo, builder: Sessio
 
 def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, image: ImageInfo, holder: Session,
                 built: bool, targets: list[Session], registry: str | None) -> list[str]:
-    """Each target up to date, tagged where it has the image, or sent it (save -> load through the
-    controller, ID verified before tags are set); returns the hosts the image was sent from."""
+    """Each target up to date, tagged where it has the image, or sent it: host to host (image/relay.py), and
+    through the controller (save -> load) only for a host the relay did not reach; every copy verified by ID
+    before tags are set. Returns the hosts the image was sent from."""
     by_target = {s.name: s for s in targets}
     sessions = targets if holder.name in by_target else [*targets, holder]  # a build host outside the run sends
     states = [HostImage(s.name, s.engine.image(image.id) is not None, s.engine.tag_id(spec.content_tag),
@@ -395,31 +410,75 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
         run.done(name, "changed", f"tagged {spec.content_tag} ({short}), no bytes moved", action="tag",
                  bytes_received=0, **common)
 
-    def send(transfer) -> None:
+    def send(transfer, why: str = "") -> None:
+        """Through the controller: save on the source, load on the target (a host the relay did not reach)."""
         target = by_target[transfer.target]
-        if not _preflight(run, target, ImageNeeds(release, image.size_bytes)):
-            return
         run.sizes[target.name] = image.size_bytes or 0
         run.progress(target.name, "receive", 0, run.sizes[target.name] or None, f"from {transfer.source}")
+        fallback = {"relayed": False, "fallback": bool(why)}
         try:
             stream_image(by_target[transfer.source].engine, target.engine, image.id, run.counter, run.cancel,
                          run.stream_filter)
             _tag(target.engine, image.id, spec)
         except Cancelled:
-            run.done(target.name, "failed", "interrupted; no tag set", action="receive", **common)
+            run.done(target.name, "failed", "interrupted; no tag set", action="receive", **fallback, **common)
             raise
         except (EngineError, TritonopsError) as exc:
-            run.done(target.name, "failed", f"{exc}; its existing images are untouched", action="receive",
-                     bytes_received=run.counter.by_target.get(target.name, 0), source=transfer.source, **common)
+            run.done(target.name, "failed", f"{exc}; its existing images are untouched{why}", action="receive",
+                     bytes_received=run.counter.by_target.get(target.name, 0), source=transfer.source,
+                     **fallback, **common)
             return
         received = run.counter.by_target.get(target.name, 0)
         run.progress(target.name, "receive", received, received, f"from {transfer.source}", finished=True)
-        run.done(target.name, "changed", f"received {spec.content_tag} from {transfer.source}: "
-                 f"{received} bytes, ID verified{note}", action="receive", bytes_received=received,
-                 source=transfer.source, **common)
+        run.done(target.name, "changed", f"received {spec.content_tag} from {transfer.source} through the "
+                 f"controller: {received} bytes, ID verified{note}{why}", action="receive", bytes_received=received,
+                 source=transfer.source, **fallback, **common)
 
-    run.parallel(list(plan.transfers), send)
-    return sorted({t.source for t in plan.transfers})
+    ready = [t for t in plan.transfers if _preflight(run, by_target[t.target], ImageNeeds(release, image.size_bytes))]
+    holders = list(dict.fromkeys([holder.name, *(t.source for t in plan.transfers)]))
+    reachable = [t for t in ready if not is_loopback(run.peers[t.target].address)]
+    report = _relay(run, image, [by_target[n] for n in holders], [by_target[t.target] for t in reachable])
+    for name, delivery in report.deliveries.items():
+        if not delivery.verified:
+            continue
+        try:
+            _tag(by_target[name].engine, image.id, spec)
+        except EngineError as exc:
+            run.done(name, "failed", str(exc), action="tag", **common)
+            continue
+        run.relayed[name] = delivery.bytes_received
+        run.done(name, "changed", f"received {spec.content_tag} from {delivery.source} (host to host): "
+                 f"{delivery.bytes_received} bytes, ID verified", action="receive", relayed=True, fallback=False,
+                 relay_round=delivery.round,
+                 bytes_received=delivery.bytes_received, source=delivery.source, **common)
+    rest = [t for t in ready if t.target not in run.results]
+    reasons = {t.target: report.deliveries[t.target].error if t.target in report.deliveries else
+               f"its address {run.peers[t.target].address} is loopback: set tritonops_relay_address" for t in rest}
+    run.parallel(rest, lambda t: send(Transfer(holder.name, t.target, t.method),
+                                      f" (fallback: the relay did not reach it: {reasons[t.target]})"))
+    return sorted(({holder.name} if rest else set()) | {d.source for d in report.deliveries.values() if d.verified})
+
+
+def _relay(run: _Run, image: ImageInfo, holders: list[Session], needers: list[Session]) -> RelayReport:
+    """The image from `holders` to `needers` host to host (image/relay.py); each delivery heard as progress."""
+    if not needers:
+        return RelayReport("")
+
+    def member(session: Session) -> RelayHost:
+        return RelayHost(session.name, session.transport, session.engine, run.peers[session.name])
+
+    def started(number: int, plan) -> None:
+        for hop in plan.hops:
+            run.sizes[hop.target] = image.size_bytes or 0
+            run.progress(hop.target, "receive", 0, image.size_bytes or None, f"from {hop.source}")
+
+    def delivered(delivery) -> None:
+        run.progress(delivery.host, "receive", delivery.bytes_received, delivery.bytes_received,
+                     f"from {delivery.source}", finished=True)
+
+    timeout = RELAY_BASE_TIMEOUT_S + (image.size_bytes or 0) / RELAY_SLOWEST_BYTES_PER_S
+    return relay_image(image.id, [member(s) for s in holders], [member(s) for s in needers], fanout=run.fanout,
+                       send_timeout_s=timeout, cancel=run.cancel, on_round=started, on_delivery=delivered)
 
 
 def _tag(engine: HostEngine, image_id: str, spec) -> None:

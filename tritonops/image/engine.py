@@ -36,6 +36,7 @@ class ImageInfo:
     repo_digests: tuple[str, ...] = ()
     entrypoint: tuple[str, ...] | None = None
     cmd: tuple[str, ...] | None = None
+    layers: tuple[str, ...] = ()  # diff IDs, base first (RootFS.Layers)
 
     @classmethod
     def of(cls, attrs: dict) -> "ImageInfo":
@@ -45,6 +46,7 @@ class ImageInfo:
             size_bytes=int(attrs.get("Size") or 0), repo_digests=tuple(attrs.get("RepoDigests") or ()),
             entrypoint=tuple(config["Entrypoint"]) if config.get("Entrypoint") is not None else None,
             cmd=tuple(config["Cmd"]) if config.get("Cmd") is not None else None,
+            layers=tuple((attrs.get("RootFS") or {}).get("Layers") or ()),
         )
 
 
@@ -82,6 +84,15 @@ class HostEngine:
             return ImageInfo.of(self.api.inspect_image(reference))
         except (ImageNotFound, NotFound):
             return None
+
+    def image_layers(self) -> list[tuple[str, ...]]:
+        """Each image's layers (diff IDs, base first): what a stream to this host may leave out."""
+        stacks = []
+        for image_id in self.api.images(quiet=True):
+            info = self.image(image_id)
+            if info is not None and info.layers:
+                stacks.append(info.layers)
+        return stacks
 
     def tag_id(self, reference: str) -> str | None:
         info = self.image(reference)

@@ -96,6 +96,8 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_pip_extra_args": "extra arguments passed to pip install",
     "tritonops_pip_constraints": "pip constraints file (on the controller) used when building the vllm_env image",
     "tritonops_registry": "container registry images are pushed to and pulled from",
+    "tritonops_relay_address": "address[:port] where the other hosts reach this host's sshd to pass it the image",
+    "tritonops_relay_fanout": "the most hosts one host passes the image on to (1-16, default 2)",
     "tritonops_triton_image": "the Triton server image (name:tag or digest)",
     "tritonops_weights_source": "where model weights come from: huggingface, modelscope, host_path or controller_dir",
     "tritonops_weights_repo": "hub repo of the weights (org/name) for huggingface or modelscope",

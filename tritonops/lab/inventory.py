@@ -104,6 +104,9 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
             "lab_gpu_profile": host.profile,
             "lab_kind": host.kind,
         }
+        if host.kind == "full" and host.network_address:
+            # the other full hosts pass it the vllm_env image here (image/relay.py), on the lab network
+            entry["tritonops_relay_address"] = host.network_address
         if with_door and host.network_address:
             # the balancer container reaches the replicas' published ports at this host's lab-network address
             entry[ADDRESS_VAR] = host.network_address
