@@ -22,7 +22,7 @@ def register(subparsers, common) -> None:
     parser.add_argument("--compute-capability", metavar="M.N", help="with --gpu-memory-gib")
     parser.add_argument("--gpus", default=1, metavar="N",
                         help=f"with --gpu-memory-gib (default 1, at most {MAX_GPUS_PER_HOST})")
-    parser.add_argument("--nodes", metavar="N", help="hosts of that kind, one pipeline stage each on a Ray cluster "
+    parser.add_argument("--nodes", dest="pipeline_parallel_size", metavar="N", help="hosts of that kind, one pipeline stage each on a Ray cluster "
                         "(pipeline_parallel_size N; default 1: one host)")
     parser.add_argument("--list-models", action="store_true", help="list the built-in model catalog")
     parser.add_argument("--list-gpus", action="store_true", help="list the GPU catalog")
@@ -52,15 +52,7 @@ def run(args, out) -> int:
 
     gpus = gpus_from_args(args)
     model = load_model_spec(args.model)
-    request = request_from_args(args, args.model)
-    if args.nodes is not None:
-        from dataclasses import replace
-
-        from tritonops.sizing.request_numbers import request_number
-
-        request = replace(request, pipeline_parallel_size=request_number("pipeline_parallel_size", args.nodes, "--nodes",
-                                                                          "--nodes"))
-    plan = size_engine(model, gpus, request)
+    plan = size_engine(model, gpus, request_from_args(args, args.model))
     if args.json:
         out.json(plan.to_dict())
     else:

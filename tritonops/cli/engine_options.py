@@ -38,8 +38,9 @@ def add_engine_options(parser) -> None:
                    help="full-length requests the KV cache must hold at once (default 1)")
 
 
-_NUMBER_FLAGS = ("tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "max_context",
-                 "max_num_seqs", "max_num_batched_tokens", "concurrency", "swap_space_gib")
+# (pipeline_parallel_size: `size --nodes` only; `plan` takes it from the inventory)
+_NUMBER_FLAGS = ("tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len",
+                 "max_context", "max_num_seqs", "max_num_batched_tokens", "concurrency", "swap_space_gib")
 
 
 def request_from_args(args, model_ref: str) -> SizingRequest:
