@@ -399,13 +399,19 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
                      **common)
         else:
             run.done(name, "ok", f"{spec.content_tag} present ({short})", action="none", bytes_received=0, **common)
-    for name in plan.retag:
-        if name not in {s.name for s in targets}:
-            continue
+    def tagged(name: str) -> bool:
+        """The content and moving tags set on the image the host holds; a failure is that host's result."""
         try:
             _tag(by_target[name].engine, image.id, spec)
         except EngineError as exc:
             run.done(name, "failed", str(exc), action="tag", **common)
+            return False
+        return True
+
+    for name in plan.retag:
+        if name not in {s.name for s in targets}:
+            continue
+        if not tagged(name):
             continue
         run.done(name, "changed", f"tagged {spec.content_tag} ({short}), no bytes moved", action="tag",
                  bytes_received=0, **common)
@@ -441,10 +447,7 @@ def _distribute(run: _Run, spec: ImageSpec, release: ngc.NgcRelease | None, imag
     for name, delivery in report.deliveries.items():
         if not delivery.verified:
             continue
-        try:
-            _tag(by_target[name].engine, image.id, spec)
-        except EngineError as exc:
-            run.done(name, "failed", str(exc), action="tag", **common)
+        if not tagged(name):
             continue
         run.relayed[name] = delivery.bytes_received
         run.done(name, "changed", f"received {spec.content_tag} from {delivery.source} (host to host): "
