@@ -10,6 +10,10 @@ none).
   in the head's container: refused while the head is alone (one GPU for two stages); with both nodes, a
   real STRICT_SPREAD placement group, one stage actor on each host, then a generate request served; a
   second engine while the first holds the GPUs: its placement group times out, in vLLM's words.
+- then `tritonops deploy` of the two hosts as one cluster (`tritonops_cluster`): a model sized to PP 2 / TP 1,
+  each member's Ray node, Triton on the head as the pipeline's Ray driver answering a generate request; a
+  second release and `tritonops rollback` move both members together; the worker's node killed, `status` fails
+  both rows naming the worker, the next deploy heals the pipeline and one more changes nothing.
 What is staged: the GPUs (Ray resources and the lab's profile files), the engine (no NCCL, no layers
 split, no activations between stages). What is real: Ray (GCS, raylets, token auth, placement groups,
 actors across hosts), Docker, SSH, the image build.
