@@ -363,3 +363,32 @@ def test_three_ms_between_an_answer_and_the_next_request_move_the_engines_first_
         assert abs(triton[c]["ttft_p50_ms"] / think[c]["ttft_p50_ms"] - 1) < 0.06  # as far as the Triton path
         assert think[c]["output_tok_s"] >= without[c]["output_tok_s"]  # and the engine lost no throughput
         assert think[c]["ttft_p50_ms"] * 1.10 + 5 > triton[c]["ttft_p50_ms"]  # the goal's bound, against it
+
+
+CALL18 = "call18-think3-both"
+
+
+def _call18(path: str) -> dict:
+    import gzip
+
+    return json.loads(gzip.decompress((RUNS / CALL18 / path).read_bytes()))
+
+
+def test_session_14_on_one_machine_keeps_the_engines_throughput_and_first_tokens_miss_at_512_streams_only():
+    direct, first, again = _call18("direct-think3.json.gz"), _call18("triton.json.gz"), _call18("triton-again-256-512.json.gz")
+    for triton in (first, again):  # every request answered with every token, the counters equal to what was sent
+        workload = triton["workload"]
+        for level in triton["levels"]:
+            assert level["requests_failed"] == 0 and level["tokens_per_request"] == [workload["output_tokens"]]
+            assert level["counters"]["nv_inference_request_success"] == level["sent"]
+            assert level["counters"]["vllm:generation_tokens_total"] == level["sent"] * workload["output_tokens"]
+    d, t, t2 = _by_c(direct), _by_c(first), _by_c(again)
+    ratios = {c: t[c]["output_tok_s"] / d[c]["output_tok_s"] for c in t}
+    assert all(ratios[c] >= 0.97 for c in (1, 16, 64, 128, 256)) and 0.96 < ratios[512] < 0.97
+    assert t2[512]["output_tok_s"] / d[512]["output_tok_s"] >= 0.98  # the same level a minute later
+    assert all(t[c]["itl_p50_ms"] <= 1.05 * d[c]["itl_p50_ms"] for c in t)
+    rows = {c: misses for c, _, misses in serving.verdict(direct, first, first["workload"])}
+    assert [c for c, misses in rows.items() if misses] == [16, 512]
+    assert rows[16] == ["TTFT p50 173.7 > 171.1 ms"]  # 2.6 ms over; within the goal on the ready clock
+    late = {c for c, _, misses in serving.verdict(direct, again, again["workload"]) if misses}
+    assert late == {512}
