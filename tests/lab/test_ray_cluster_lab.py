@@ -284,6 +284,10 @@ def test_a_pipeline_deploys_across_two_hosts_serves_rolls_back_and_heals_after_a
         transport.run(f"docker rm -f {NODE} {NODE}-wrong >/dev/null 2>&1; true", timeout=60)
     inventory = ["-i", str(lab.inventory_file), "-i", _cluster_inventory(lab, tmp_path / "cluster.yml")]
 
+    code, checked = _cli(capsys, "deploy", *inventory, "--check", "--diff")  # says what it would do, does nothing
+    assert code == 0, _failures(checked)
+    assert not head.run(f"docker inspect {RAY_NODE}", timeout=60).ok and not worker.run(f"ls {ROOT}/{DEPLOYMENT}/ray",
+                                                                                        timeout=60).ok
     started = time.monotonic()
     code, first = _cli(capsys, "deploy", *inventory)
     TIMINGS["pipeline deploy"] = time.monotonic() - started
