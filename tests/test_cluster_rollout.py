@@ -27,3 +27,15 @@ def test_members_that_would_run_different_images_are_refused():
     assert set(found) == {"g1", "g2", "g3"}
     assert found["g3"] == (f"cluster big: its members would run different vllm_env images (g1 {a[:19]}, g2 {a[:19]}, "
                            f"g3 {b[:19]}); Ray needs the same Ray and Python on every node")
+
+
+def test_a_limit_that_leaves_out_members_of_a_cluster_refuses_the_selected_ones(tmp_path):
+    from tests.test_planning_cluster_hosts import inventory
+    from tritonops.planning.cluster_rollout import outside_limit
+
+    hosts = inventory(tmp_path)  # solo, and the cluster big of g1, g2, g3
+    by_name = {h.name: h for h in hosts}
+    assert outside_limit([by_name["g1"], by_name["solo"]], hosts) == {
+        "g1": "cluster big: --limit leaves out its members g2, g3; a pipeline is deployed and rolled back as one "
+              "unit: select all of them"}
+    assert outside_limit(hosts, hosts) == {} and outside_limit([by_name["solo"]], hosts) == {}

@@ -50,7 +50,8 @@ from tritonops.image.ids import short_image_id
 from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
 from tritonops.planning.cluster_plan import object_store_bytes
-from tritonops.planning.cluster_rollout import cluster_members, incomplete, mixed_images, split_by_batches
+from tritonops.planning.cluster_rollout import (cluster_members, incomplete, mixed_images, outside_limit,
+                                                split_by_batches)
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
@@ -126,6 +127,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                     record(HostResult(name, "failed", why, report.plans[name], task="cluster"))
             return [name for name in names if name not in why_by_host]
 
+        ready = leave(outside_limit(hosts, inputs.inventory.hosts), ready)
         _, checked = compiled_for(ready, {})  # every template rendered for every host before anything is written
         ready = leave(split_by_batches(clusters, [batch for play in checked.plays for batch in batches(
             [h for h in play.hosts if h in ready], play.play.serial)]), ready)

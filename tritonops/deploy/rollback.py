@@ -10,9 +10,11 @@ from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
 from tritonops.planning.bind import replica_bind
+from tritonops.planning.cluster_rollout import outside_limit
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
+from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.names import safe_name
 
@@ -51,10 +53,14 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
                                 only_hosts=names)
 
     compiled = compiled_for()  # every error before any host is contacted
+    partial = outside_limit(hosts, inputs.inventory.hosts)  # a pipeline goes back whole or not at all
+    for name, why in partial.items():
+        record(HostResult(name, "failed", why, task="cluster"))
     with SessionPool(list(compiled.connections) + [host.connection for host in balancers], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         try:
-            with locked(pool, [spec.name for spec in compiled.connections], deployments, options, record) as ready:
+            with locked(pool, [spec.name for spec in compiled.connections if spec.name not in partial], deployments,
+                        options, record) as ready:
                 rollout = door_rollout(pool, ready, balancers, deployments, options)  # each replica drained first
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
                                           on_event=stream)

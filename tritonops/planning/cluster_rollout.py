@@ -1,5 +1,5 @@
 """A pipeline across hosts is deployed as one unit (issue #28): a member that leaves the run (its lock, its image,
-a `serial` that puts it in another batch) takes the whole cluster out before any host of it is touched, and
+a `serial` that puts it in another batch, a `--limit` that leaves it out) takes the whole cluster out before any host of it is touched, and
 every member must run the same image (Ray refuses nodes of other Ray or Python versions). Pure: each answers
 host -> why, for the members that must leave too.
 """
@@ -7,6 +7,9 @@ host -> why, for the members that must leave too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+
+from tritonops.errors import InputError
+from tritonops.planning.cluster_plan import cluster_of
 
 
 def cluster_members(plans: Iterable) -> dict[str, tuple[str, ...]]:
@@ -55,4 +58,29 @@ def mixed_images(clusters: Mapping[str, Sequence[str]], images: Mapping[str, str
             for member in members:
                 out[member] = (f"cluster {name}: its members would run different vllm_env images ({listing}); Ray "
                                "needs the same Ray and Python on every node")
+    return out
+
+
+def outside_limit(selected: Sequence, every: Sequence) -> dict[str, str]:
+    """Selected hosts whose cluster has members `--limit` left out: a pipeline is deployed and rolled back whole
+    (planned from some of its members it would be another pipeline)."""
+    def named(host) -> str | None:  # a value that is not a name fails that host's plan, not this check
+        try:
+            return cluster_of(host)
+        except InputError:
+            return None
+
+    chosen = {host.name for host in selected}
+    members: dict[str, list[str]] = {}
+    for host in every:
+        name = named(host)
+        if name is not None:
+            members.setdefault(name, []).append(host.name)
+    out = {}
+    for host in selected:
+        name = named(host)
+        left = [m for m in members.get(name, ()) if m not in chosen] if name is not None else []
+        if left:
+            out[host.name] = (f"cluster {name}: --limit leaves out its members {', '.join(left)}; a pipeline is "
+                              "deployed and rolled back as one unit: select all of them")
     return out
