@@ -249,7 +249,6 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
                             "token": token_digest(token), "object_store_bytes": object_store_bytes(host)}
         if plan.cluster.head.host != host.name:
             serve["replicas"] = []   # a worker serves through the head
-        gpus = []                    # the Ray node's workers hold the GPUs, not Triton: no foreign-process check
     held = [{"gpu": gpu.index, "pid": process.pid, "bytes": process.used_memory_bytes or 0}
             for gpu in (probed.nvidia.gpus if probed is not None and probed.nvidia else ()) if gpu.index in gpus
             for process in gpu.processes]
