@@ -1,36 +1,35 @@
-"""Hosts pass an image on to each other (issue #29): the controller moves no image bytes, only small commands.
+"""One relay run (issue #29): hosts pass a stream on to each other, the controller moves only small commands.
 
-One run: every host taking part prepares a folder of its own for the run (host_programs/image_relay.py) with a
-key pair made there; each receiver authorizes its upstream's public key for one forced command (`receive`: the
-stream into `docker load` and on to its own children); the tree comes from planning/relay.py. The roots run
-`docker save` into the tree, every receiver passes bytes on as they arrive (pipelined: depth costs latency, not a
-copy per level). Then each receiver is verified by image ID through its engine; a host still lacking the image
-gets a second round from the hosts that now hold it (a cut stream restarts from an upstream, not from the
-controller). Whatever is left is the caller's to send through the controller. The run's keys, authorized lines
-and folders are removed on every host in a `finally`, whatever happened; the private keys never leave the host
-that made them, so nothing secret passes the controller or reaches an output.
+Every host taking part prepares a folder of its own for the run (host_programs/relay.py) with a key pair made
+there; each receiver authorizes its upstream's public key for one forced command (`receive`: the stream into the
+cargo's sink here and on to its own children); the tree comes from planning/relay.py. The roots send the cargo
+into the tree, every receiver passes bytes on as they arrive (pipelined: depth costs latency, not a copy per
+level). Then the cargo verifies each receiver (an image by its ID, a folder against its manifest); a host still
+lacking it gets another round from the hosts that now hold it (a cut stream restarts from an upstream, not from
+the controller). Whatever is left is the caller's to send through the controller. The run's keys, authorized
+lines and folders are removed on every host in a `finally`, whatever happened; the private keys never leave the
+host that made them, so nothing secret passes the controller or reaches an output.
+
+What moves is a `Cargo`: what the roots send in a round, what a receiver does with the stream, and how a
+receiver is verified. image/relay.py carries an image, weights/relay.py a folder of model weights.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import shlex
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from tritonops import host_programs
-from tritonops.image.engine import HostEngine
-from tritonops.planning.relay import (DEFAULT_FANOUT, RelayPeer, RelayPlan, layer_chains, layers_everyone_has,
-                                      plan_relay)
+from tritonops.planning.relay import DEFAULT_FANOUT, RelayPeer, RelayPlan, plan_relay
 from tritonops.transport.base import CommandTimeout, Transport
 from tritonops.text import printable
 
-PROGRAM = "image_relay"
-IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
+PROGRAM = "relay"
 ROUNDS = 2
 STEP_TIMEOUT_S = 60
 PARALLEL = 16  # at most this many hosts prepared, wired or cleaned at once
@@ -42,17 +41,38 @@ class RelayStepFailed(Exception):
 
 @dataclass
 class RelayHost:
-    """A host taking part: how the controller reaches it, its engine, and where the others reach it."""
+    """A host taking part: how the controller reaches it, and where the others reach it."""
 
     name: str
     transport: Transport
-    engine: HostEngine
     peer: RelayPeer
 
 
 @dataclass(frozen=True)
+class SendOrder:
+    """What the roots of one round send (host_programs/relay.py's ORDER) and how many items of the cargo it leaves
+    out because every receiver of the round holds them (layers of an image, files of a folder)."""
+
+    request: dict
+    left_out: int = 0
+
+
+class Cargo(Protocol):
+    """What a relay carries."""
+
+    def order(self, receivers: Sequence[RelayHost]) -> SendOrder:
+        """What the roots send to this round's receivers."""
+
+    def sink(self, host: RelayHost) -> dict:
+        """What `host` does with the stream it receives (host_programs/relay.py's SINK)."""
+
+    def verify(self, host: RelayHost) -> str:
+        """'' when `host` now holds the cargo, verified; else why not (one line)."""
+
+
+@dataclass(frozen=True)
 class Delivery:
-    """What one receiver got: verified means its engine holds the exact image ID."""
+    """What one receiver got: verified means it holds the cargo now, checked by the cargo."""
 
     host: str
     verified: bool
@@ -67,7 +87,7 @@ class RelayReport:
     run_id: str
     deliveries: dict[str, Delivery] = field(default_factory=dict)
     plans: list[RelayPlan] = field(default_factory=list)  # one per round
-    layers_left_out: list[int] = field(default_factory=list)  # per round: layers every receiver held already
+    left_out: list[int] = field(default_factory=list)  # per round: items every receiver held already
     cleanup_errors: dict[str, str] = field(default_factory=dict)  # host -> why its cleanup failed
 
     @property
@@ -75,15 +95,13 @@ class RelayReport:
         return [name for name, d in self.deliveries.items() if not d.verified]
 
 
-def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[RelayHost], *,
-                fanout: int = DEFAULT_FANOUT, send_timeout_s: float = 3600, rounds: int = ROUNDS,
-                cancel: threading.Event | None = None,
-                on_round: Callable[[int, RelayPlan], None] | None = None,
-                on_delivery: Callable[[Delivery], None] | None = None) -> RelayReport:
-    """Bring `image_id` from `holders` to `needers` over the hosts' own network; every host verified by image ID.
-    Hosts not reached after `rounds` rounds are in `report.missing` (for the caller's fallback)."""
-    if not IMAGE_ID.fullmatch(image_id):
-        raise ValueError(f"not an image ID (sha256:<64 hex>): {image_id!r}")
+def relay(cargo: Cargo, holders: Sequence[RelayHost], needers: Sequence[RelayHost], *,
+          fanout: int = DEFAULT_FANOUT, send_timeout_s: float = 3600, rounds: int = ROUNDS,
+          cancel: threading.Event | None = None,
+          on_round: Callable[[int, RelayPlan], None] | None = None,
+          on_delivery: Callable[[Delivery], None] | None = None) -> RelayReport:
+    """Bring `cargo` from `holders` to `needers` over the hosts' own network; every receiver verified by the
+    cargo. Hosts not reached after `rounds` rounds are in `report.missing` (for the caller's fallback)."""
     cancel = cancel or threading.Event()
     hosts = {h.name: h for h in [*holders, *needers]}
     report = RelayReport(secrets.token_hex(16))
@@ -91,7 +109,6 @@ def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[R
     try:
         keys = _prepare(report.run_id, list(hosts.values()), errors)
         have = [h.name for h in holders if h.name in keys]
-        layers = _layers(image_id, holders)
         for number in range(1, rounds + 1):
             waiting = [n.name for n in needers if n.name not in report.deliveries and n.name in keys]
             if not waiting or not have or cancel.is_set():
@@ -102,18 +119,18 @@ def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[R
             report.plans.append(plan)
             if on_round is not None:
                 on_round(number, plan)
-            skip = _held_by_all(layers, [hosts[name] for name in waiting])
-            report.layers_left_out.append(len(skip))
-            _wire(report.run_id, plan, hosts, keys, errors, skip)
-            _send(report.run_id, image_id, plan, hosts, send_timeout_s, errors)
+            order = cargo.order([hosts[name] for name in waiting])
+            report.left_out.append(order.left_out)
+            _wire(report.run_id, plan, hosts, keys, errors, cargo, order.request)
+            _send(report.run_id, plan, hosts, send_timeout_s, errors)
             for name in waiting:
-                delivery = _verify(report.run_id, image_id, hosts[name], plan.upstream(name), number, errors)
+                delivery = _verify(report.run_id, cargo, hosts[name], plan.upstream(name), number, errors)
                 if delivery.verified:
                     report.deliveries[name] = delivery
                     have.append(name)
                     if on_delivery is not None:
                         on_delivery(delivery)
-        unsent = "no host holding the image could take part: " + "; ".join(
+        unsent = "no host holding it could take part: " + "; ".join(
             errors.get(h.name, "") for h in holders) if not any(h.name in keys for h in holders) else "not reached"
         for n in needers:
             if n.name not in report.deliveries:
@@ -123,14 +140,14 @@ def relay_image(image_id: str, holders: Sequence[RelayHost], needers: Sequence[R
     return report
 
 
-def _argv(command: str, run_id: str, *args: str) -> str:
-    return shlex.join(host_programs.argv(PROGRAM, command, run_id, *args))
+def _argv(command: str, run_id: str) -> str:
+    return shlex.join(host_programs.argv(PROGRAM, command, run_id))
 
 
-def _call(host: RelayHost, command: str, run_id: str, *args: str, stdin: dict | None = None,
+def _call(host: RelayHost, command: str, run_id: str, *, stdin: dict | None = None,
           timeout: float = STEP_TIMEOUT_S) -> dict:
     try:
-        result = host.transport.run(_argv(command, run_id, *args),
+        result = host.transport.run(_argv(command, run_id),
                                     stdin=json.dumps(stdin).encode() if stdin is not None else None, timeout=timeout)
     except CommandTimeout as exc:
         raise RelayStepFailed(f"relay {command} on {host.name} did not finish within {timeout:g} s") from exc
@@ -146,7 +163,8 @@ def _call(host: RelayHost, command: str, run_id: str, *args: str, stdin: dict | 
     return data if isinstance(data, dict) else {}
 
 
-def _each(items: Sequence, work: Callable) -> None:
+def each(items: Sequence, work: Callable) -> None:
+    """work(item) for every item, at most PARALLEL at once."""
     if items:
         with ThreadPoolExecutor(max_workers=min(PARALLEL, len(items)), thread_name_prefix="relay") as pool:
             list(pool.map(work, items))
@@ -163,58 +181,33 @@ def _prepare(run_id: str, hosts: list[RelayHost], errors: dict[str, str]) -> dic
         except RelayStepFailed as exc:
             errors[host.name] = str(exc)
 
-    _each(hosts, one)
+    each(hosts, one)
     return made
 
 
-def _layers(image_id: str, holders: Sequence[RelayHost]) -> tuple[str, ...]:
-    for holder in holders:
-        try:
-            info = holder.engine.image(image_id)
-        except Exception:  # its engine does not answer: another holder may
-            continue
-        if info is not None:
-            return info.layers
-    return ()
-
-
-def _held_by_all(layers: tuple[str, ...], receivers: list[RelayHost]) -> tuple[str, ...]:
-    """The image's lowest layers every receiver holds already (planning/relay.py), asked of their engines now;
-    none when an engine does not answer (the whole image then goes)."""
-    held: dict[str, frozenset] = {}
-
-    def one(host: RelayHost) -> None:
-        try:
-            held[host.name] = layer_chains(host.engine.image_layers())
-        except Exception:  # nothing is left out for a receiver whose engine did not say what it holds
-            held[host.name] = frozenset()
-
-    _each(receivers, one)
-    return layers_everyone_has(layers, [held[r.name] for r in receivers])
-
-
 def _wire(run_id: str, plan: RelayPlan, hosts: Mapping[str, RelayHost], keys: Mapping[str, dict],
-          errors: dict[str, str], skip: tuple[str, ...] = ()) -> None:
+          errors: dict[str, str], cargo: Cargo, order: dict) -> None:
     def one(name: str) -> None:
         upstream = plan.upstream(name)
         children = [{"name": c, "address": hosts[c].peer.address, "port": hosts[c].peer.port,
                      "user": hosts[c].peer.user, "host_keys": keys[c].get("host_keys") or []}
                     for c in plan.children(name)]
         request = {"authorize": [keys[upstream]["public_key"]] if upstream else [], "children": children,
-                   "skip": list(skip) if name in plan.roots else []}
+                   "sink": cargo.sink(hosts[name]) if upstream else None,
+                   "send": order if name in plan.roots else None}
         try:
             _call(hosts[name], "wire", run_id, stdin=request)
         except RelayStepFailed as exc:
             errors[name] = str(exc)
 
-    _each(list(plan.hosts), one)
+    each(list(plan.hosts), one)
 
 
-def _send(run_id: str, image_id: str, plan: RelayPlan, hosts: Mapping[str, RelayHost], timeout_s: float,
+def _send(run_id: str, plan: RelayPlan, hosts: Mapping[str, RelayHost], timeout_s: float,
           errors: dict[str, str]) -> None:
     def one(root: str) -> None:
         try:
-            answer = _call(hosts[root], "send", run_id, image_id, timeout=timeout_s)
+            answer = _call(hosts[root], "send", run_id, timeout=timeout_s)
         except RelayStepFailed as exc:
             for child in plan.children(root):
                 errors.setdefault(child, f"the stream from {root} failed: {exc}")
@@ -223,25 +216,24 @@ def _send(run_id: str, image_id: str, plan: RelayPlan, hosts: Mapping[str, Relay
             if code:
                 errors.setdefault(child, f"the stream from {root} ended with exit {code}")
 
-    _each(list(plan.roots), one)
+    each(list(plan.roots), one)
 
 
-def _verify(run_id: str, image_id: str, host: RelayHost, upstream: str | None, number: int,
+def _verify(run_id: str, cargo: Cargo, host: RelayHost, upstream: str | None, number: int,
             errors: dict[str, str]) -> Delivery:
-    """Whether the host's engine holds the exact image ID now, with what its receiver counted."""
+    """Whether the host holds the cargo now (the cargo checks), with what its receiver counted."""
     try:
         received = _call(host, "report", run_id)
     except RelayStepFailed as exc:
-        received = {"load_error": str(exc)}
-    try:
-        holds = host.engine.image(image_id) is not None
-    except Exception as exc:  # its engine does not answer
-        holds, received["load_error"] = False, f"{type(exc).__name__}: {exc}"
+        received = {"sink_error": str(exc)}
     count = int(received.get("bytes") or 0)
-    if holds:
+    try:
+        problem = cargo.verify(host)
+    except Exception as exc:  # the host does not answer
+        problem = f"{type(exc).__name__}: {exc}"
+    if not problem:
         return Delivery(host.name, True, upstream, count, number)
-    why = (received.get("load_error") or errors.get(host.name)
-           or ("nothing arrived" if not count else f"{count} bytes arrived, no image"))
+    why = received.get("sink_error") or errors.get(host.name) or f"{problem} ({count} bytes arrived)"
     errors[host.name] = f"from {upstream}: {printable(str(why))}"
     return Delivery(host.name, False, upstream, count, number, errors[host.name])
 
@@ -256,5 +248,5 @@ def _cleanup(run_id: str, hosts: list[RelayHost]) -> dict[str, str]:
         except RelayStepFailed as exc:
             failed[host.name] = str(exc)
 
-    _each(hosts, one)
+    each(hosts, one)
     return failed
