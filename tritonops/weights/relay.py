@@ -67,6 +67,7 @@ class WeightsRelayReport:
     size_bytes: int  # the folder's files
     arrivals: dict[str, WeightsArrival] = field(default_factory=dict)
     plans: list[RelayPlan] = field(default_factory=list)  # the relay's rounds
+    left_out: list[int] = field(default_factory=list)  # per round: files every receiver held complete already
     cleanup_errors: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -144,7 +145,7 @@ def relay_weights(args: ModelWeightsArgs, hosts: Sequence[RelayHost], *, fanout:
 
         relayed = relay(cargo, holders, receivers, fanout=fanout, send_timeout_s=timeout, cancel=cancel,
                         on_delivery=delivered)
-        report.plans, report.cleanup_errors = relayed.plans, relayed.cleanup_errors
+        report.plans, report.left_out, report.cleanup_errors = relayed.plans, relayed.left_out, relayed.cleanup_errors
         why.update({name: relayed.deliveries[name].error for name in relayed.missing})
     elif receivers:
         why.update({h.name: "no host holds it to pass it on" for h in receivers})
