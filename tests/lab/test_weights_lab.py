@@ -22,14 +22,20 @@ import subprocess
 import threading
 
 import pytest
+import yaml
 
+from tritonops.deploy.weights_phase import weights_phase
 from tritonops.facts.query_program import read_facts
+from tritonops.inventory import load_inventory
 from tritonops.lab.hub import TINY_REPO, tiny_model
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, lab_hub
+from tritonops.planning.host_plan import HostDeployPlan, ModelInstancePlan
 from tritonops.planning.relay import RelayPeer
+from tritonops.planning.weights_spec import WeightsSpec
 from tritonops.playbook.known_operations import operation_named
 from tritonops.relay.run import RelayHost
 from tritonops.transport.pool import open_transport
+from tritonops.transport.sessions import SessionPool
 from tritonops.weights import transfer
 from tritonops.weights.operation import ModelWeightsArgs, ensure_weights, ensure_weights_on_hosts
 from tritonops.weights.plan import WeightsRefused
@@ -335,3 +341,35 @@ def test_a_relay_host_killed_mid_stream_every_host_still_ends_verified_without_t
     assert relay_leftovers(lab_ssh) == {}
     for name in RELAY_HOSTS:
         lab_ssh(name, "rm -rf /opt/tritonops/wt-relay-cut")
+
+
+def test_the_deploy_phase_relays_a_shared_folder_and_a_host_the_others_cannot_reach_gets_it_from_the_controller(
+        model_folder, lab, lab_ssh, tmp_path):
+    doc = yaml.safe_load(lab.inventory_file.read_text())
+    light = doc["all"]["children"]["lab"]["children"]["lab_light"]["hosts"]
+    light[LIGHT_H200X2]["tritonops_relay_address"] = lab.host(LIGHT_H200X2).network_address
+    # LIGHT_NOGPU says nothing: the controller reaches it on a forwarded loopback port, which no other host can
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(doc))
+    hosts = [h for h in load_inventory([str(tmp_path / "inventory.yml")], ssh_config_file=os.devnull).select(None)
+             if h.name in RELAY_HOSTS]
+    args = {"source": "controller_dir", "deployment": "wt-phase", "root": "/opt/tritonops", "path": str(model_folder)}
+    plans = {h.name: HostDeployPlan(h.name, (ModelInstancePlan("m", 1, str(model_folder),
+                                                               weights=WeightsSpec(args, "m", "/m", "/m/.m")),))
+             for h in hosts}
+    for name in RELAY_HOSTS:
+        lab_ssh(name, "rm -rf /opt/tritonops/wt-phase")
+    recorded = []
+    with SessionPool([h.connection for h in hosts]) as pool:
+        names, bytes_out = weights_phase(pool, hosts, [h.name for h in hosts], plans, recorded.append)
+    by = {r.host: r for r in recorded}
+    assert sorted(names) == sorted(RELAY_HOSTS) and {r.task for r in recorded} == {"weights"}
+    assert (by[FULL_2080TI].payload.how, by[LIGHT_H200X2].payload.how) == ("controller", "relayed")
+    assert by[LIGHT_H200X2].payload.source == FULL_2080TI and by[LIGHT_H200X2].status == "changed"
+    fallback = by[LIGHT_NOGPU]
+    assert fallback.payload.how == "fallback" and fallback.status == "changed"
+    assert "fallback: its address 127.0.0.1 is loopback: set tritonops_relay_address" in fallback.msg
+    assert bytes_out == 2 * TOTAL  # the first host's copy and the fallback's
+    for name in RELAY_HOSTS:
+        assert host_sha256s(lab_ssh, name, f"/opt/tritonops/wt-phase/models/{by[name].payload.model_id}") == \
+            expected_sha256s(), name
+        lab_ssh(name, "rm -rf /opt/tritonops/wt-phase")

@@ -19,7 +19,7 @@ a folder of model weights (a tar of the files into the receiver's staging folder
         the order streamed to the children. An image: `docker save`; with layers to skip, saved to a spool file
         first (its manifest, at the end of the tar, says which file is which layer) and streamed without those
         layers' files (`docker load` never opens the file of a layer it holds). A folder: a tar of its files.
-        stdout: JSON {"bytes", "save_rc", "children": {name: rc}, "skipped": n}.
+        stdout: JSON {"bytes", "save_rc", "children": {name: rc}, "child_errors": {name: what ssh said}, "skipped": n}.
     receive RUN_ID  (the forced command a child's authorized key runs; stdin: the stream)
         the stream into the sink here and on to this host's children as it arrives; result in receive.json.
     python3 RUN_DIR/relay.py unpack RUN_ID   (receive's local sink for a folder; stdin: the tar)
@@ -297,6 +297,21 @@ def wait_all(procs):
     return codes
 
 
+def sent_to(folder, procs):
+    """{"children": {name: exit code}, "child_errors": {name: the last line ssh said}} once every child ended."""
+    codes = wait_all(procs)
+    said = {}
+    for name, code in codes.items():
+        if code:
+            try:
+                with open(os.path.join(folder, "hop-%s.err" % name), "rb") as f:
+                    lines = f.read().decode(errors="replace").strip().splitlines()
+            except OSError:
+                lines = []
+            said[name] = lines[-1][-300:] if lines else ""
+    return {"children": codes, "child_errors": said}
+
+
 class FanOut:
     """A file to write to that writes to every sink still taking bytes (a tar stream's output)."""
 
@@ -370,7 +385,7 @@ def send(run_id):
     everyone = dict(children)
     if order["kind"] == "folder":
         total = send_folder(order["root"], order["files"], children)
-        json.dump({"bytes": total, "save_rc": 0, "skipped": 0, "children": wait_all(everyone)}, sys.stdout)
+        json.dump(dict({"bytes": total, "save_rc": 0, "skipped": 0}, **sent_to(folder, everyone)), sys.stdout)
         return
     image_id, skip = order["image_id"], set(order["skip"])
     if skip:
@@ -380,7 +395,7 @@ def send(run_id):
                                    stderr=subprocess.DEVNULL)
             if saved.returncode == 0:  # else (no room for the spool, say) the whole image, streamed
                 total, skipped = stream_without(spool, skip, children)
-                json.dump({"bytes": total, "save_rc": 0, "skipped": skipped, "children": wait_all(everyone)},
+                json.dump(dict({"bytes": total, "save_rc": 0, "skipped": skipped}, **sent_to(folder, everyone)),
                           sys.stdout)
                 return
         finally:
@@ -396,7 +411,7 @@ def send(run_id):
     if abandoned:
         save_rc, error = 0, "every child broke off"
     json.dump({"bytes": total, "save_rc": save_rc, "save_error": error.strip(),
-               "children": wait_all(everyone)}, sys.stdout)
+               **sent_to(folder, everyone)}, sys.stdout)
     sys.exit(0 if save_rc == 0 else 1)
 
 

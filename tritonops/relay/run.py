@@ -212,9 +212,11 @@ def _send(run_id: str, plan: RelayPlan, hosts: Mapping[str, RelayHost], timeout_
             for child in plan.children(root):
                 errors.setdefault(child, f"the stream from {root} failed: {exc}")
             return
+        said = answer.get("child_errors") or {}
         for child, code in (answer.get("children") or {}).items():
             if code:
-                errors.setdefault(child, f"the stream from {root} ended with exit {code}")
+                why = f": {printable(str(said[child]))}" if said.get(child) else ""
+                errors.setdefault(child, f"the stream from {root} ended with exit {code}{why}")
 
     each(list(plan.roots), one)
 
