@@ -204,7 +204,8 @@ def test_the_deploy_relays_each_controller_folder_that_two_hosts_or_more_need():
     tiny = {"source": "controller_dir", "deployment": "chat", "root": "/opt/tritonops", "path": "/data/tiny"}
     other = dict(tiny, path="/data/other")
     hub = {"source": "huggingface", "deployment": "chat", "root": "/opt/tritonops", "repo": "org/model"}
-    plans = {"a": _plan("a", tiny, hub), "b": _plan("b", tiny, other), "c": _plan("c", tiny, tiny), "d": _plan("d", hub)}
+    plans = {"a": _plan("a", tiny, hub), "b": _plan("b", tiny, other), "c": _plan("c", tiny, tiny),
+             "d": _plan("d", hub)}
     assert shared_folders(["a", "b", "c", "d"], plans) == [(tiny, ["a", "b", "c"])]
     assert shared_folders(["a", "d"], plans) == []  # one host: its playbook task pushes it, as before
 

@@ -317,8 +317,8 @@ def test_a_relay_host_killed_mid_stream_every_host_still_ends_verified_without_t
     killed = {}
 
     def kill_the_middle_receiver() -> None:  # on the middle host of the chain, as soon as the shard is arriving
-        killed["proc"] = lab_ssh(LIGHT_H200X2, "for i in $(seq 6000); do "
-                                               "for f in /opt/tritonops/wt-relay-cut/models/.*.partial/zz-shard.bin.part; "
+        staged = "/opt/tritonops/wt-relay-cut/models/.*.partial/zz-shard.bin.part"
+        killed["proc"] = lab_ssh(LIGHT_H200X2, f"for i in $(seq 6000); do for f in {staged}; "
                                                "do [ -s \"$f\" ] && pkill -f 'relay[.]py receive' && exit 0; done; "
                                                "sleep 0.01; done; exit 1", timeout=180, check=False)
 
@@ -335,7 +335,8 @@ def test_a_relay_host_killed_mid_stream_every_host_still_ends_verified_without_t
     assert len(report.plans) == 2 and arrivals[LIGHT_H200X2].relay_round == 2  # restarted from a host
     assert report.left_out[1] == len(MODEL)  # the files complete before the cut were not sent again
     assert report.bytes_out == size  # the controller sent the folder once, to the first host
-    expected = {**expected_sha256s(), "zz-shard.bin": hashlib.sha256((folder / "zz-shard.bin").read_bytes()).hexdigest()}
+    shard = hashlib.sha256((folder / "zz-shard.bin").read_bytes()).hexdigest()
+    expected = {**expected_sha256s(), "zz-shard.bin": shard}
     for name in RELAY_HOSTS:
         assert host_sha256s(lab_ssh, name, f"/opt/tritonops/wt-relay-cut/models/{report.model_id}") == expected, name
     assert relay_leftovers(lab_ssh) == {}

@@ -14,9 +14,9 @@ RELAY_FANOUT_VAR = "tritonops_relay_fanout"
 
 
 def relay_peer(host) -> RelayPeer:
-    """Where the other hosts reach this one's sshd to pass it the image or weights: `tritonops_relay_address` ("address" or
-    "address:port", on the hosts' own network; port 22 unless given), else the address and port the controller
-    dials. The user is the one the relay's commands run as (the become user, else the login user)."""
+    """Where the other hosts reach this one's sshd to pass it the image or weights: `tritonops_relay_address`
+    ("address" or "address:port", on the hosts' own network; port 22 unless given), else the address and port the
+    controller dials. The user is the one the relay's commands run as (the become user, else the login user)."""
     connection = host.connection
     value = host.vars.get(RELAY_ADDRESS_VAR)
     where = _where(host, RELAY_ADDRESS_VAR)
