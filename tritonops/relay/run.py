@@ -123,8 +123,14 @@ def relay(cargo: Cargo, holders: Sequence[RelayHost], needers: Sequence[RelayHos
             report.left_out.append(order.left_out)
             _wire(report.run_id, plan, hosts, keys, errors, cargo, order.request)
             _send(report.run_id, plan, hosts, send_timeout_s, errors)
+            checked: dict[str, Delivery] = {}  # verified in parallel: a folder's check hashes every file
+
+            def verify(name: str) -> None:
+                checked[name] = _verify(report.run_id, cargo, hosts[name], plan.upstream(name), number, errors)
+
+            each(waiting, verify)
             for name in waiting:
-                delivery = _verify(report.run_id, cargo, hosts[name], plan.upstream(name), number, errors)
+                delivery = checked[name]
                 if delivery.verified:
                     report.deliveries[name] = delivery
                     have.append(name)
