@@ -20,6 +20,7 @@
 #            the Triton run goes level by level (ROUNDS x c timed requests each) with py-spy (carried as
 #            .gpukit-cache/py-spy, from PyPI's py-spy wheel) recording the backend's stub twice per level, 8 s of
 #            every thread and 8 s of whichever holds the GIL (spy.tgz).
+#            DIRECT_TIMEOUT_S=S: the direct path's limit, engine start included (300).
 #            THINK_MS=M: the direct path's closed-loop clients wait M ms after each request before the next (as
 #            an answer over HTTP and the next request take a few ms to travel; direct clients otherwise send at once).
 #            BACKEND: another model.py to serve with (e.g. an older backend carried under .gpukit-cache/),
@@ -57,7 +58,7 @@ PY=$(command -v python3)
 
 if [[ ,$PATHS, == *,direct,* ]]; then
   say "direct: vLLM's AsyncLLM in one process"
-  PYTHONPATH=$R/site timeout 300 "$PY" bench/real_gpu_serving.py direct "$VERSION" "$OUT/direct.json" \
+  PYTHONPATH=$R/site timeout "${DIRECT_TIMEOUT_S:-300}" "$PY" bench/real_gpu_serving.py direct "$VERSION" "$OUT/direct.json" \
     --levels "$LEVELS" ${ROUNDS:+--rounds "$ROUNDS"} ${THINK_MS:+--think-ms "$THINK_MS"} >"$OUT/direct.log" 2>&1
   say "direct: exit $?"
   grep -E '^direct|GPU KV cache size|Traceback|Error' "$OUT/direct.log" | cut -c1-300 | tee -a "$OUT/serving.txt"

@@ -110,3 +110,14 @@ def test_plan_shows_the_cluster_in_its_table_and_json(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "cluster: big (Ray, pipeline_parallel_size 2, tensor_parallel_size 1 on each): this host is the head" \
         in " ".join(text.split())
+
+
+def test_a_cluster_in_the_openai_mode_or_with_a_tiny_object_store_is_refused_for_every_member(tmp_path):
+    found = plans(inventory(tmp_path, group_vars="        tritonops_frontend: openai\n"))
+    for name in ("g1", "g2"):
+        assert not found[name].ok and found[name].files == {}
+        assert found[name].error == ("cluster big: the openai serving mode does not run a pipeline across hosts "
+                                     "yet (Triton's KServe endpoints do)")
+    found = plans(inventory(tmp_path, group_vars="        tritonops_ray_object_store_bytes: 1000\n"))
+    assert not found["g1"].ok and "tritonops_ray_object_store_bytes must be a whole number of bytes of at least " \
+                                  "78643200 (75 MiB), not 1000" in found["g1"].error

@@ -10,6 +10,10 @@ none).
   in the head's container: refused while the head is alone (one GPU for two stages); with both nodes, a
   real STRICT_SPREAD placement group, one stage actor on each host, then a generate request served; a
   second engine while the first holds the GPUs: its placement group times out, in vLLM's words.
+- then `tritonops deploy` of the two hosts as one cluster (`tritonops_cluster`): a model sized to PP 2 / TP 1,
+  each member's Ray node, Triton on the head as the pipeline's Ray driver answering a generate request; a
+  second release and `tritonops rollback` move both members together; the worker's node killed, `status` fails
+  both rows naming the worker, the next deploy heals the pipeline and one more changes nothing.
 What is staged: the GPUs (Ray resources and the lab's profile files), the engine (no NCCL, no layers
 split, no activations between stages). What is real: Ray (GCS, raylets, token auth, placement groups,
 actors across hosts), Docker, SSH, the image build.
@@ -24,6 +28,7 @@ import shlex
 import time
 
 import pytest
+import yaml
 
 from tritonops.image.api import build_images
 from tritonops.inventory import load_inventory
@@ -71,6 +76,9 @@ def hosts(lab):
     yield transports
     for transport in transports.values():
         transport.run(f"docker rm -f {NODE} {NODE}-wrong >/dev/null 2>&1; true", timeout=60)
+        transport.run(f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) "
+                      f"$(docker ps -aq --filter label=tritonops.ray={DEPLOYMENT}) >/dev/null 2>&1; "
+                      f"rm -rf {ROOT}/{DEPLOYMENT}", timeout=120)
         transport.close()
 
 
@@ -228,3 +236,125 @@ def test_two_hosts_form_a_token_authenticated_ray_cluster_and_the_engine_places_
                 timeout=240)
     assert "REFUSED Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0}, {'GPU': 1.0}] " \
            "within 3 seconds. See `ray status` and `ray list nodes`" in busy, busy
+
+
+DEPLOYMENT = "dep-pipe"
+ROOT = "/opt/tritonops"
+RAY_NODE = f"tritonops-{DEPLOYMENT}-ray"
+TRITON = f"tritonops-{DEPLOYMENT}"
+
+
+def _cluster_inventory(lab, path) -> str:
+    """The lab's two hosts as one cluster (`tritonops_cluster`), each reached by the other at its lab-network
+    address, serving DEPLOYMENT with the lab's model for the 2080 Ti."""
+    data = {"all": {"vars": {"tritonops_cluster": "labray", "tritonops_deployment": DEPLOYMENT,
+                             "tritonops_ray_requirement": LAB_RAY_REQUIREMENT,
+                             "tritonops_ray_object_store_bytes": OBJECT_STORE},
+                    "hosts": {name: {"tritonops_node_address": lab.host(name).network_address}
+                              for name in (HEAD, WORKER)}}}
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def _cli(capsys, *argv):
+    from tritonops.cli.main import main
+
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _failures(report) -> list:
+    return [(r["host"], r["task"], r["msg"]) for r in report["results"] if r["status"] in ("failed", "unreachable")]
+
+
+def _current(transport) -> str:
+    return _run(transport, f"readlink {ROOT}/{DEPLOYMENT}/current").strip().rsplit("/", 1)[-1]
+
+
+def _generate(head) -> str:
+    out = _run(head, "curl -s -m 60 -X POST localhost:8000/v2/models/vllm_model/generate "
+                     "-d '{\"text_input\": \"hello\", \"parameters\": {\"max_tokens\": 4}}'", timeout=90)
+    return json.loads(out)["text_output"]
+
+
+def test_a_pipeline_deploys_across_two_hosts_serves_rolls_back_and_heals_after_a_worker_dies(lab, hosts, image,
+                                                                                            capsys, tmp_path):
+    head, worker = hosts[HEAD], hosts[WORKER]
+    for transport in (head, worker):  # the first test's hand-made nodes hold Ray's ports
+        transport.run(f"docker rm -f {NODE} {NODE}-wrong >/dev/null 2>&1; true", timeout=60)
+    inventory = ["-i", str(lab.inventory_file), "-i", _cluster_inventory(lab, tmp_path / "cluster.yml")]
+
+    started = time.monotonic()
+    code, first = _cli(capsys, "deploy", *inventory)
+    TIMINGS["pipeline deploy"] = time.monotonic() - started
+    assert code == 0, _failures(first)
+    plan = next(r for r in first["results"] if r["task"] == "plan" and r["host"] == HEAD)
+    assert "TP 1" in plan["msg"]
+    # the head runs its Ray node and Triton (the pipeline's driver); the worker its Ray node only
+    assert _run(head, f"docker inspect -f '{{{{.State.Running}}}}' {RAY_NODE} {TRITON}").split() == ["true", "true"]
+    assert _run(worker, f"docker inspect -f '{{{{.State.Running}}}}' {RAY_NODE}").split() == ["true"]
+    assert not worker.run(f"docker inspect {TRITON}", timeout=60).ok
+    assert _generate(head)
+    nodes = _wait_nodes_of(head, 2)
+    assert sorted(n["ip"] for n in nodes) == sorted(lab.host(h).network_address for h in (HEAD, WORKER))
+    # every member's release says the cluster; the token is the same file (0600) on both, and in no output
+    releases = {}
+    for name, transport in ((HEAD, head), (WORKER, worker)):
+        releases[name] = _current(transport)
+        document = json.loads(_run(transport, f"cat {ROOT}/{DEPLOYMENT}/current/release.json"))
+        cluster = document["serve"]["cluster"]
+        assert (cluster["head"], cluster["workers"], cluster["pipeline_parallel_size"], cluster["host"]) == \
+            (HEAD, [WORKER], 2, name)
+        assert _run(transport, f"stat -c %a {ROOT}/{DEPLOYMENT}/ray/token").strip() == "600"
+    tokens = {_run(t, f"sha256sum {ROOT}/{DEPLOYMENT}/ray/token").split()[0] for t in (head, worker)}
+    assert len(tokens) == 1
+    token = _run(head, f"cat {ROOT}/{DEPLOYMENT}/ray/token").strip()
+    assert token not in json.dumps(first) and token not in _run(head, f"docker inspect {RAY_NODE} {TRITON}")
+
+    # a second release (another engine setting): both members switch; the rollback brings both back
+    code, second = _cli(capsys, "deploy", *inventory, "-e", "tritonops_max_num_seqs=8")
+    assert code == 0, _failures(second)
+    assert all(_current(t) != releases[n] for n, t in ((HEAD, head), (WORKER, worker)))
+    started = time.monotonic()
+    code, back = _cli(capsys, "rollback", *inventory)
+    TIMINGS["pipeline rollback"] = time.monotonic() - started
+    assert code == 0, _failures(back)
+    assert {n: _current(t) for n, t in ((HEAD, head), (WORKER, worker))} == releases
+    assert _generate(head)
+
+    # the worker's Ray node dies: status names it, the next deploy heals the pipeline
+    _run(worker, f"docker kill {RAY_NODE}")
+    deadline = time.monotonic() + 120  # Ray marks a node dead once its health checks fail (seconds)
+    while True:
+        code, status = _cli(capsys, "status", *inventory)
+        rows = {r["host"]: r for r in status["results"]}
+        if WORKER in rows[HEAD]["msg"] or time.monotonic() > deadline:
+            break
+        time.sleep(3)
+    assert code != 0 and rows[WORKER]["status"] == "failed" and "Ray node" in rows[WORKER]["msg"], rows
+    assert WORKER in rows[HEAD]["msg"] and rows[HEAD]["status"] == "failed", rows[HEAD]
+    started = time.monotonic()
+    code, healed = _cli(capsys, "deploy", *inventory)
+    TIMINGS["pipeline healed"] = time.monotonic() - started
+    assert code == 0, _failures(healed)
+    served = {r["host"]: r for r in healed["results"] if r["task"].startswith("Triton serves")}
+    assert served[WORKER]["status"] == "changed" and "its Ray node started and joined" in served[WORKER]["msg"]
+    # the head's engine had lost its stage: its re-gate failed and Triton started again on the same release
+    assert served[HEAD]["status"] == "changed" and _current(head) == releases[HEAD]
+    assert _generate(head)
+    assert len(_wait_nodes_of(head, 2)) == 2
+    code, again = _cli(capsys, "deploy", *inventory)  # nothing to do: every member says ok
+    assert code == 0 and {r["host"]: r["status"] for r in again["results"]
+                          if r["task"].startswith("Triton serves")} == {HEAD: "ok", WORKER: "ok"}
+    code, status = _cli(capsys, "status", *inventory)
+    assert code == 0, [(r["host"], r["msg"]) for r in status["results"]]
+
+
+def _wait_nodes_of(head, count: int) -> list[dict]:
+    deadline = time.monotonic() + 60
+    while True:
+        result = head.run(shlex.join(("docker", "exec", RAY_NODE, "python3", "-c", NODES)), timeout=90)
+        nodes = json.loads(result.stdout.strip().splitlines()[-1]) if result.ok else []
+        if len(nodes) >= count or time.monotonic() > deadline:
+            return nodes
+        time.sleep(2)

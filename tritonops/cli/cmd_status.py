@@ -98,4 +98,7 @@ def _table(results) -> Table:
             table.add_row(*head, model.name, styled("yes", "green") if model.ready else styled("no", "red"), kv,
                           f"{model.metrics.requests:,}",
                           f"{_ms(avg.get('request'))} / {_ms(avg.get('queue'))} / {_ms(avg.get('compute_infer'))}")
+        if found.cluster is not None:  # a pipeline's member: its Ray node, and the head's view of the members
+            said = found.cluster.said()
+            table.add_row(*("",) * 13, line("cluster: ", said if found.cluster.whole else styled(said, "red")))
     return table

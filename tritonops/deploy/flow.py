@@ -44,6 +44,7 @@ from tritonops.deploy.bench_gate import BenchGate, BenchGatePlan
 from tritonops.deploy.door import update_doors
 from tritonops.deploy.door_rollout import door_rollout, said_drained
 from tritonops.deploy.event_log import events_phase
+from tritonops.deploy.ray_tokens import cluster_token
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
 from tritonops.deploy.weights_phase import weights_phase
@@ -51,12 +52,16 @@ from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
+from tritonops.planning.cluster_plan import object_store_bytes
+from tritonops.planning.cluster_rollout import cluster_members, incomplete, mixed_images, split_by_batches
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
+from tritonops.playbook.batches import batches
 from tritonops.playbook.events import EventStream, OnEvent
 from tritonops.playbook.host_task import PROGRESS
 from tritonops.results import HostResult
+from tritonops.serving.ray_member import token_digest
 from tritonops.serving.verdict import gate_deadline_s
 from tritonops.transport.sessions import HostSession, SessionPool
 
@@ -101,30 +106,42 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
         report.plans = {plan.host: plan for plan in plans}
         ready = []
         for plan in plans:
-            if plan.ok and plan.cluster is not None:   # planned (`tritonops plan` shows it), not yet deployed
-                plan = replace(plan, error=f"cluster {plan.cluster.name}: deploying a pipeline across hosts is not "
-                                           "built yet (issue #28); `tritonops plan` shows the cluster", files={})
-                report.plans[plan.host] = plan
             record(HostResult(plan.host, "ok" if plan.ok else "failed", _plan_summary(plan), plan, task="plan"))
             if plan.ok:
                 ready.append(plan.host)
         by_name = {host.name: host for host in hosts}
         digest = inventory_digest(inputs.paths)
+        clusters = cluster_members(plans)   # pipelines across hosts: each deployed as one unit
+        tokens = {name: cluster_token(deployments[members[0]][1], name) for name, members in clusters.items()
+                  if not options.check}
 
         def compiled_for(names, images):
             facts = {name: _host_facts(by_name[name], report.plans[name], images.get(name, NO_IMAGE),
-                                       deployments[name], created, options, digest, probed[name]) for name in names}
+                                       deployments[name], created, options, digest, probed[name], tokens)
+                     for name in names}
             return facts, compile_playbook(inputs, host_facts=facts, tags=options.tags, skip_tags=options.skip_tags,
                                            only_hosts=names)
 
-        compiled_for(ready, {})  # every template rendered for every host before anything is written
+        def leave(why_by_host: dict[str, str], names: list[str]) -> list[str]:
+            for name, why in why_by_host.items():
+                if name in names:
+                    report.plans[name] = replace(report.plans[name], error=why, files={})
+                    record(HostResult(name, "failed", why, report.plans[name], task="cluster"))
+            return [name for name in names if name not in why_by_host]
+
+        _, checked = compiled_for(ready, {})  # every template rendered for every host before anything is written
+        ready = leave(split_by_batches(clusters, [batch for play in checked.plays for batch in batches(
+            [h for h in play.hosts if h in ready], play.play.serial)]), ready)
         try:
             with locked(pool, ready, deployments, options, record) as ready:
+                ready = leave(incomplete(clusters, ready, "its lock"), ready)
                 images = _image_phase(pool, [host for host in hosts if host.name in ready], options, record, report,
                                       builders)
-                ready = [name for name in ready if name in images]
-                if not options.check:
-                    ready, report.weights_bytes = weights_phase(pool, hosts, ready, report.plans, record)
+                ready = leave(incomplete(clusters, images, "its image"), [name for name in ready if name in images])
+                ready = leave(mixed_images(clusters, {name: images[name]["id"] for name in ready}), ready)
+                if not options.check:  # a controller folder several hosts need: host to host
+                    kept, report.weights_bytes = weights_phase(pool, hosts, ready, report.plans, record)
+                    ready = leave(incomplete(clusters, kept, "its weights"), kept)
                 report.host_facts, compiled = compiled_for(ready, images)
                 rollout = door_rollout(pool, ready, balancers, deployments, options)
                 after = BenchGate(gate, pool, by_name, stream, record) if gate is not None and not options.check \
@@ -202,7 +219,7 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
 
 
 def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, str], created: str,
-                options: DeployOptions, inventory: str, probed=None) -> dict[str, Any]:
+                options: DeployOptions, inventory: str, probed=None, tokens=None) -> dict[str, Any]:
     """What the roles see of tritonops' own planning for this host (like Ansible facts)."""
     root, name = deployment
     models = []
@@ -229,12 +246,21 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
     }
     if plan.frontend != DEFAULT_MODE:  # the serving mode; none recorded: kserve (releases made before modes)
         serve["frontend"] = plan.frontend
+    token = ""
+    if plan.cluster is not None:  # a pipeline's member: its Ray node (serving.ray_member), Triton on the head only
+        token = (tokens or {}).get(plan.cluster.name, "")
+        serve["cluster"] = {**plan.cluster.to_release(), "host": host.name, "gpus": replicas[0]["gpus"],
+                            "token": token_digest(token), "object_store_bytes": object_store_bytes(host)}
+        if plan.cluster.head.host != host.name:
+            serve["replicas"] = []   # a worker serves through the head
+        gpus = []                    # the Ray node's workers hold the GPUs, not Triton: no foreign-process check
     held = [{"gpu": gpu.index, "pid": process.pid, "bytes": process.used_memory_bytes or 0}
             for gpu in (probed.nvidia.gpus if probed is not None and probed.nvidia else ()) if gpu.index in gpus
             for process in gpu.processes]
     return {
         "tritonops_deploy": {
             "root": posixpath.join(root, name),
+            "ray_token": token,  # a pipeline member's (deploy.ray_tokens): written 0600 on the host, never shown
             "gpu_processes": held,  # what the probe saw on the release's GPUs: the serve step refuses foreign ones
             "models": models,
             "weights": list(unique_weights.values()),

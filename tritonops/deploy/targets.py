@@ -83,9 +83,12 @@ def write_targets(pool: SessionPool, hosts, report: DeployReport, record: Record
                 notes[host.name] = (found.status, f"{found.msg}; its earlier target (if any) is kept")
                 continue
             replaced.append((settings["deployment"], host.name))
-            current, models, replica_ports = found.payload
+            current, models, replica_ports, worker = found.payload
             if current is None:
                 notes[host.name] = ("ok", f"serves no release: not a target in {path}")
+                continue
+            if worker:
+                notes[host.name] = ("ok", f"a pipeline's worker (Triton runs on its head): not a target in {path}")
                 continue
             gpu_type, count = _gpus(gpus.get(host.name))
             ports = replica_ports or (settings["port"],)  # the release's placement, else the host's port
@@ -152,7 +155,7 @@ def _file(host) -> str:
 
 def _read_served(pool: SessionPool, hosts):
     """host -> result whose payload is (current release or None, its Triton model names, its replicas' metrics
-    ports: none for a release made before replicas)."""
+    ports: none for a release made before replicas, whether it is a pipeline's worker: no Triton there)."""
     read = {}
     for name, result in read_current(pool, hosts, TASK).items():
         release = result.payload if result.ok else None
@@ -161,7 +164,9 @@ def _read_served(pool: SessionPool, hosts):
             mode = mode_of_release(release.serve if release else None)  # its metrics page: openai, the OpenAI port
             ports = tuple(mode.endpoints(r["ports"])[mode.metrics().port]
                           for r in (release.serve or {}).get("replicas") or ()) if release else ()
-            result = HostResult(name, "ok", "", (release.id if release else None, models, ports))
+            cluster = (release.serve or {}).get("cluster") if release else None
+            worker = isinstance(cluster, dict) and cluster.get("host") != cluster.get("head")  # no Triton there
+            result = HostResult(name, "ok", "", (release.id if release else None, models, ports, worker))
         read[name] = result
     return read
 

@@ -372,6 +372,100 @@ def undo(replica, result, release):
     return back["rolled_back"], back["rollback_why"]
 
 
+def ray_nodes(container):
+    """The live nodes as the Ray of `container` lists them ({ip, gpus}), or None while it does not answer."""
+    try:
+        code, out, _ = docker("exec", container, "python3", "-c", spec["ray"]["nodes_script"], timeout=90)
+    except subprocess.TimeoutExpired:
+        return None
+    if code != 0 or not out.strip():
+        return None
+    try:
+        return json.loads(out.strip().splitlines()[-1])
+    except ValueError:
+        return None
+
+def reachable(address, port, timeout=2.0):
+    import socket
+    try:
+        socket.create_connection((address, port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+def ray_node_running(ray):
+    """Whether the member's Ray node container runs the node this release asks for (its digest label)."""
+    code, out, _ = docker("inspect", "--format", "{{.State.Running}} {{index .Config.Labels \"%s\"}}" % ray["label"],
+                          ray["container"])
+    return code == 0 and out.split() == ["true", ray["digest"]]
+
+def ensure_ray_node(ray, end):
+    """The member's Ray node as its release asks (restarted when its digest differs or it is not running): a
+    worker's only once the head's GCS answers, the head's until its GCS does. (restarted, why it failed)."""
+    if ray_node_running(ray):
+        return False, None
+    remove(ray["container"])
+    head, port = ray["gcs"]
+    if ray["role"] == "worker":
+        while not reachable(head, port):
+            if time.time() > end:
+                return True, "the head's Ray (%s:%d) did not answer within the deadline" % (head, port)
+            time.sleep(1)
+    code, _, err = docker(*ray["run_argv"][1:])
+    if code != 0:
+        return True, "docker run of the Ray node failed: " + err.strip()[-300:]
+    while ray["role"] == "head" and not reachable(ray["node_ip"], port):
+        state = inspect(ray["container"])
+        if state is None or not state["running"] or time.time() > end:
+            return True, "the Ray head did not start (%s): %s" % (
+                "status %s" % state["status"] if state else "gone", " | ".join(logs(ray["container"], 5)))
+        time.sleep(1)
+    return True, None
+
+def wait_members(ray, end, want):
+    """Until Ray lists each address of `want` alive with its GPUs; None, or why not by the deadline."""
+    nodes = None
+    while True:
+        nodes = ray_nodes(ray["container"])
+        if nodes is not None:
+            alive = {n["ip"]: n["gpus"] for n in nodes}
+            missing = [a for a in want if alive.get(a, 0) < ray["gpus_per_node"]]
+            if not missing:
+                return None
+        state = inspect(ray["container"])
+        if state is None or not state["running"]:
+            return "the Ray node stopped: " + " | ".join(logs(ray["container"], 5))
+        if time.time() > end:
+            if nodes is None:
+                return "Ray did not answer on this node within the deadline"
+            return "the Ray cluster lists %d of %d members after the deadline; missing: %s" % (
+                len(want) - len(missing), len(want), ", ".join(missing))
+        time.sleep(2)
+
+def ray_member(release):
+    """A pipeline's member: its Ray node first (head: every member joined before Triton starts); a worker ends
+    here: its node joined, the release is current. Returns whether the node was restarted (the head goes on)."""
+    ray = spec["ray"]
+    end = time.time() + ray["deadline_s"]
+    restarted, why = ensure_ray_node(ray, end)
+    if why is None:
+        why = wait_members(ray, end, ray["addresses"] if ray["role"] == "head" else [ray["node_ip"]])
+    if why is not None:
+        finish({"status": "failed", "why": "Ray %s node: %s" % (ray["role"], why)})
+    if ray["role"] == "head":
+        return restarted
+    was = current_release()
+    if restarted or not gate_passed(release):
+        record_gate(release, {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": True, "why": "",
+                              "ray_node": ray["container"], "restarted": restarted})
+    switch_current(release)
+    said = {"role": "worker", "restarted": restarted}
+    if not restarted and was == release:
+        finish({"status": "unchanged", "found_serving": True, "ray": said})
+    finish({"status": "switched", "previous": was if was != release else None, "ray": said,
+            "pruned": prune(spec.get("keep", 0), release, was, []), "ready_s": None, "answers": {}, "log": [],
+            "kv_cache_tokens": {"predicted": spec["predicted_kv_tokens"], "reported": None}, "shipping": ""})
+
 def retire_surplus(replicas):
     """Once every replica serves: the deployment's other running containers (replicas a smaller placement no
     longer has) stopped and removed; a rollback to a release that had them starts them again."""
@@ -398,6 +492,8 @@ def main():
     # position `step` only; `earlier` holds what the runs before it answered for the replicas before it
     step = spec.get("step")
     earlier = spec.get("earlier") or []
+    ray_restarted = ray_member(release) if spec.get("ray") and not step else False
+    was = current_release()
     if step is None or step == 0:
         for replica in replicas:  # every replica checked before any container is stopped
             why = refusal(replica, release)
@@ -429,8 +525,10 @@ def main():
     retired = retire_surplus(replicas)
     if not switched:
         first = done[0][1]
+        found = bool(spec.get("ray")) and not ray_restarted and was == release and not retired
         finish({"status": "unchanged", "restarts": sum(res.get("restarts", 0) for _, res in done),
-                "answers": first.get("answers"), **({"retired": retired} if retired else {})})
+                "answers": first.get("answers"), **({"retired": retired} if retired else {}),
+                **({"found_serving": True} if found else {})})
     previous = next((res["previous"] for res in switched if res.get("previous")), None)
     pruned = prune(spec.get("keep", 0), release, previous, [r["container"] for r in replicas])
     first = switched[0]
@@ -438,6 +536,8 @@ def main():
         (res["ready_s"] for res in switched if res.get("ready_s") is not None), default=None),
         "answers": first["answers"], "log": first["log"], "kv_cache_tokens": first["kv_cache_tokens"],
         "shipping": "; ".join(sorted({res["shipping"] for res in switched if res.get("shipping")}))}
+    if spec.get("ray"):
+        outcome["ray"] = {"role": "head", "restarted": ray_restarted}
     if len(replicas) > 1:
         outcome["replicas"] = [{"replica": r["name"], "status": res["status"]} for r, res in done]
     if retired:

@@ -64,6 +64,8 @@ KNOWN_VARS: dict[str, str] = {
                               "(default: ansible_host when it is an IP address)",
     "tritonops_ray_requirement": "the Ray a tritonops_cluster member's vllm_env image installs beside vLLM "
                                  "(default the pinned ray[cgraph]; must name ray)",
+    "tritonops_ray_object_store_bytes": "each Ray node's object store of a tritonops_cluster, in bytes (default: "
+                                        "Ray's, 30% of memory; at least 75 MiB)",
     "tritonops_nccl_interface": "network interface NCCL and Gloo use between cluster members (default: their choice)",
     "tritonops_gpu_memory_utilization": "fraction of GPU memory vLLM may use (0..1)",
     "tritonops_max_model_len": "maximum context length; 'auto' lets tritonops size it",

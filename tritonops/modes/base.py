@@ -63,6 +63,11 @@ class ServingMode:
         """The server's command line in the container (after the container logger's)."""
         raise NotImplementedError
 
+    def listen_argv(self, host_ports: tuple[int, ...], bind: str) -> tuple[str, ...] | None:
+        """The server's flags to listen on the host's ports itself, at `bind` (a container on the host's network:
+        a pipeline's head, which is a Ray driver); host_ports in release.json's order. None: the mode cannot."""
+        return None
+
     def live(self) -> Request:
         raise NotImplementedError
 

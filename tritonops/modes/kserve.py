@@ -33,6 +33,11 @@ class KServe(ServingMode):
         return ("tritonserver", f"--model-repository={model_repository}", "--log-format=ISO8601",
                 f"--exit-timeout-secs={exit_timeout_s}", "--strict-readiness=true", *extra)
 
+    def listen_argv(self, host_ports: tuple[int, ...], bind: str) -> tuple[str, ...]:
+        http, grpc, metrics = host_ports
+        return (f"--http-port={http}", f"--http-address={bind}", f"--grpc-port={grpc}", f"--grpc-address={bind}",
+                f"--metrics-port={metrics}", f"--metrics-address={bind}")
+
     def live(self) -> Request:
         return Request("http", routes.KSERVE_LIVE)
 

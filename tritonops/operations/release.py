@@ -76,7 +76,7 @@ def weights_digest(args: ReleaseArgs, facts: Facts) -> str:
 
 def content_digest(args: ReleaseArgs, weights: str) -> str:
     """What makes two releases the same: files, image, weights, and where they serve: each replica's GPUs and
-    ports, and the address they bind to unless it is 0.0.0.0 (not who or when): a host put behind a balancer
+    ports, and the address they bind to unless it is 0.0.0.0, a pipeline's cluster (not who or when): a host put behind a balancer
     starts a new release bound privately, one without stays the release it was. A release made before replicas
     has no placement in its metadata."""
     digest = hashlib.sha256()
@@ -86,6 +86,9 @@ def content_digest(args: ReleaseArgs, weights: str) -> str:
         placement.append("bind " + str(serve["bind"]))
     if serve.get("frontend") not in (None, "kserve"):  # another serving mode is another release
         placement.append("frontend " + str(serve["frontend"]))
+    if isinstance(serve.get("cluster"), dict):  # a pipeline's members, stages and addresses (not its token)
+        placement.append("cluster " + json.dumps({k: v for k, v in serve["cluster"].items() if k != "token"},
+                                                 sort_keys=True))
     for part in (json.dumps(args.files, sort_keys=True), args.image_id, weights, *placement):
         encoded = part.encode()
         digest.update(len(encoded).to_bytes(8, "big") + encoded)

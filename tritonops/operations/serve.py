@@ -35,6 +35,7 @@ from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
 from tritonops.serving.outcome import serve_outcome
+from tritonops.serving.ray_member import ray_member
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
 from tritonops.values.containers import LABEL_DEPLOYMENT, replica_container, replica_label
@@ -117,6 +118,7 @@ class ServeArgs(ContainerSettings):
     gpu_processes: list[dict] = []  # {gpu, pid, bytes} the probe saw on the release's GPUs
     replicas: list[dict] = []       # the placement: {index, gpus, ports: [http, grpc, metrics]}; none: one on gpus
     frontend: str = "kserve"        # the serving mode (tritonops/modes), as the plan checked tritonops_frontend
+    cluster: dict | None = None     # a pipeline member's cluster (serving.ray_member): its Ray node, the head's driver
 
     @field_validator("frontend")
     @classmethod
@@ -162,6 +164,14 @@ class ServeStep:
         return self.specs[0]
 
     def describe(self) -> str:
+        ray = self.payload.get("ray")
+        if ray is not None and ray["role"] == "worker":
+            return (f"run the Ray worker node {ray['container']} of release {self.payload['release']} (pipeline "
+                    f"stage on this host; Triton runs on the head)")
+        if ray is not None:
+            return (f"run the Ray head node {ray['container']}, wait for the cluster's {len(ray['addresses'])} "
+                    f"nodes, start {self.spec.container} on release {self.spec.release} as the pipeline's driver "
+                    f"and gate it")
         if len(self.specs) == 1:
             return f"start {self.spec.container} on release {self.spec.release} (GPUs {list(self.spec.gpus)}) and gate it"
         each = ", ".join(f"{s.container} (GPUs {list(s.gpus)})" for s in self.specs)
@@ -199,7 +209,7 @@ class ServeStep:
         answer = json.loads(result.stdout)
         if answer.get("status") == "stepped":
             return answer["result"], None
-        outcome = serve_outcome(answer, self.spec.release, self.predicted_kv_tokens)
+        outcome = serve_outcome(answer, self.payload["release"], self.predicted_kv_tokens)
         if not outcome.served:
             raise StepFailed(outcome.failure, outcome)
         return None, Learned(result.command, result.exit_code, result.stdout, result.stderr, outcome)
@@ -244,12 +254,15 @@ class ServeOperation:
             return (len(words) == 5 and words[0] == release and words[1] == "true"
                     and words[2] == args.release.image_id and words[4] == logging)
 
-        if (all(serving(r) for r in replicas) and not surplus and current.kind == "link"
+        # a pipeline's member is always asked (its program re-gates and answers found_serving when all is well):
+        # a worker's node can die and come back while the head's Triton still runs, its engine broken
+        if (args.cluster is None and all(serving(r) for r in replicas) and not surplus and current.kind == "link"
                 and current.link_target == f"releases/{release}"):
             return
         serve = {"models": args.models, "gpus": args.gpus, "replicas": replicas, "weights_dirs": args.weights_dirs,
                  "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens,
-                 **({"frontend": args.frontend} if args.frontend != DEFAULT else {})}
+                 **({"frontend": args.frontend} if args.frontend != DEFAULT else {}),
+                 **({"cluster": args.cluster} if args.cluster is not None else {})}
         step = serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args,
                           gpu_processes=args.gpu_processes)
         yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging)))
@@ -284,8 +297,11 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
     log = settings.shipping(deployment)
     mode = mode_of_release(serve)
     admin_key_file = settings.admin_key_file if mode.restricts_apis else None
+    member = ray_member(serve["cluster"], root, deployment, image_id) if serve.get("cluster") else None
+    if member is not None:
+        gpu_processes = ()  # a pipeline's GPUs are its Ray node's: the node's workers hold them, not Triton
     specs, replicas = [], []
-    for replica in replicas_of(serve, settings):
+    for replica in (replicas_of(serve, settings) if member is None or member.role == "head" else ()):
         http, grpc, metrics = replica["ports"]
         spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
                          image_id=image_id, gpus=tuple(replica["gpus"]), weights_dirs=tuple(serve["weights_dirs"]),
@@ -295,7 +311,8 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                          admin_key_file=admin_key_file, log=log,
                          logger_path=posixpath.join(root, "bin", "container_logger.py"),
                          host_name=settings.host_name, models=tuple(serve["models"]),
-                         replica=replica_label(replica["index"]), mode=mode)
+                         replica=replica_label(replica["index"]), mode=mode,
+                         ray=member.driver if member is not None else None)
         specs.append(spec)
         replicas.append({"name": replica["index"], "container": spec.container, "run_argv": list(run_argv(spec)),
                          "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)), "http_port": http,
@@ -304,11 +321,11 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                          "gpu_processes": [p for p in gpu_processes if p.get("gpu") in replica["gpus"]]})
     if len(replicas) == 1:
         replicas[0]["name"] = None  # one container: said as before replicas
-    first = specs[0]
+    logger_path = posixpath.join(root, "bin", "container_logger.py")
     payload = {"root": root, "release": release, "image_id": image_id,
                "replicas": replicas, "deployment": deployment,
                "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
-               "logger_path": first.logger_path, "logger_source": LOGGER_SOURCE,
+               "logger_path": logger_path, "logger_source": LOGGER_SOURCE,
                "admin_key_file": admin_key_file,
                "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
                "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
@@ -316,6 +333,8 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "requests": mode.host_requests(serve["models"], settings.prompt, settings.max_tokens),
                "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
                "keep": settings.keep_releases}
+    if member is not None:
+        payload["ray"] = member.program_input(serve["deadline_s"])
     return ServeStep(tuple(specs), payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))
 
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.model import HostFacts
 from tritonops.planning.cluster import ClusterError, ClusterHost, check_members, form_cluster
+from tritonops.modes.kserve import KSERVE
 from tritonops.planning.entries import host_where
 from tritonops.planning.gpu_choice import GPUS_VAR, allowed_gpus, restrict_facts
 from tritonops.sizing.engine_plan import SizingRequest
@@ -26,6 +27,8 @@ CLUSTER_VAR = "tritonops_cluster"
 PIPELINE_VAR = "tritonops_pipeline_parallel_size"
 ADDRESS_VAR = "tritonops_node_address"      # where the other members reach this one (default: an IP ansible_host)
 INTERFACE_VAR = "tritonops_nccl_interface"  # NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (default: their choice)
+OBJECT_STORE_VAR = "tritonops_ray_object_store_bytes"
+MIN_OBJECT_STORE_BYTES = 75 << 20  # Ray refuses a smaller object store
 
 PlanOne = Callable[[object, "HostFacts | None", SizingRequest], object]   # planning.host_plan.plan_host, bound
 
@@ -68,6 +71,13 @@ def plan_cluster(name: str, members: Sequence, facts_by_host: Mapping[str, HostF
         return failed(f"does not fit on {pp} hosts: " + "; ".join(head_plan.errors), [head_plan])
     if len(head_plan.models) != 1:
         return failed(f"a cluster serves one model version, not {len(head_plan.models)}", [head_plan])
+    if head_plan.frontend != KSERVE.name:
+        return failed(f"the {head_plan.frontend} serving mode does not run a pipeline across hosts yet (Triton's "
+                      "KServe endpoints do)", [head_plan])
+    try:
+        object_store_bytes(head)
+    except InputError as err:
+        return failed(str(err), [head_plan])
     engine = head_plan.models[0].plan
     try:
         cluster = form_cluster(name, hosts, engine.tensor_parallel_size, sum(engine.layer_split), pp)
@@ -81,6 +91,18 @@ def plan_cluster(name: str, members: Sequence, facts_by_host: Mapping[str, HostF
     spare = [_bare(plan_one, h, request, f"spare: cluster {name} runs on {pp} hosts ({PIPELINE_VAR} {pp}); "
                    f"{h.name} is not needed") for h in members[pp:]]
     return [replace(p, cluster=cluster) for p in plans] + spare
+
+
+def object_store_bytes(host) -> int | None:
+    """`tritonops_ray_object_store_bytes` of the cluster's head: every node's Ray object store (None: Ray's
+    default, 30% of the host's memory; small hosts and the lab set it)."""
+    value = host.vars.get(OBJECT_STORE_VAR)
+    if value in (None, ""):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_OBJECT_STORE_BYTES:
+        raise InputError(f"{OBJECT_STORE_VAR} must be a whole number of bytes of at least {MIN_OBJECT_STORE_BYTES} "
+                         f"(75 MiB), not {value!r}", host_where(host, OBJECT_STORE_VAR) or host.name)
+    return value
 
 
 def _bare(plan_one: PlanOne, host, request: SizingRequest, error: str):

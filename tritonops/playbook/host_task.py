@@ -97,6 +97,8 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
                 result = _run(session, step)
                 runs.append(StepRun(said, time.monotonic() - started, _output(result)))
                 outcome = _outcome(step, result)
+                if getattr(outcome, "found_serving", False):
+                    continue  # a step that only checks (a pipeline's member) and found nothing to do
                 if outcome is not None:
                     learned.append(outcome)
                     note = getattr(outcome, "note", None)

@@ -13,6 +13,8 @@ from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.door import door_rows
 from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
+from tritonops.facts.queries import CommandQuery
+from tritonops.serving.ray_member import NODES_SCRIPT, ClusterView, cluster_view, node_container, parse_nodes
 from tritonops.serving.releases import read_deployed
 from tritonops.serving.status import (container_states_query, health_query, host_status, parse_container_states,
                                       parse_health, replica_status, utc_now)
@@ -49,9 +51,14 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
             probe = health_query(mode, host_ports(host.vars, mode), models, address)
             health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
             replicas = ()
-        found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment), replicas)
+        cluster = (release.serve or {}).get("cluster") if release else None
+        view = _cluster_view(session, cluster, deployment) if cluster else None
+        found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment), replicas,
+                            view)
         serving = found.serving
-        if replicas:
+        if view is not None and (view.role == "worker" or not view.whole):
+            said = view.said()
+        elif replicas:
             down = [r for r in replicas if not (r.container == "running" and r.ready)]
             said = f"serving: {len(replicas)} replicas ready" if serving else "; ".join(
                 f"replica {r.index} (GPU {','.join(map(str, r.gpus))}): container {r.container}, ready {r.ready}"
@@ -67,6 +74,20 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
         hosts = pool.run(phase, [host.name for host in inputs.hosts], task="status")
         doors = pool.run(lambda session: _door(session, deployments), [b.name for b in inputs.balancers], task="door")
     return GroupResult.of(list(hosts) + list(doors))
+
+
+def _cluster_view(session: HostSession, cluster: dict, deployment: str) -> ClusterView:
+    """A pipeline member's Ray node and, on the head, the members its Ray lists alive."""
+    container = node_container(deployment)
+    states = container_states_query((container,))
+    read = read_facts(session.transport, [states])
+    node = parse_container_states(read.command(states.argv).stdout).get(container, "absent")
+    nodes = None
+    if node == "running" and cluster.get("host") == cluster.get("head"):
+        asked = CommandQuery(("docker", "exec", container, "python3", "-c", NODES_SCRIPT))
+        answer = read_facts(session.transport, [asked]).command(asked.argv)
+        nodes = parse_nodes(answer.stdout) if answer.ok else None
+    return cluster_view(cluster, node, nodes)
 
 
 def host_ports(host_vars: dict, mode) -> tuple[int, ...]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tritonops.logs.shipping import LOCAL_FALLBACK, LogShipping, log_argv
 from tritonops.modes.base import ServingMode
 from tritonops.modes.kserve import KSERVE
+from tritonops.serving.ray_node import RAY_TEMP_DIR
 from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE, LABEL_REPLICA, container_name
 
 LABEL_LOGGING = "tritonops.logging"  # digest of the log settings asked for (kept on a fallback container too)
@@ -29,6 +30,19 @@ class Ports:
     grpc: int = 8001
     metrics: int = 8002
     bind: str = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class RayDriver:
+    """A pipeline's head (issue #28): Triton runs as a Ray driver beside the head's Ray node, on the host's
+    network, in the node container's PID namespace with its session folder (Ray 2.60's driver finds its node by
+    the local raylet process, so a second container attaches only so), the cluster's token by file."""
+
+    node_container: str        # the head's Ray node container
+    token_file: str            # on the host (mounted read-only; the token never on a command line)
+    temp_dir: str              # on the host: the node's /tmp/ray
+    node_ip: str               # the head's address (VLLM_HOST_IP)
+    gcs_address: str           # host:port of the head's GCS (RAY_ADDRESS)
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,7 @@ class ServeSpec:
     models: tuple[str, ...] = ()       # Triton model names, for the log lines' labels.model
     replica: str | None = None         # one container per replica (issue #22); None: one per deployment
     mode: ServingMode = KSERVE         # what the container runs and which ports it has (tritonops/modes)
+    ray: RayDriver | None = None       # a pipeline's head: Triton as the Ray cluster's driver, on the host's network
 
     @property
     def container(self) -> str:
@@ -85,13 +100,26 @@ def run_argv(spec: ServeSpec, log: LogShipping | None = None) -> tuple[str, ...]
     for limit in spec.ulimits:
         argv += ["--ulimit", limit]
     argv += ["--shm-size", spec.shm_size] if spec.shm_size else ["--ipc", "host"]
-    bind = f"[{spec.ports.bind}]" if ":" in spec.ports.bind else spec.ports.bind  # docker's form of an IPv6 address
-    for host_port, (_, port) in zip(host_ports(spec.ports), spec.mode.ports, strict=True):
-        argv += ["--publish", f"{bind}:{host_port}:{port}"]
+    listen: tuple[str, ...] = ()
+    if spec.ray is not None:  # the host's network: the server listens on the host's ports itself
+        listen = spec.mode.listen_argv(host_ports(spec.ports), spec.ports.bind)
+        if listen is None:
+            raise ValueError(f"the {spec.mode.name} mode cannot serve a pipeline across hosts")
+        argv += ["--network", "host", "--pid", f"container:{spec.ray.node_container}"]
+        for name, value in (("RAY_AUTH_MODE", "token"), ("RAY_AUTH_TOKEN_PATH", spec.ray.token_file),
+                            ("RAY_ADDRESS", spec.ray.gcs_address), ("VLLM_HOST_IP", spec.ray.node_ip)):
+            argv += ["--env", f"{name}={value}"]
+    else:
+        bind = f"[{spec.ports.bind}]" if ":" in spec.ports.bind else spec.ports.bind  # docker's form of IPv6
+        for host_port, (_, port) in zip(host_ports(spec.ports), spec.mode.ports, strict=True):
+            argv += ["--publish", f"{bind}:{host_port}:{port}"]
     argv += log_argv(log or spec.log)
-    for path in (spec.release_dir, *spec.weights_dirs, spec.logger_path, spec.admin_key_file):
+    for path in (spec.release_dir, *spec.weights_dirs, spec.logger_path, spec.admin_key_file,
+                 spec.ray.token_file if spec.ray else None):
         if path:
             argv += ["--volume", f"{path}:{path}:ro"]
+    if spec.ray is not None:
+        argv += ["--volume", f"{spec.ray.temp_dir}:{RAY_TEMP_DIR}"]
     argv.append(spec.image_id)
     if spec.logger_path:
         argv += ["python3", spec.logger_path, "--host", spec.host_name, "--deployment", spec.deployment,
@@ -101,7 +129,7 @@ def run_argv(spec: ServeSpec, log: LogShipping | None = None) -> tuple[str, ...]
                      "--restricted-header", ADMIN_HEADER]
         argv.append("--")
     argv += spec.mode.server_argv(spec.model_repository, spec.exit_timeout_s, spec.triton_args, spec.weights_dirs)
-    return tuple(argv)
+    return (*argv, *listen)
 
 
 def host_ports(ports: Ports) -> tuple[int, ...]:

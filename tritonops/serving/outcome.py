@@ -25,6 +25,9 @@ class ServeOutcome:
     kv_reported: int | None = None  # vLLM's own KV-cache size line
     kv_predicted: int = 0           # the plan's
     shipping: str = ""              # log shipping that fell back to the host's local logs, and why
+    found_serving: bool = False     # asked to check (a pipeline's member), found all as asked: nothing done
+    ray_worker: bool = False        # a pipeline's worker: its Ray node joined the head (no Triton, no gate of its own)
+    ray_restarted: bool = False     # a pipeline member's Ray node was (re)started
 
     @property
     def served(self) -> bool:
@@ -34,6 +37,10 @@ class ServeOutcome:
     def note(self) -> str | None:
         """Said after the step's description when it served: the gate's figures, degraded shipping."""
         notes = []
+        if self.ray_worker and self.served:
+            return "its Ray node " + ("started and " if self.ray_restarted else "") + "joined the head's cluster"
+        if self.ray_restarted:
+            notes.append("Ray head node started")
         if self.status == "switched":
             notes.append(f"gate passed: {self.gate_figures}")
             if self.kv_shortfall is not None:
@@ -89,4 +96,6 @@ def serve_outcome(answer: dict[str, Any], release: str, predicted_kv_tokens: int
                         previous=answer.get("previous"), kept_as=answer.get("kept_as"),
                         rollback_why=answer.get("rollback_why"), ready_s=answer.get("ready_s"),
                         kv_reported=kv.get("reported"), kv_predicted=kv.get("predicted", predicted_kv_tokens) or 0,
-                        shipping=answer.get("shipping") or "")
+                        shipping=answer.get("shipping") or "", found_serving=answer.get("found_serving") is True,
+                        ray_worker=(answer.get("ray") or {}).get("role") == "worker",
+                        ray_restarted=(answer.get("ray") or {}).get("restarted") is True)

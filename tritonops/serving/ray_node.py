@@ -18,12 +18,13 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 from tritonops.errors import InputError
+from tritonops.planning.cluster_plan import MIN_OBJECT_STORE_BYTES
 from tritonops.values.names import safe_name
 from tritonops.values.network import interface_names, node_address
 
 ROLES = ("head", "worker")
 MIN_SHM_BYTES = 10 << 30  # vLLM's multi-node guide: 10 GiB of shared memory or the host's IPC namespace
-MIN_OBJECT_STORE_BYTES = 75 << 20  # Ray refuses a smaller object store
+RAY_TEMP_DIR = "/tmp/ray"  # Ray's session folder in the container (its sockets, logs, the cluster's address)
 _SIZE = re.compile(r"([1-9][0-9]*)([bkmg]?)")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -89,6 +90,9 @@ class RayNodeSpec:
     object_store_bytes: int | None = None  # Ray's object store; None: Ray's default (30% of memory)
     dashboard: bool = False
     container: str = "tritonops-ray"
+    temp_dir: str | None = None        # on the host: mounted as the node's /tmp/ray (its session folder), so the
+                                       # head's Triton container attaches to this node as a Ray driver
+    labels: tuple[tuple[str, str], ...] = ()  # docker labels (name, value): what a deploy finds the node by
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -124,6 +128,10 @@ class RayNodeSpec:
             raise InputError(f"Ray's object store must be at least {MIN_OBJECT_STORE_BYTES} bytes (75 MiB), "
                              f"not {self.object_store_bytes!r}", "ray object_store_bytes")
         safe_name(self.container, "Ray container name", "ray container")
+        if self.temp_dir is not None and (not posixpath.isabs(self.temp_dir) or ".." in self.temp_dir.split("/")
+                                          or any(c in self.temp_dir for c in ":,\n\0")):
+            raise InputError(f"the Ray session folder must be an absolute path on the host without ':' or ',', "
+                             f"not {self.temp_dir!r}", "ray temp_dir")
 
     @property
     def gcs_address(self) -> str:
@@ -174,10 +182,15 @@ def run_argv(spec: RayNodeSpec) -> tuple[str, ...]:
     """`docker run` for the node's container: host network, shared memory, its GPUs, the token file."""
     gpus = spec.gpus if spec.gpus is not None else tuple(range(spec.num_gpus))
     argv = ["docker", "run", "--detach", "--name", spec.container, "--network", "host", "--restart", "no"]
+    for name, value in spec.labels:
+        argv += ["--label", f"{name}={value}"]
     argv += ["--shm-size", spec.shm_size] if spec.shm_size else ["--ipc", "host"]
     if gpus:
         argv += ["--gpus", f"\"device={','.join(str(g) for g in gpus)}\""]
     for name, value in node_env(spec):
         argv += ["--env", f"{name}={value}"]
-    argv += ["--volume", f"{spec.token_file}:{spec.token_file}:ro", spec.image]
+    argv += ["--volume", f"{spec.token_file}:{spec.token_file}:ro"]
+    if spec.temp_dir is not None:
+        argv += ["--volume", f"{spec.temp_dir}:{RAY_TEMP_DIR}"]
+    argv.append(spec.image)
     return (*argv, *start_argv(spec))

@@ -166,7 +166,12 @@ def _serve_problem(serve: Any) -> str | None:
     for key, good in checks.items():
         if key not in serve or not good(serve[key]):
             return f"serve.{key} is missing or not what tritonops wrote"
-    if "replicas" in serve and not _good_replicas(serve["replicas"]):
+    cluster = serve.get("cluster")
+    if cluster is not None and not (isinstance(cluster, dict) and isinstance(cluster.get("members"), list)
+                                    and isinstance(cluster.get("host"), str) and isinstance(cluster.get("head"), str)):
+        return "serve.cluster is not what tritonops wrote"
+    worker = cluster is not None and cluster["host"] != cluster["head"]   # a pipeline's worker runs no replica
+    if "replicas" in serve and not (worker and serve["replicas"] == []) and not _good_replicas(serve["replicas"]):
         return "serve.replicas is not what tritonops wrote"
     if "frontend" in serve and serve["frontend"] not in MODES:
         return "serve.frontend is not a serving mode tritonops knows"

@@ -18,6 +18,7 @@ from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
 from tritonops.modes.base import ServingMode
 from tritonops.serving.container import logging_digest
+from tritonops.serving.ray_member import ClusterView
 from tritonops.serving.releases import Deployed
 from tritonops.serving.verdict import kv_shortfall
 
@@ -117,10 +118,14 @@ class HostStatus:
     vllm_metrics: bool        # vllm:* families present on :8002
     logs: str = "-"           # where the container's logs go: its driver, or what shipping fell back to
     replicas: tuple[ReplicaStatus, ...] = ()  # every replica of the current release, when it has several
+    cluster: ClusterView | None = None        # a pipeline's member: its Ray node, the head's view of the members
 
     @property
     def serving(self) -> bool:
-        """The container runs and Triton is ready; with replicas, every replica's."""
+        """The container runs and Triton is ready; with replicas, every replica's. A pipeline's worker: its Ray
+        node runs; its head: Triton ready and every member in Ray."""
+        if self.cluster is not None and (self.cluster.role == "worker" or not self.cluster.whole):
+            return self.cluster.whole
         if self.replicas:
             return all(r.container == "running" and r.ready for r in self.replicas)
         return self.container == "running" and self.ready
@@ -145,7 +150,8 @@ def log_state(container: dict, wanted: LogShipping | None) -> str:
 
 
 def host_status(host: str, deployed: Deployed, health: dict, now: datetime,
-                wanted_logs: LogShipping | None = None, replicas: tuple[ReplicaStatus, ...] = ()) -> HostStatus:
+                wanted_logs: LogShipping | None = None, replicas: tuple[ReplicaStatus, ...] = (),
+                cluster: ClusterView | None = None) -> HostStatus:
     container = deployed.container or {}
     state = container.get("status") or "absent"
     uptime = None
@@ -161,7 +167,8 @@ def host_status(host: str, deployed: Deployed, health: dict, now: datetime,
                    for name, ready in (health.get("models") or {}).items())
     return HostStatus(host, deployed.current, len(deployed.releases), state, uptime, int(container.get("restarts", 0)),
                       bool(health.get("live")), bool(health.get("ready")), kv.get("predicted"), kv.get("reported"),
-                      models, "vllm:" in (health.get("metrics") or ""), log_state(container, wanted_logs), replicas)
+                      models, "vllm:" in (health.get("metrics") or ""), log_state(container, wanted_logs), replicas,
+                      cluster)
 
 
 def utc_now() -> datetime:
