@@ -42,8 +42,8 @@ def run(name: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
 
 def test_every_python_program_is_there():
     assert PROGRAMS == ["deployed_releases", "deployment_index", "docker_objects", "door_apply", "fact_queries",
-                        "file_steps", "haproxy_runtime", "image_relay", "lab_generate", "lab_release_listing", "metrics_page",
-                        "prune_release", "serve_release", "triton_health", "weights_files", "weights_hub"]
+                        "file_steps", "haproxy_runtime", "lab_generate", "lab_release_listing", "metrics_page",
+                        "prune_release", "relay", "serve_release", "triton_health", "weights_files", "weights_hub"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS + SHARED)

@@ -11,8 +11,8 @@ import pytest
 
 from tests.test_host_programs import run as run_program
 from tritonops.errors import InputError
-from tritonops.host_programs import image_relay
-from tritonops.image.relay_settings import relay_fanout, relay_peer
+from tritonops.host_programs import relay as image_relay
+from tritonops.relay.settings import relay_fanout, relay_peer
 from tritonops.inventory import load_inventory
 from tritonops.planning.relay import (Hop, RelayPeer, is_loopback, layer_chains, layers_everyone_has,
                                       plan_relay)
@@ -162,19 +162,19 @@ def test_the_stream_reaches_every_sink_and_one_that_stops_early_does_not_stop_th
 
 
 def test_the_program_refuses_bad_input_in_one_line():
-    for args in (("cleanup", "../x"), ("send", RUN, "latest"), ("nope", RUN), ()):
-        result = run_program("image_relay", *args)
+    for args in (("cleanup", "../x"), ("send", RUN, "latest"), ("nope", RUN), (), ("send", RUN)):
+        result = run_program("relay", *args)
         assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
-    result = run_program("image_relay", "wire", RUN, stdin="[]")
+    result = run_program("relay", "wire", RUN, stdin="[]")
     assert result.returncode == 2 and "JSON object" in result.stderr
 
 
 def test_the_packed_program_is_the_module():
     from tritonops import host_programs
 
-    assert host_programs.argv("image_relay", "report", RUN) == (
-        "python3", "-c", host_programs.source("image_relay"), "report", RUN)
-    assert sys.modules["tritonops.host_programs.image_relay"] is image_relay
+    assert host_programs.argv("relay", "report", RUN) == (
+        "python3", "-c", host_programs.source("relay"), "report", RUN)
+    assert sys.modules["tritonops.host_programs.relay"] is image_relay
 
 
 @pytest.mark.parametrize("image_id", ["latest", "sha256:abc", "sha256:" + "0" * 64 + " --help", ""])
@@ -182,7 +182,7 @@ def test_a_relay_refuses_anything_but_an_image_id_before_reaching_any_host(image
     from tritonops.image.relay import relay_image
 
     with pytest.raises(ValueError, match="not an image ID"):
-        relay_image(image_id, [], [])
+        relay_image(image_id, [], [], {})
 
 
 # ---- layers a stream may leave out ---------------------------------------------------------------------------

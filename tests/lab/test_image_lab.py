@@ -417,20 +417,21 @@ def test_a_relay_host_killed_mid_transfer_the_others_still_get_the_verified_imag
 
 def restore_base(state, base) -> None:
     """The lab's Triton base back on the targets, by the same relay (no image byte through the controller)."""
-    from tritonops.image.relay import RelayHost, relay_image
+    from tritonops.image.relay import relay_image
     from tritonops.planning.relay import RelayPeer
+    from tritonops.relay.run import RelayHost
 
-    members = {}
+    members, engines = {}, {}
     for name in (BUILDER, T1, T2):
         transport = open_transport(state.connection(name))
-        members[name] = RelayHost(name, transport, HostEngine(name, transport),
-                                  RelayPeer(name, state.host(name).network_address, 22, "root"))
+        members[name] = RelayHost(name, transport, RelayPeer(name, state.host(name).network_address, 22, "root"))
+        engines[name] = HostEngine(name, transport)
     try:
-        assert not relay_image(base.id, [members[BUILDER]], [members[T1], members[T2]]).missing
+        assert not relay_image(base.id, [members[BUILDER]], [members[T1], members[T2]], engines).missing
         for name in (T1, T2):
             for tag in base.tags:
-                members[name].engine.tag(base.id, tag)
-            assert members[name].engine.image(LAB_TRITON).id == base.id
+                engines[name].tag(base.id, tag)
+            assert engines[name].image(LAB_TRITON).id == base.id
     finally:
         for member in members.values():
             member.transport.close()

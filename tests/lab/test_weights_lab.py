@@ -8,7 +8,9 @@ What is real and what is staged:
 - a cut download: the hub sends half of a shard, drops the connection and answers 503 for it
   (huggingface_hub's retry then fails), as a dying mirror would;
 - a cut push: the SSH connection is closed under the SFTP copy after 1 MiB;
-- not enough disk: a real 1 MiB tmpfs mounted on the host's models folder.
+- not enough disk: a real 1 MiB tmpfs mounted on the host's models folder;
+- a relay host killed mid-stream: its `receive` (the relay program's forced command) killed with SIGTERM on the
+  host, as soon as the big file's `.part` appears in its staging folder.
 """
 
 from __future__ import annotations
@@ -17,17 +19,27 @@ import hashlib
 import os
 import shlex
 import subprocess
+import threading
 
 import pytest
+import yaml
 
+from tritonops.deploy.weights_phase import weights_phase
 from tritonops.facts.query_program import read_facts
+from tritonops.inventory import load_inventory
 from tritonops.lab.hub import TINY_REPO, tiny_model
 from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, lab_hub
+from tritonops.planning.host_plan import HostDeployPlan, ModelInstancePlan
+from tritonops.planning.relay import RelayPeer
+from tritonops.planning.weights_spec import WeightsSpec
 from tritonops.playbook.known_operations import operation_named
+from tritonops.relay.run import RelayHost
 from tritonops.transport.pool import open_transport
+from tritonops.transport.sessions import SessionPool
 from tritonops.weights import transfer
 from tritonops.weights.operation import ModelWeightsArgs, ensure_weights, ensure_weights_on_hosts
 from tritonops.weights.plan import WeightsRefused
+from tritonops.weights.relay import relay_weights
 from tritonops.weights.transfer import WeightsError
 
 pytestmark = pytest.mark.lab
@@ -245,3 +257,120 @@ def test_a_host_path_is_checked_and_linked(model_folder, session, lab_ssh):
     lab_ssh(LIGHT_NOGPU, f"rm /srv/models/tiny/{SHARD2}")
     with pytest.raises(WeightsRefused, match=f"names {SHARD2}, not in /srv/models/tiny"):
         ensure_weights(host, args)
+
+
+# ---- a controller folder host to host (issue #29) -------------------------------------------------------------
+
+RELAY_HOSTS = (FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU)
+
+
+def relay_members(lab, session) -> list[RelayHost]:
+    """The hosts as the relay sees them: the controller's session, and where the others reach their sshd."""
+    return [RelayHost(name, session(name), RelayPeer(name, lab.host(name).network_address, 22, "root"))
+            for name in RELAY_HOSTS]
+
+
+def relay_leftovers(lab_ssh) -> dict[str, str]:
+    """What of a relay run's trust is left on each host: authorized lines, run folders, receivers running."""
+    found = {}
+    for name in RELAY_HOSTS:
+        out = sh(lab_ssh, name, "grep -h tritonops-relay- /root/.ssh/authorized_keys; ls -d /run/tritonops-relay-*; "
+                                "pgrep -af 'relay[.]py receive'; true 2>/dev/null")
+        if out.strip():
+            found[name] = out.strip()
+    return found
+
+
+def test_a_controller_folder_leaves_the_controller_once_and_every_host_holds_it_verified(
+        model_folder, session, lab, lab_ssh):
+    for name in RELAY_HOSTS:
+        lab_ssh(name, "rm -rf /opt/tritonops/wt-relay")
+    args = ModelWeightsArgs(source="controller_dir", path=str(model_folder), deployment="wt-relay")
+    report = relay_weights(args, relay_members(lab, session), fanout=1)  # a chain: the first host passes it on
+    arrivals = report.arrivals
+    assert [arrivals[n].how for n in RELAY_HOSTS] == ["controller", "relayed", "relayed"], arrivals
+    assert (arrivals[LIGHT_H200X2].source, arrivals[LIGHT_NOGPU].source) == (FULL_2080TI, LIGHT_H200X2)
+    assert report.bytes_out == report.size_bytes == TOTAL  # the folder left the controller once
+    assert arrivals[FULL_2080TI].bytes_from_controller == TOTAL
+    for name in (LIGHT_H200X2, LIGHT_NOGPU):
+        assert arrivals[name].bytes_from_controller == 0 and TOTAL < arrivals[name].bytes_received < TOTAL * 1.01
+    for name in RELAY_HOSTS:
+        final = f"/opt/tritonops/wt-relay/models/{report.model_id}"
+        assert host_sha256s(lab_ssh, name, final) == expected_sha256s(), name
+    assert relay_leftovers(lab_ssh) == {}
+
+    again = relay_weights(args, relay_members(lab, session))
+    assert {n: a.how for n, a in again.arrivals.items()} == {n: "held" for n in RELAY_HOSTS}
+    assert again.bytes_out == 0 and again.plans == []
+
+
+def test_a_relay_host_killed_mid_stream_every_host_still_ends_verified_without_the_controller(
+        tmp_path, session, lab, lab_ssh):
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for name, data in MODEL.items():
+        (folder / name).write_bytes(data)
+    (folder / "zz-shard.bin").write_bytes(os.urandom(96 << 20))  # last in the tar: the others complete before it
+    size = TOTAL + (96 << 20)
+    for name in RELAY_HOSTS:
+        lab_ssh(name, "rm -rf /opt/tritonops/wt-relay-cut")
+    killed = {}
+
+    def kill_the_middle_receiver() -> None:  # on the middle host of the chain, as soon as the shard is arriving
+        staged = "/opt/tritonops/wt-relay-cut/models/.*.partial/zz-shard.bin.part"
+        killed["proc"] = lab_ssh(LIGHT_H200X2, f"for i in $(seq 6000); do for f in {staged}; "
+                                               "do [ -s \"$f\" ] && pkill -f 'relay[.]py receive' && exit 0; done; "
+                                               "sleep 0.01; done; exit 1", timeout=180, check=False)
+
+    watcher = threading.Thread(target=kill_the_middle_receiver)
+    watcher.start()
+    args = ModelWeightsArgs(source="controller_dir", path=str(folder), deployment="wt-relay-cut")
+    try:
+        report = relay_weights(args, relay_members(lab, session), fanout=1)
+    finally:
+        watcher.join(timeout=200)
+    assert killed["proc"].returncode == 0, "the middle host's receive was not caught mid-stream"
+    arrivals = report.arrivals
+    assert [arrivals[n].how for n in RELAY_HOSTS] == ["controller", "relayed", "relayed"], arrivals
+    assert len(report.plans) == 2 and arrivals[LIGHT_H200X2].relay_round == 2  # restarted from a host
+    assert report.left_out[1] == len(MODEL)  # the files complete before the cut were not sent again
+    assert report.bytes_out == size  # the controller sent the folder once, to the first host
+    shard = hashlib.sha256((folder / "zz-shard.bin").read_bytes()).hexdigest()
+    expected = {**expected_sha256s(), "zz-shard.bin": shard}
+    for name in RELAY_HOSTS:
+        assert host_sha256s(lab_ssh, name, f"/opt/tritonops/wt-relay-cut/models/{report.model_id}") == expected, name
+    assert relay_leftovers(lab_ssh) == {}
+    for name in RELAY_HOSTS:
+        lab_ssh(name, "rm -rf /opt/tritonops/wt-relay-cut")
+
+
+def test_the_deploy_phase_relays_a_shared_folder_and_a_host_the_others_cannot_reach_gets_it_from_the_controller(
+        model_folder, lab, lab_ssh, tmp_path):
+    doc = yaml.safe_load(lab.inventory_file.read_text())
+    light = doc["all"]["children"]["lab"]["children"]["lab_light"]["hosts"]
+    light[LIGHT_H200X2]["tritonops_relay_address"] = lab.host(LIGHT_H200X2).network_address
+    # LIGHT_NOGPU says nothing: the controller reaches it on a forwarded loopback port, which no other host can
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(doc))
+    hosts = [h for h in load_inventory([str(tmp_path / "inventory.yml")], ssh_config_file=os.devnull).select(None)
+             if h.name in RELAY_HOSTS]
+    args = {"source": "controller_dir", "deployment": "wt-phase", "root": "/opt/tritonops", "path": str(model_folder)}
+    plans = {h.name: HostDeployPlan(h.name, (ModelInstancePlan("m", 1, str(model_folder),
+                                                               weights=WeightsSpec(args, "m", "/m", "/m/.m")),))
+             for h in hosts}
+    for name in RELAY_HOSTS:
+        lab_ssh(name, "rm -rf /opt/tritonops/wt-phase")
+    recorded = []
+    with SessionPool([h.connection for h in hosts]) as pool:
+        names, bytes_out = weights_phase(pool, hosts, [h.name for h in hosts], plans, recorded.append)
+    by = {r.host: r for r in recorded}
+    assert sorted(names) == sorted(RELAY_HOSTS) and {r.task for r in recorded} == {"weights"}
+    assert (by[FULL_2080TI].payload.how, by[LIGHT_H200X2].payload.how) == ("controller", "relayed")
+    assert by[LIGHT_H200X2].payload.source == FULL_2080TI and by[LIGHT_H200X2].status == "changed"
+    fallback = by[LIGHT_NOGPU]
+    assert fallback.payload.how == "fallback" and fallback.status == "changed"
+    assert "fallback: its address 127.0.0.1 is loopback: set tritonops_relay_address" in fallback.msg
+    assert bytes_out == 2 * TOTAL  # the first host's copy and the fallback's
+    for name in RELAY_HOSTS:
+        assert host_sha256s(lab_ssh, name, f"/opt/tritonops/wt-phase/models/{by[name].payload.model_id}") == \
+            expected_sha256s(), name
+        lab_ssh(name, "rm -rf /opt/tritonops/wt-phase")

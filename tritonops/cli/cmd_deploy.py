@@ -257,8 +257,11 @@ def _report_json(report, command: str = "deploy") -> dict:
     from tritonops.cli.result_json import document
     from tritonops.results import json_data
     from tritonops.playbook.host_task import TaskOutcome
+    from tritonops.weights.relay import WeightsArrival
 
     def payload(result):  # a task's outcome (its steps' commands and times; what they printed is -vv's)
+        if isinstance(result.payload, WeightsArrival):  # the weights phase: where the host's weights came from
+            return json_data(result.payload)
         if not isinstance(result.payload, TaskOutcome):
             return None  # the facts and plan phases: in "plans" below
         data = json_data(result.payload)
@@ -275,5 +278,6 @@ def _report_json(report, command: str = "deploy") -> dict:
         "files": {host: facts["tritonops_deploy"]["files"] for host, facts in report.host_facts.items()},
         "stopped": report.run.stopped_reason if report.run else None,
         "image_bytes_sent": report.image_bytes,
+        "weights_bytes_sent": report.weights_bytes,
         "bench_gate": json_data(report.bench_gate),
     })

@@ -16,6 +16,7 @@ from tritonops.operations.release import ReleaseMade
 from tritonops.playbook.host_task import TaskOutcome
 from tritonops.results import HostResult
 from tritonops.serving.outcome import ServeOutcome
+from tritonops.weights.relay import WeightsArrival
 
 SERVE_OPERATIONS = ("serve_release", "rollback_release")  # the tasks whose result is the health gate's
 
@@ -49,12 +50,21 @@ def host_events(host: str, labels: HostLabels, timeline: Sequence[tuple[float, H
             continue
         level = "error" if result.failed else "info"
         docs.append(doc(at, level, f"{phase}: {result.status}" + (f": {result.msg}" if result.msg else ""),
-                        action="phase", phase=phase, status=result.status, seconds=round(result.elapsed_s, 2)))
+                        action="phase", phase=phase, status=result.status, seconds=round(result.elapsed_s, 2),
+                        **_weights_fields(result.payload)))
     failed = [r for _, r in timeline if r.failed]
     outcome = "failed" if failed else "ok"
     docs.append(doc(finished, "error" if failed else "info", f"{command} finished: {outcome}",
                     action=f"{command}-finished", status=outcome))
     return docs
+
+
+def _weights_fields(payload) -> dict:
+    """The weights phase's arrival (deploy.weights_phase): where the host's weights came from, and the bytes."""
+    if not isinstance(payload, WeightsArrival):
+        return {}
+    return {"weights_model": payload.model_id, "weights_how": payload.how, "weights_source": payload.source or "",
+            "bytes_received": payload.bytes_received, "bytes_from_controller": payload.bytes_from_controller}
 
 
 def _release_of(result: HostResult) -> str | None:

@@ -11,6 +11,8 @@ fails a phase leaving the run while the others go on:
   4. lock   each remaining host's deployment lock (not in --check);
   5. image  the vllm_env image built once and streamed to the hosts that lack it (in --check: the
             image each host already has);
+     weights a controller folder that several hosts need, passed host to host so that it leaves the
+            controller about once (deploy.weights_phase; not in --check);
   6. compile the playbook for the remaining hosts with what tritonops planned for each (the plan,
             the weights, the image, the release) as host facts (it is also compiled once right after
             the plan, before the lock: every template error comes before any write);
@@ -45,6 +47,7 @@ from tritonops.deploy.event_log import events_phase
 from tritonops.deploy.ray_tokens import cluster_token
 from tritonops.deploy.run import DeployOptions, DeployReport, locked, who
 from tritonops.deploy.targets import write_targets
+from tritonops.deploy.weights_phase import weights_phase
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
@@ -138,6 +141,9 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                                       builders)
                 ready = leave(incomplete(clusters, images, "its image"), [name for name in ready if name in images])
                 ready = leave(mixed_images(clusters, {name: images[name]["id"] for name in ready}), ready)
+                if not options.check:  # a controller folder several hosts need: host to host
+                    kept, report.weights_bytes = weights_phase(pool, hosts, ready, report.plans, record)
+                    ready = leave(incomplete(clusters, kept, "its weights"), kept)
                 report.host_facts, compiled = compiled_for(ready, images)
                 rollout = door_rollout(pool, ready, balancers, deployments, options)
                 after = BenchGate(gate, pool, by_name, stream, record) if gate is not None and not options.check \

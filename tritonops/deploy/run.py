@@ -67,6 +67,7 @@ class DeployReport:
     host_facts: dict[str, dict] = field(default_factory=dict)  # what the playbook saw per host
     run: PlaybookRun | None = None
     image_bytes: int = 0
+    weights_bytes: int = 0  # bytes of weights from controller folders that left the controller (deploy.weights_phase)
     traffic: Traffic = field(default_factory=Traffic)  # command channels of every host's session
     check: bool = False
     timeline: list[tuple[float, HostResult]] = field(default_factory=list)  # (when, result) as learned

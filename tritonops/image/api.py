@@ -23,12 +23,13 @@ from tritonops.image.engine import ByteCounter, Cancelled, EngineError, HostEngi
 from tritonops.image.ids import short_image_id
 from tritonops.image.plan import HostImage, Transfer, choose_build_host, plan_distribution
 from tritonops.image.preflight import EngineFacts, ImageNeeds, check
-from tritonops.image.relay import RelayHost, RelayReport, relay_image
-from tritonops.image.relay_settings import relay_fanout, relay_peer
+from tritonops.image.relay import relay_image
 from tritonops.image.settings import image_config
 from tritonops.image.spec import (LABEL_BASE_DIGEST, LABEL_CONTENT, LABEL_VLLM, MOVING_TAG, REPOSITORY, ImageConfig,
                                   ImageSpec)
 from tritonops.planning.relay import DEFAULT_FANOUT, RelayPeer, is_loopback
+from tritonops.relay.run import RelayHost, RelayReport
+from tritonops.relay.settings import relay_fanout, relay_peer
 from tritonops.results import GroupResult, HostResult, Progress
 from tritonops.transport.base import Transport, Unreachable
 from tritonops.transport.sessions import SessionPool
@@ -468,7 +469,7 @@ def _relay(run: _Run, image: ImageInfo, holders: list[Session], needers: list[Se
         return RelayReport("")
 
     def member(session: Session) -> RelayHost:
-        return RelayHost(session.name, session.transport, session.engine, run.peers[session.name])
+        return RelayHost(session.name, session.transport, run.peers[session.name])
 
     def started(number: int, plan) -> None:
         for hop in plan.hops:
@@ -480,7 +481,8 @@ def _relay(run: _Run, image: ImageInfo, holders: list[Session], needers: list[Se
                      f"from {delivery.source}", finished=True)
 
     timeout = RELAY_BASE_TIMEOUT_S + (image.size_bytes or 0) / RELAY_SLOWEST_BYTES_PER_S
-    return relay_image(image.id, [member(s) for s in holders], [member(s) for s in needers], fanout=run.fanout,
+    engines = {s.name: s.engine for s in [*holders, *needers]}
+    return relay_image(image.id, [member(s) for s in holders], [member(s) for s in needers], engines, fanout=run.fanout,
                        send_timeout_s=timeout, cancel=run.cancel, on_round=started, on_delivery=delivered)
 
 

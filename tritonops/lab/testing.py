@@ -6,7 +6,8 @@
 host without a driver and a bastion (the inventory still reaches the hosts directly; tests go
 through the bastion with `lab.connection_behind(host, BASTION)`), under its own state dir,
 name prefix and ports, torn down at the end
-(set TRITONOPS_LAB_KEEP=1 to keep it for the next run: a second `up` takes seconds).
+(set TRITONOPS_LAB_KEEP=1 to keep it for the next run: a second `up` takes seconds; TRITONOPS_LAB_TEST_STATE,
+TRITONOPS_LAB_TEST_PREFIX and TRITONOPS_LAB_TEST_PORT_BASE put it beside another lab on the same engine).
 `lab_ssh(host, command)` runs a shell command on a lab host over real SSH.
 `lab_hub(state, hosts, repos, token)`: the lab's hub stand-in on the lab network's gateway, its
 client installed on the given hosts (a context manager).
@@ -25,8 +26,9 @@ import pytest
 from tritonops.lab import api
 from tritonops.lab.request import HostSpec, LabRequest
 
-TEST_PREFIX = "tritonops-labtest"
-TEST_PORT_BASE = 22300
+# another name prefix and port base (a second lab beside the suite's on one engine): these variables
+TEST_PREFIX = os.environ.get("TRITONOPS_LAB_TEST_PREFIX", "tritonops-labtest")
+TEST_PORT_BASE = int(os.environ.get("TRITONOPS_LAB_TEST_PORT_BASE", "22300"))
 FULL_2080TI = "t-full-2080ti"
 LIGHT_H200X2 = "t-light-h200x2"
 LIGHT_NOGPU = "t-light-nogpu"

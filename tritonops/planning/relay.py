@@ -1,4 +1,4 @@
-"""Who passes an image to whom (pure): a tree over the hosts, rooted at the hosts that hold it.
+"""Who passes an image or a folder of weights to whom (pure): a tree over the hosts, rooted at the hosts that hold it.
 
 Every host that needs the image gets exactly one upstream, a host that holds it or receives it earlier in the
 same tree; no host sends to more than `fanout` others, so no host's uplink carries more than `fanout` copies.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from tritonops.errors import InputError
 
@@ -107,3 +107,12 @@ def plan_relay(holders: Sequence[str], needers: Sequence[str], fanout: int = DEF
         hops.append(Hop(source, target))
         parents.append(target)
     return RelayPlan(tuple(hops))
+
+
+def files_someone_lacks(files: Sequence[tuple[str, int]], staged: Sequence[Mapping[str, int]]) -> tuple[str, ...]:
+    """The files (path, size) of a folder that at least one receiver of a round lacks complete in its staging
+    folder (path -> size of what is there): what the round's stream carries. A file every receiver holds complete
+    is left out (it is verified with the rest on arrival); nothing without receivers."""
+    if not staged:
+        return ()
+    return tuple(path for path, size in files if any(held.get(path) != size for held in staged))

@@ -1,29 +1,38 @@
-"""One host's part in relaying an image to others (issue #29): hosts pass `docker save` streams on over their own
-network, so the image leaves the controller at most once.
+"""One host's part in relaying something to other hosts (issue #29): hosts pass a stream on over their own network,
+so it leaves the controller at most once. What moves is the cargo: an image (`docker save` into `docker load`) or
+a folder of model weights (a tar of the files into the receiver's staging folder).
 
     python3 -c SOURCE prepare RUN_ID     stdin: JSON {"program": this program's text, "key": bool}
         makes /run/tritonops-relay-RUN_ID (0700) holding this program; with "key", a key pair made here for this run
         (the private half never leaves the host). stdout: JSON {"public_key": "ssh-ed25519 ..." | null,
         "host_keys": ["type base64", ...]} (this host's sshd keys, for its upstreams' known_hosts).
     python3 -c SOURCE wire RUN_ID        stdin: JSON {"authorize": ["ssh-ed25519 ..."], "children": [{"name",
-        "address", "port", "user", "host_keys": [...]}], "skip": ["sha256:..."]}
+        "address", "port", "user", "host_keys": [...]}], "sink": SINK | null, "send": ORDER | null}
         authorizes each upstream key for the forced command `receive` only (`restrict`, marked with the run), and
-        records where this host passes the stream on (the children, with their host keys: strict checking) and,
-        on a root, the layers (diff IDs) every receiver already holds.
-    python3 -c SOURCE send RUN_ID IMAGE_ID
-        `docker save IMAGE_ID` streamed to the children; with layers to skip, saved to a spool file first (its
-        manifest, at the end of the tar, says which file is which layer) and streamed without those layers'
-        files (`docker load` never opens the file of a layer it holds).
-        stdout: JSON {"bytes", "save_rc", "children": {name: rc}, "skipped": n}.
+        records where this host passes the stream on (the children, with their host keys: strict checking), what
+        it does with a stream it receives (SINK), and, on a root, what it sends (ORDER):
+          SINK  {"kind": "image"}: into `docker load`;
+                {"kind": "folder", "staging": PATH, "files": {rel: size}}: the files into PATH (unpack below)
+          ORDER {"kind": "image", "image_id": "sha256:...", "skip": [layer diff IDs every receiver holds]}
+                {"kind": "folder", "root": PATH, "files": [{"path": rel, "size": n}]}: those files of PATH
+    python3 -c SOURCE send RUN_ID
+        the order streamed to the children. An image: `docker save`; with layers to skip, saved to a spool file
+        first (its manifest, at the end of the tar, says which file is which layer) and streamed without those
+        layers' files (`docker load` never opens the file of a layer it holds). A folder: a tar of its files.
+        stdout: JSON {"bytes", "save_rc", "children": {name: rc}, "child_errors": {name: what ssh said}, "skipped": n}.
     receive RUN_ID  (the forced command a child's authorized key runs; stdin: the stream)
-        the stream into `docker load` here and on to this host's children as it arrives; result in receive.json.
+        the stream into the sink here and on to this host's children as it arrives; result in receive.json.
+    python3 RUN_DIR/relay.py unpack RUN_ID   (receive's local sink for a folder; stdin: the tar)
+        each file the sink names, of the size it names, to `<name>.part` and renamed to `<name>` once complete;
+        a file already complete there is read past, not written again. Anything else in the tar is refused.
     python3 -c SOURCE report RUN_ID      stdout: receive.json (or {"bytes": progress so far} while running).
     python3 -c SOURCE cleanup RUN_ID     the run's key lines, a receive still running and the folder removed.
         stdout: JSON {"keys_removed": n, "dir_removed": bool}.
 
-A broken child does not stop the others or the local load; the controller verifies every host by image ID
-afterwards, so a stream cut anywhere shows as a host without the image, never as a wrong one.
-Exit codes: 0 done; 1 the local load or save failed (receive / send); 2 bad input (one line on stderr).
+A broken child does not stop the others or the local sink; the controller verifies every host afterwards (an
+image by its ID, a folder file by file against its manifest), so a stream cut anywhere shows as a host lacking
+the cargo, never as a wrong one.
+Exit codes: 0 done; 1 the local sink or the send failed (receive / send / unpack); 2 bad input (one line on stderr).
 """
 
 import json, os, re, signal, subprocess, sys, tarfile
@@ -151,6 +160,53 @@ def authorized_keys_path():
     return os.path.join(os.path.expanduser("~"), ".ssh", "authorized_keys")
 
 
+def checked_path(path, what):
+    """An absolute, normalised path on this host (a staging folder, a model folder)."""
+    if not isinstance(path, str) or not path.startswith("/") or os.path.normpath(path) != path \
+            or any(c in path for c in "\0\n\r"):
+        fail(2, "%s %r is not an absolute, normalised path" % (what, path))
+    return path
+
+
+def checked_file(rel, size):
+    """A file of a folder's cargo: a relative path inside the folder, and its size."""
+    parts = rel.split("/") if isinstance(rel, str) else [""]
+    if any(part in ("", ".", "..") for part in parts) or any(c in rel for c in "\0\n\r\\"):
+        fail(2, "file %r is not a relative path inside the folder" % (rel,))
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        fail(2, "file %s: size %r is not a byte count" % (rel, size))
+    return rel, size
+
+
+def checked_sink(sink):
+    if sink is None or sink == {"kind": "image"}:
+        return {"kind": "image"}
+    if not isinstance(sink, dict) or sink.get("kind") != "folder" or not isinstance(sink.get("files"), dict):
+        fail(2, "sink must be {kind: image} or {kind: folder, staging, files}")
+    files = dict(checked_file(rel, size) for rel, size in sink["files"].items())
+    return {"kind": "folder", "staging": checked_path(sink.get("staging"), "staging"), "files": files}
+
+
+def checked_order(order):
+    if order is None:
+        return None
+    if not isinstance(order, dict) or order.get("kind") not in ("image", "folder"):
+        fail(2, "send must be {kind: image, image_id, skip} or {kind: folder, root, files}")
+    if order["kind"] == "image":
+        image_id, skip = order.get("image_id"), order.get("skip") or []
+        if not isinstance(image_id, str) or not IMAGE_ID_RE.match(image_id):
+            fail(2, "image id %r is not sha256:<64 hex>" % (image_id,))
+        if not isinstance(skip, list) or not all(isinstance(d, str) and IMAGE_ID_RE.match(d) for d in skip):
+            fail(2, "skip must be a list of layer diff IDs (sha256:<64 hex>)")
+        return {"kind": "image", "image_id": image_id, "skip": skip}
+    files = order.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        fail(2, "files must be a list of {path, size}")
+    listed = [checked_file(f.get("path"), f.get("size")) for f in files]
+    return {"kind": "folder", "root": checked_path(order.get("root"), "root"),
+            "files": [{"path": rel, "size": size} for rel, size in listed]}
+
+
 def wire(run_id):
     folder = run_dir(run_id)
     request = read_request()
@@ -158,6 +214,7 @@ def wire(run_id):
         fail(2, "%s is missing: prepare the run first" % folder)
     lines = [authorized_line(run_id, key) for key in request.get("authorize") or []]
     children = [checked_child(c) for c in request.get("children") or []]
+    sink, order = checked_sink(request.get("sink")), checked_order(request.get("send"))
     if lines:
         path = authorized_keys_path()
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
@@ -170,10 +227,8 @@ def wire(run_id):
             for line in lines:
                 if line not in present:
                     f.write(line + "\n")
-    skip = request.get("skip") or []
-    if not isinstance(skip, list) or not all(isinstance(d, str) and IMAGE_ID_RE.match(d) for d in skip):
-        fail(2, "skip must be a list of layer diff IDs (sha256:<64 hex>)")
-    write_private(folder + "/skip.json", json.dumps(skip))
+    write_private(folder + "/sink.json", json.dumps(sink))
+    write_private(folder + "/send.json", json.dumps(order))
     known = [line for c in children for line in known_hosts_lines(c["address"], c["port"], c["host_keys"])]
     write_private(folder + "/known_hosts", "".join(line + "\n" for line in known))
     write_private(folder + "/children.json", json.dumps(children))
@@ -181,6 +236,16 @@ def wire(run_id):
         if os.path.exists(os.path.join(folder, name)):
             os.remove(os.path.join(folder, name))
     json.dump({"children": [c["name"] for c in children], "authorized": len(lines)}, sys.stdout)
+
+
+def read_wired(folder, name, check):
+    """What `wire` recorded (sink.json, send.json), checked again: the folder is this run's, but a file is read
+    by another process."""
+    try:
+        with open(os.path.join(folder, name)) as f:
+            return check(json.load(f))
+    except (OSError, ValueError):
+        fail(2, "%s/%s is missing or not JSON: wire the run first" % (folder, name))
 
 
 def open_children(folder):
@@ -232,6 +297,21 @@ def wait_all(procs):
     return codes
 
 
+def sent_to(folder, procs):
+    """{"children": {name: exit code}, "child_errors": {name: the last line ssh said}} once every child ended."""
+    codes = wait_all(procs)
+    said = {}
+    for name, code in codes.items():
+        if code:
+            try:
+                with open(os.path.join(folder, "hop-%s.err" % name), "rb") as f:
+                    lines = f.read().decode(errors="replace").strip().splitlines()
+            except OSError:
+                lines = []
+            said[name] = lines[-1][-300:] if lines else ""
+    return {"children": codes, "child_errors": said}
+
+
 class FanOut:
     """A file to write to that writes to every sink still taking bytes (a tar stream's output)."""
 
@@ -273,22 +353,41 @@ def stream_without(spool, skip, sinks):
     return out.total, len(left_out)
 
 
-def read_skip(folder):
+def send_folder(root, files, sinks):
+    """The files of `root` as one tar stream to the sinks. Returns the bytes sent."""
+    out = FanOut(sinks)
     try:
-        with open(folder + "/skip.json") as f:
-            skip = json.load(f)
-    except (OSError, ValueError):
-        return set()
-    return {d for d in skip if isinstance(d, str) and IMAGE_ID_RE.match(d)}
+        with tarfile.open(fileobj=out, mode="w|", bufsize=CHUNK, format=tarfile.PAX_FORMAT) as tar:
+            for entry in files:
+                with open(os.path.join(root, entry["path"]), "rb") as source:
+                    info = os.fstat(source.fileno())
+                    if info.st_size != entry["size"]:
+                        fail(1, "%s is %d bytes, the manifest says %d" % (entry["path"], info.st_size, entry["size"]))
+                    member = tarfile.TarInfo(entry["path"])
+                    member.size, member.mode, member.mtime = entry["size"], 0o644, int(info.st_mtime)
+                    tar.addfile(member, source)
+    except BrokenPipeError:
+        pass
+    for proc in sinks.values():
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    return out.total
 
 
-def send(run_id, image_id):
+def send(run_id):
     folder = run_dir(run_id)
-    if not IMAGE_ID_RE.match(image_id or ""):
-        fail(2, "image id %r is not sha256:<64 hex>" % (image_id,))
+    order = read_wired(folder, "send.json", checked_order)
+    if order is None:
+        fail(2, "this host sends nothing in this round")
     children = open_children(folder)
     everyone = dict(children)
-    skip = read_skip(folder)
+    if order["kind"] == "folder":
+        total = send_folder(order["root"], order["files"], children)
+        json.dump(dict({"bytes": total, "save_rc": 0, "skipped": 0}, **sent_to(folder, everyone)), sys.stdout)
+        return
+    image_id, skip = order["image_id"], set(order["skip"])
     if skip:
         spool = SPOOL % run_id
         try:
@@ -296,7 +395,7 @@ def send(run_id, image_id):
                                    stderr=subprocess.DEVNULL)
             if saved.returncode == 0:  # else (no room for the spool, say) the whole image, streamed
                 total, skipped = stream_without(spool, skip, children)
-                json.dump({"bytes": total, "save_rc": 0, "skipped": skipped, "children": wait_all(everyone)},
+                json.dump(dict({"bytes": total, "save_rc": 0, "skipped": skipped}, **sent_to(folder, everyone)),
                           sys.stdout)
                 return
         finally:
@@ -312,31 +411,78 @@ def send(run_id, image_id):
     if abandoned:
         save_rc, error = 0, "every child broke off"
     json.dump({"bytes": total, "save_rc": save_rc, "save_error": error.strip(),
-               "children": wait_all(everyone)}, sys.stdout)
+               **sent_to(folder, everyone)}, sys.stdout)
     sys.exit(0 if save_rc == 0 else 1)
+
+
+def local_sink(folder, run_id, sink):
+    """Where a received stream goes on this host: `docker load`, or this program's `unpack` into the staging
+    folder."""
+    if sink["kind"] == "image":
+        return ["docker", "load", "-q"]
+    return [sys.executable or "python3", folder + "/relay.py", "unpack", run_id]
 
 
 def receive(run_id):
     folder = run_dir(run_id)
     write_private(folder + "/receive.pid", str(os.getpid()))
-    out = open(folder + "/load.out", "wb")
-    err = open(folder + "/load.err", "wb")
-    load = subprocess.Popen(["docker", "load", "-q"], stdin=subprocess.PIPE, stdout=out, stderr=err)
+    sink = read_wired(folder, "sink.json", checked_sink)
+    out = open(folder + "/sink.out", "wb")
+    err = open(folder + "/sink.err", "wb")
+    local = subprocess.Popen(local_sink(folder, run_id, sink), stdin=subprocess.PIPE, stdout=out, stderr=err)
     out.close()
     err.close()
     children = open_children(folder)
     sinks = dict(children)
-    sinks[""] = load  # "" is never a host name
+    sinks[""] = local  # "" is never a host name
     total, _ = pump(sys.stdin.buffer, sinks, folder + "/progress")
-    codes = wait_all({"": load, **children})
-    load_rc = codes.pop("")
-    with open(folder + "/load.out", "rb") as f:
-        loaded = f.read().decode(errors="replace").strip()[-500:]
-    with open(folder + "/load.err", "rb") as f:
+    codes = wait_all({"": local, **children})
+    local_rc = codes.pop("")
+    with open(folder + "/sink.out", "rb") as f:
+        said = f.read().decode(errors="replace").strip()[-500:]
+    with open(folder + "/sink.err", "rb") as f:
         error = f.read().decode(errors="replace").strip()[-500:]
-    write_private(folder + "/receive.json", json.dumps({"bytes": total, "load_rc": load_rc, "loaded": loaded,
-                                                        "load_error": error, "children": codes, "done": True}))
-    sys.exit(0 if load_rc == 0 else 1)
+    write_private(folder + "/receive.json", json.dumps({"bytes": total, "sink_rc": local_rc, "sink_out": said,
+                                                        "sink_error": error, "children": codes, "done": True}))
+    sys.exit(0 if local_rc == 0 else 1)
+
+
+def unpack_into(staging, files, stream):
+    """The tar on `stream` into `staging`: each file the sink names, of its size, to `<name>.part`, renamed to
+    `<name>` once complete; a file already complete there is read past. Returns (written, already there)."""
+    written, kept = 0, 0
+    os.makedirs(staging, exist_ok=True)
+    with tarfile.open(fileobj=stream, mode="r|", bufsize=CHUNK) as tar:
+        for member in tar:
+            name = member.name
+            if files.get(name) is None or not member.isfile() or member.size != files[name]:
+                fail(2, "the stream holds %r (%d bytes), which this host was not told to take" % (name, member.size))
+            target = os.path.join(staging, name)
+            if os.path.isfile(target) and not os.path.islink(target) and os.path.getsize(target) == member.size:
+                kept += 1
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            data = tar.extractfile(member)
+            with open(target + ".part", "wb") as f:
+                for chunk in iter(lambda: data.read(CHUNK), b""):
+                    f.write(chunk)
+            if os.path.getsize(target + ".part") != member.size:
+                fail(1, "%s: the stream ended inside it" % name)
+            os.replace(target + ".part", target)
+            written += 1
+    return written, kept
+
+
+def unpack(run_id):
+    folder = run_dir(run_id)
+    sink = read_wired(folder, "sink.json", checked_sink)
+    if sink["kind"] != "folder":
+        fail(2, "this host's sink is not a folder")
+    try:
+        written, kept = unpack_into(sink["staging"], sink["files"], sys.stdin.buffer)
+    except (tarfile.TarError, EOFError) as err:
+        fail(1, "the stream broke off: %s" % err)
+    json.dump({"written": written, "kept": kept}, sys.stdout)
 
 
 def report(run_id):
@@ -389,11 +535,11 @@ def cleanup(run_id):
 
 def main():
     args = sys.argv[1:]
-    commands = {"prepare": (prepare, 1), "wire": (wire, 1), "send": (send, 2), "receive": (receive, 1),
-                "report": (report, 1), "cleanup": (cleanup, 1)}
-    if not args or args[0] not in commands or len(args) - 1 != commands[args[0]][1]:
-        fail(2, "usage: prepare|wire|receive|report|cleanup RUN_ID, or send RUN_ID IMAGE_ID")
-    commands[args[0]][0](*args[1:])
+    commands = {"prepare": prepare, "wire": wire, "send": send, "receive": receive, "unpack": unpack,
+                "report": report, "cleanup": cleanup}
+    if len(args) != 2 or args[0] not in commands:
+        fail(2, "usage: prepare|wire|send|receive|unpack|report|cleanup RUN_ID")
+    commands[args[0]](args[1])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Where the hosts reach each other to pass the image on (image/relay.py), from the inventory: pure.
+"""Where the hosts reach each other to pass an image or weights on (relay/run.py), from the inventory: pure.
 
 Variables (see tritonops/inventory/known_vars.py): tritonops_relay_address, tritonops_relay_fanout.
 """
@@ -14,9 +14,9 @@ RELAY_FANOUT_VAR = "tritonops_relay_fanout"
 
 
 def relay_peer(host) -> RelayPeer:
-    """Where the other hosts reach this one's sshd to pass it the image: `tritonops_relay_address` ("address" or
-    "address:port", on the hosts' own network; port 22 unless given), else the address and port the controller
-    dials. The user is the one the relay's commands run as (the become user, else the login user)."""
+    """Where the other hosts reach this one's sshd to pass it the image or weights: `tritonops_relay_address`
+    ("address" or "address:port", on the hosts' own network; port 22 unless given), else the address and port the
+    controller dials. The user is the one the relay's commands run as (the become user, else the login user)."""
     connection = host.connection
     value = host.vars.get(RELAY_ADDRESS_VAR)
     where = _where(host, RELAY_ADDRESS_VAR)
@@ -33,7 +33,7 @@ def relay_peer(host) -> RelayPeer:
 
 
 def relay_fanout(hosts) -> int:
-    """The most hosts one host passes the image to: the smallest `tritonops_relay_fanout` among `hosts`."""
+    """The most hosts one host passes the image or weights to: the smallest `tritonops_relay_fanout` among `hosts`."""
     chosen = [check_fanout(host.vars[RELAY_FANOUT_VAR], _where(host, RELAY_FANOUT_VAR))
               for host in hosts if host.vars.get(RELAY_FANOUT_VAR) is not None]
     return min(chosen, default=DEFAULT_FANOUT)
