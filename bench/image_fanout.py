@@ -3,8 +3,9 @@
 For N = 1, 2, 4, 8 target hosts: the targets lose their vllm_env image, `build_images` brings it from the build
 host (which already holds it: the build is done once, before the first N), and we print the image bytes that
 went through the controller and, measured independently, every byte this machine sent into the lab's network
-(the lab bridge's tx_bytes: SSH packets, commands, docker API calls, everything), each against the image size; the bytes each host received and
-from whom; the wall time, and its ratio to N = 1's; then the same run again, which must move 0 bytes.
+(the lab bridge's tx_bytes: SSH packets, commands, docker API calls, everything), each against the image size;
+the bytes each host received and from whom; the wall time, and its ratio to N = 1's; then the same run again,
+which must move 0 bytes.
 
     python bench/image_fanout.py                      # host to host (image/relay.py), fan-out 2
     python bench/image_fanout.py --through-controller # the fallback path alone: save -> controller -> load
@@ -31,6 +32,7 @@ import yaml  # noqa: E402
 from tritonops.image.api import build_images  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 from tritonops.lab import api as lab_api  # noqa: E402
+from tritonops.lab.image_specs import TRITON_TAG  # noqa: E402
 from tritonops.lab.request import HostSpec, LabRequest  # noqa: E402
 from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, serve_on_host  # noqa: E402
 from tritonops.transport.pool import open_transport  # noqa: E402
@@ -59,8 +61,9 @@ def main() -> int:
     parser.add_argument("--state-dir", default=os.environ.get("TRITONOPS_IMAGE_LAB_STATE", "/tmp/tritonops-imgtest"))
     parser.add_argument("--prefix", default="tritonops-imgtest")
     parser.add_argument("--port-base", type=int, default=22420)
-    parser.add_argument("--base", default="tritonops-labtest/tritonserver:24.10-py3-pip",
-                        help="base image on the build host (the lab tests derive one with pip)")
+    parser.add_argument("--base", default=TRITON_TAG,
+                        help="base image on the build host (default: the lab's Triton, as the lab's inventory "
+                             "names it; every full lab host holds it, so by default only the layers above it travel)")
     parser.add_argument("--sizes", default="1,2,4,8")
     parser.add_argument("--fanout", type=int, default=2, help="tritonops_relay_fanout")
     parser.add_argument("--through-controller", action="store_true",

@@ -1,6 +1,6 @@
 """Fan-out of a controller folder's weights in the lab: bytes out of the controller and wall time against N.
 
-For N = 1, 2, 4 hosts that lack the folder: `relay_weights` brings it (the first host from the controller, the
+For N = 1, 2, 4, 8 hosts that lack the folder: `relay_weights` brings it (the first host from the controller, the
 others host to host), and we print the weights bytes that went through the controller and, measured
 independently, every byte this machine sent into the lab's network (the lab bridge's tx_bytes, as
 bench/image_fanout.py measures it), each against the folder's size; where each host's copy came from; the wall
@@ -9,7 +9,7 @@ time and its ratio to N = 1's; then the same run again, which must move 0 bytes.
     python bench/weights_fanout.py                      # host to host (weights/relay.py), fan-out 2
     python bench/weights_fanout.py --through-controller # every host pushed from the controller (the path before)
 
-Light lab hosts w1..w4 (sshd and python3 are all the weights need), created if missing (seconds), under their
+Light lab hosts w1..w8 (sshd and python3 are all the weights need), created if missing (seconds), under their
 own name prefix, state dir and ports; the folder is random bytes in a few files, made in a temporary folder.
 """
 
@@ -34,7 +34,7 @@ from tritonops.transport.pool import open_transport  # noqa: E402
 from tritonops.weights.operation import ModelWeightsArgs, ensure_weights_on_hosts  # noqa: E402
 from tritonops.weights.relay import relay_weights  # noqa: E402
 
-HOSTS = ("w1", "w2", "w3", "w4")
+HOSTS = tuple(f"w{i}" for i in range(1, 9))
 DEPLOYMENT = "bench-fanout"
 
 
@@ -56,7 +56,7 @@ def main() -> int:
     parser.add_argument("--state-dir", default="/tmp/tritonops-wfanout")
     parser.add_argument("--prefix", default="tritonops-wfanout")
     parser.add_argument("--port-base", type=int, default=22440)
-    parser.add_argument("--sizes", default="1,2,4")
+    parser.add_argument("--sizes", default="1,2,4,8")
     parser.add_argument("--mib", type=int, default=128, help="the folder's size in MiB")
     parser.add_argument("--fanout", type=int, default=2, help="tritonops_relay_fanout")
     parser.add_argument("--through-controller", action="store_true",
