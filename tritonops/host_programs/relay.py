@@ -269,32 +269,38 @@ def pump(source, sinks, progress_path=None):
         if not chunk:
             break
         total += len(chunk)
-        for name, proc in list(sinks.items()):
-            try:
-                proc.stdin.write(chunk)
-            except OSError:
-                dropped.append(name)
-                del sinks[name]
+        dropped += write_all(sinks, chunk)
         if progress_path and total >= mark:
             mark += PROGRESS_EVERY
             write_private(progress_path, str(total))
+    close_all(sinks)
+    return total, dropped
+
+
+def write_all(sinks, data):
+    """`data` to every sink; a sink that breaks is removed from `sinks`. Returns the names of those removed."""
+    dropped = []
+    for name, proc in list(sinks.items()):
+        try:
+            proc.stdin.write(data)
+        except OSError:
+            dropped.append(name)
+            del sinks[name]
+    return dropped
+
+
+def close_all(sinks):
+    """Every sink's stdin closed (its end of the stream); one already broken is left as it is."""
     for proc in sinks.values():
         try:
             proc.stdin.close()
         except OSError:
             pass
-    return total, dropped
 
 
 def wait_all(procs):
-    codes = {}
-    for name, proc in procs.items():
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        codes[name] = proc.wait()
-    return codes
+    close_all(procs)
+    return {name: proc.wait() for name, proc in procs.items()}
 
 
 def sent_to(folder, procs):
@@ -320,11 +326,7 @@ class FanOut:
 
     def write(self, data):
         self.total += len(data)
-        for name, proc in list(self.sinks.items()):
-            try:
-                proc.stdin.write(data)
-            except OSError:
-                del self.sinks[name]
+        write_all(self.sinks, data)
         if not self.sinks:
             raise BrokenPipeError("every child broke off")
         return len(data)
@@ -345,11 +347,7 @@ def stream_without(spool, skip, sinks):
                         tar.addfile(member, source.extractfile(member) if member.isfile() else None)
         except BrokenPipeError:
             pass
-    for proc in sinks.values():
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
+    close_all(sinks)
     return out.total, len(left_out)
 
 
@@ -368,11 +366,7 @@ def send_folder(root, files, sinks):
                     tar.addfile(member, source)
     except BrokenPipeError:
         pass
-    for proc in sinks.values():
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
+    close_all(sinks)
     return out.total
 
 
