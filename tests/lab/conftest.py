@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from tritonops.lab.testing import lab, lab_ssh  # noqa: F401
+from tritonops.lab.testing import TEST_PROMETHEUS_PORT, lab, lab_ssh  # noqa: F401
 
-LAB_PROMETHEUS_PORT = 9190
+LAB_PROMETHEUS_PORT = TEST_PROMETHEUS_PORT
 
 
 def pytest_collection_modifyitems(items):

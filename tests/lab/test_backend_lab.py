@@ -39,6 +39,7 @@ from tritonops.lab.inventory import WHEELHOUSE_PORT
 from tritonops.lab.profile_file import render_profile
 from tritonops.lab.profiles import PROFILES
 from tritonops.lab import api as lab_api
+from tritonops.lab.testing import test_lab_port_base, test_lab_prefix
 from tritonops.lab.request import HostSpec, LabRequest
 from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, serve_on_host, wheel_bytes
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
@@ -50,8 +51,8 @@ pytestmark = pytest.mark.lab
 ROOT = "/tmp/tritonops-backendtest"
 NAME = "tritonops-backendtest"
 # A lab of its own (prefix, ports, state dir): the shared test lab comes and goes with other sessions.
-PREFIX = "tritonops-bktest"
-PORT_BASE = 22520
+PREFIX = test_lab_prefix("backend")
+PORT_BASE = test_lab_port_base(220)
 FULL_2080TI = "bk-full-2080ti"
 # With --gpus on a lab host, tritonserver 2.51's GPU metrics (DCGM over the lab's libnvidia-ml) never
 # finish starting: the server hangs after its model table, before HTTP. Not needed here.

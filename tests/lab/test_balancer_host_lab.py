@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from tritonops.lab import api
+from tritonops.lab.testing import test_lab_port_base, test_lab_prefix
 from tritonops.lab.request import LabRequest, HostSpec, balancer_hosts
 
-PREFIX = "tritonops-labbal"
-PORT_BASE = 22400
+PREFIX = test_lab_prefix("bal")
+PORT_BASE = test_lab_port_base(100)
 LIGHT = "b-light-h200x2"
 BALANCER = "balancer-1"
 DOOR_PORT = 18080

@@ -34,14 +34,15 @@ from tritonops.deploy.lock import LockOwner, acquire
 from tritonops.image.docker_ssh import docker_client
 from tritonops.lab.image_specs import TRITON_TAG
 from tritonops.lab import api
+from tritonops.lab.testing import test_lab_port_base, test_lab_prefix
 from tritonops.lab.defaults import default_cache_dir
 from tritonops.lab.request import HostSpec, LabRequest
 from tritonops.transport.become import BecomeTransport
 from tritonops.transport.sessions import open_transport
 from tritonops.weights.transfer import PushFiles, PushItem
 
-PREFIX = "tritonops-labbecome"
-PORT_BASE = 22500
+PREFIX = test_lab_prefix("become")
+PORT_BASE = test_lab_port_base(200)
 HOST = "b-light"
 FULL = "b-full"  # a host with a Docker engine (the docker SDK through sudo)
 PASSWORD = "violet-ostrich-42"  # deployer's; no redaction pattern would hide it: any leak fails the tests

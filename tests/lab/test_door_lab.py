@@ -26,10 +26,10 @@ from tests.lab.test_serve_lab import cli, full_host_inventory, task
 from tritonops.lab import api
 from tritonops.lab.containers import network_name
 from tritonops.lab.request import LabRequest, balancer_hosts
-from tritonops.lab.testing import FULL_2080TI
+from tritonops.lab.testing import FULL_2080TI, test_lab_port_base, test_lab_prefix
 
-PREFIX = "tritonops-labdoor"
-PORT_BASE = 22450
+PREFIX = test_lab_prefix("door")
+PORT_BASE = test_lab_port_base(150)
 BALANCER = "balancer-1"
 DEPLOYMENT = "dep-door"
 ROOT = "/opt/tritonops"

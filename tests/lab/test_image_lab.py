@@ -31,6 +31,7 @@ from tritonops.image.api import build_images, image_status
 from tritonops.image.engine import HostEngine
 from tritonops.inventory import load_inventory
 from tritonops.lab import api as lab_api
+from tritonops.lab.testing import test_lab_port_base, test_lab_prefix
 from tritonops.lab.request import HostSpec, LabRequest
 from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, serve_on_host
 from tritonops.transport.pool import open_transport
@@ -38,8 +39,8 @@ from tritonops.tarball import tar_bytes
 
 pytestmark = pytest.mark.lab
 
-PREFIX = os.environ.get("TRITONOPS_IMAGE_LAB_PREFIX", "tritonops-imgtest")
-PORT_BASE = int(os.environ.get("TRITONOPS_IMAGE_LAB_PORT_BASE", "22420"))
+PREFIX = os.environ.get("TRITONOPS_IMAGE_LAB_PREFIX", test_lab_prefix("image"))
+PORT_BASE = int(os.environ.get("TRITONOPS_IMAGE_LAB_PORT_BASE", test_lab_port_base(120)))
 INDEX_PORT = 18431
 BUILDER, T1, T2 = "img-build", "img-t1", "img-t2"
 LAB_TRITON = "nvcr.io/nvidia/tritonserver:24.10-py3"

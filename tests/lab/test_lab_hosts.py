@@ -10,7 +10,8 @@ from tritonops.lab import api
 from tritonops.lab.profile_file import GpuFaults, SimulatedProcess
 from tritonops.lab.profiles import PROFILES
 from tritonops.lab.request import HostSpec, LabRequest
-from tritonops.lab.testing import FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, TEST_PREFIX, TEST_REQUEST
+from tritonops.lab.testing import (FULL_2080TI, LIGHT_H200X2, LIGHT_NOGPU, TEST_PREFIX, TEST_REQUEST,
+                                   test_lab_port_base, test_lab_prefix)
 
 pytestmark = pytest.mark.lab
 
@@ -136,18 +137,18 @@ def test_a_second_lab_folder_with_the_same_prefix_reaches_the_hosts_and_gets_the
     from tritonops.lab import collector
     from tritonops.lab.defaults import default_cache_dir
 
-    prefix, host = "tritonops-labtest3", HostSpec("gamma", "t4", "light")
+    prefix, host = test_lab_prefix("3"), HostSpec("gamma", "t4", "light")
     client = docker.from_env()
     try:
-        first = api.up(LabRequest((host,)), state_dir=tmp_path / "a", name_prefix=prefix, port_base=22420)
-        second = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=22420)
+        first = api.up(LabRequest((host,)), state_dir=tmp_path / "a", name_prefix=prefix, port_base=test_lab_port_base(120))
+        second = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=test_lab_port_base(120))
         assert [(r.host, r.status) for r in second.results] == [("gamma", "changed")]
         assert "added this lab folder's client key" in second.results["gamma"].msg
         assert second.host("gamma").port == first.host("gamma").port  # the same host, kept
         for state in (second, first):
             done = subprocess.run(state.ssh_argv("gamma", "hostname"), capture_output=True, text=True, timeout=60)
             assert (done.returncode, done.stdout.strip()) == (0, "gamma"), done.stderr
-        again = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=22420)
+        again = api.up(LabRequest((host,)), state_dir=tmp_path / "b", name_prefix=prefix, port_base=test_lab_port_base(120))
         assert [(r.host, r.status, r.msg) for r in again.results] == [("gamma", "ok", "unchanged")]
 
         for folder in ("a", "b"):
@@ -161,15 +162,15 @@ def test_a_second_lab_folder_with_the_same_prefix_reaches_the_hosts_and_gets_the
 
 
 def test_lab_adds_and_removes_the_difference_and_down_leaves_nothing(tmp_path):
-    prefix, state_dir = "tritonops-labtest2", tmp_path / "lab2"
+    prefix, state_dir = test_lab_prefix("2"), tmp_path / "lab2"
     one, two = HostSpec("alpha", "t4", "light"), HostSpec("beta", "l4", "light")
     try:
-        first = api.up(LabRequest((one,)), state_dir=state_dir, name_prefix=prefix, port_base=22400)
+        first = api.up(LabRequest((one,)), state_dir=state_dir, name_prefix=prefix, port_base=test_lab_port_base(100))
         assert [(r.host, r.status) for r in first.results] == [("alpha", "changed")]
-        both = api.up(LabRequest((one, two)), state_dir=state_dir, name_prefix=prefix, port_base=22400)
+        both = api.up(LabRequest((one, two)), state_dir=state_dir, name_prefix=prefix, port_base=test_lab_port_base(100))
         assert [(r.host, r.status) for r in both.results] == [("alpha", "ok"), ("beta", "changed")]
         assert both.host("alpha").port == first.host("alpha").port
-        last = api.up(LabRequest((two,)), state_dir=state_dir, name_prefix=prefix, port_base=22400)
+        last = api.up(LabRequest((two,)), state_dir=state_dir, name_prefix=prefix, port_base=test_lab_port_base(100))
         assert [(r.host, r.status, r.msg) for r in last.results] == [
             ("beta", "ok", "unchanged"), ("alpha", "changed", "removed (not requested)")]
         assert [h.name for h in last.hosts] == ["beta"]

@@ -33,6 +33,7 @@ import yaml
 from tritonops.image.api import build_images
 from tritonops.inventory import load_inventory
 from tritonops.lab import api as lab_api
+from tritonops.lab.testing import test_lab_port_base, test_lab_prefix
 from tritonops.lab.hub.model import tiny_model
 from tritonops.lab.request import HostSpec, LabRequest
 from tritonops.lab.wheelhouse.ray_wheels import LAB_RAY_REQUIREMENT
@@ -43,8 +44,8 @@ from tritonops.transport.sessions import open_transport
 
 pytestmark = pytest.mark.lab
 
-PREFIX = "tritonops-labray"
-PORT_BASE = 22700
+PREFIX = test_lab_prefix("ray")
+PORT_BASE = test_lab_port_base(400)
 HEAD, WORKER = "ray-head", "ray-worker"
 TOKEN_DIR = "/etc/tritonops-labray"
 TOKEN, WRONG_TOKEN = f"{TOKEN_DIR}/ray-token", f"{TOKEN_DIR}/wrong-token"

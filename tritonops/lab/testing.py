@@ -29,6 +29,20 @@ from tritonops.lab.request import HostSpec, LabRequest
 # another name prefix and port base (a second lab beside the suite's on one engine): these variables
 TEST_PREFIX = os.environ.get("TRITONOPS_LAB_TEST_PREFIX", "tritonops-labtest")
 TEST_PORT_BASE = int(os.environ.get("TRITONOPS_LAB_TEST_PORT_BASE", "22300"))
+# the test lab's Prometheus on this machine (tests/lab/conftest.py)
+TEST_PROMETHEUS_PORT = int(os.environ.get("TRITONOPS_LAB_TEST_PROMETHEUS_PORT", "9190"))
+
+
+def test_lab_prefix(name: str) -> str:
+    """The name prefix of a lab a test file starts beside the test lab: under the test lab's own prefix, so that a
+    second run of the suite (a helper's, another checkout's) given another TRITONOPS_LAB_TEST_PREFIX shares no
+    container, volume or network with this one."""
+    return f"{TEST_PREFIX}-{name}"
+
+
+def test_lab_port_base(offset: int) -> int:
+    """The SSH port base of such a lab: the test lab's base plus the file's own offset."""
+    return TEST_PORT_BASE + offset
 FULL_2080TI = "t-full-2080ti"
 LIGHT_H200X2 = "t-light-h200x2"
 LIGHT_NOGPU = "t-light-nogpu"
@@ -42,7 +56,7 @@ TEST_REQUEST = LabRequest((
 
 
 def lab_test_state_dir() -> Path:
-    return Path(os.environ.get("TRITONOPS_LAB_TEST_STATE", Path(tempfile.gettempdir()) / "tritonops-labtest"))
+    return Path(os.environ.get("TRITONOPS_LAB_TEST_STATE", Path(tempfile.gettempdir()) / TEST_PREFIX))
 
 
 @pytest.fixture(scope="session")
