@@ -102,3 +102,20 @@ def test_a_runs_inputs_keep_the_balancers_apart_from_the_hosts_that_serve(tmp_pa
     assert [host.name for host in inputs.balancers] == ["door-1"]
     limited = load_run_inputs(playbook, [str(tmp_path / "hosts.yml")], limit="node-b:door-1")
     assert limited.names == ("node-b",) and [host.name for host in limited.balancers] == ["door-1"]
+
+
+def test_a_limited_run_still_reaches_every_balancer_and_renders_doors_from_every_serving_host(tmp_path):
+    # issue #41: --limit node-b selects neither door-1 nor the other serving hosts; the run drains on door-1 all
+    # the same, and the door is rendered from every host of the deployment (node-c serves another one)
+    from tests.test_deploy_cli import write_playbook
+    from tritonops.playbook import load_run_inputs
+
+    (tmp_path / "hosts.yml").write_text(INVENTORY % "" + "    other:\n      hosts:\n"
+                                        "        node-d: {ansible_host: 10.0.0.14, tritonops_deployment: chat}\n")
+    playbook = write_playbook(tmp_path, "- name: t\n  put_file: {path: /tmp/x, content: y}\n")
+    limited = load_run_inputs(playbook, [str(tmp_path / "hosts.yml")], limit="node-b")
+    assert limited.names == ("node-b",) and limited.balancers == ()
+    assert [host.name for host in limited.doors] == ["door-1"]
+    assert [host.name for host in limited.fleet({"default"})] == ["node-a", "node-b", "node-c"]
+    assert [host.name for host in limited.fleet({"chat"})] == ["node-d"]
+    assert [host.name for host in limited.fleet()] == ["node-a", "node-b", "node-c", "node-d"]

@@ -25,7 +25,7 @@ import yaml
 from tests.lab.test_serve_lab import cli, full_host_inventory, task
 from tritonops.lab import api
 from tritonops.lab.containers import network_name
-from tritonops.lab.request import LabRequest, balancer_hosts
+from tritonops.lab.request import HostSpec, LabRequest, balancer_hosts
 from tritonops.lab.testing import FULL_2080TI, test_lab_port_base, test_lab_prefix
 
 PREFIX = test_lab_prefix("door")
@@ -38,19 +38,25 @@ KEYS = "/etc/tritonops/dep-door.keys"
 MODEL = "vllm_model"
 
 
+SECOND = "gpu-2"  # the balancer lab's own full host: a second serving host (issue #41's partial runs)
+
+
 @pytest.fixture(scope="module")
 def balancer(lab):
-    """A lab of one balancer host, its container also on the test lab's network (where the full host is)."""
+    """A lab of one balancer host and a second full host, their containers also on the test lab's network (where
+    the test lab's full host is)."""
     state_dir = Path(tempfile.gettempdir()) / PREFIX
     try:
-        state = api.up(LabRequest(balancer_hosts(1)), state_dir=state_dir, name_prefix=PREFIX, port_base=PORT_BASE)
+        state = api.up(LabRequest(balancer_hosts(1) + (HostSpec(SECOND, "2080ti", "full"),)), state_dir=state_dir,
+                       name_prefix=PREFIX, port_base=PORT_BASE)
         if state.results.failed:
             pytest.fail("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
         client = docker.from_env()
         network = client.networks.get(network_name(lab.prefix))
-        container = client.containers.get(state.host(BALANCER).container)
-        if network.name not in container.attrs["NetworkSettings"]["Networks"]:
-            network.connect(container)
+        for name in (BALANCER, SECOND):
+            container = client.containers.get(state.host(name).container)
+            if network.name not in container.attrs["NetworkSettings"]["Networks"]:
+                network.connect(container)
         yield state
     finally:
         if not os.environ.get("TRITONOPS_LAB_KEEP"):
@@ -248,12 +254,12 @@ def test_overload_gets_fast_503s_naming_the_reason_and_admitted_requests_finish(
     assert all(took > 1.4 for took in by[(200, None)]), by
 
 
-def test_an_unreachable_balancer_is_said_and_the_replicas_it_cannot_drain_are_still_updated(
+def test_an_unreachable_balancer_keeps_the_replicas_it_fronts_from_restarting_unless_no_drain_is_given(
         capsys, inventory, clean, balancer, tmp_path):
     # the balancer's container paused for the whole deploy (its sshd and haproxy frozen: a host that accepts the
-    # connection and never answers); the deploy's play allows no failed host (max_fail_percentage 0): the balancer
-    # is no host of the play, its door phase says it could not be reached (exit 4, ansible-playbook's
-    # "unreachable"), and the replica restarts with the new release all the same, undrained, said so
+    # connection and never answers). The replica it fronts cannot be drained, so it is not restarted: its serve
+    # step fails naming the balancer, which is `unreachable` (exit 4, ansible-playbook's code); with --no-drain
+    # it restarts undrained, said so, and the door phase still says the balancer could not be reached
     from tritonops.exit_codes import ExitCode
 
     playbook = tmp_path / "deploy.yml"
@@ -266,25 +272,33 @@ def test_an_unreachable_balancer_is_said_and_the_replicas_it_cannot_drain_are_st
     key = clean(f"cat {KEYS}").stdout.strip()
     until_up(balancer, key)
     container = docker.from_env().containers.get(balancer.host(BALANCER).container)
-    started = time.monotonic()
+    runs = []
     container.pause()
     try:
-        code, report = cli(capsys, "deploy", "-i", inventory, "--playbook", str(playbook),
-                           "-e", "tritonops_max_num_seqs=12")  # a new release: the replica restarts
+        for extra in ((), ("--no-drain",)):
+            started = time.monotonic()
+            runs.append((*cli(capsys, "deploy", "-i", inventory, "--playbook", str(playbook), "--limit", "s1",
+                              "-e", "tritonops_max_num_seqs=12", *extra),  # a new release: the replica restarts
+                         time.monotonic() - started))
     finally:
         container.unpause()
-    took = time.monotonic() - started
-    door = task(report, "door")
-    drain = task(report, "drain")
+    (refused, report, took), (undrained, forced, took_forced) = runs
+    serve, drain = task(report, "Triton serves"), task(report, "drain")
     with capsys.disabled():
-        print(f"\nbalancer paused: deploy exit {code} in {took:.1f} s; door: {door['status']}: {door['msg']}; "
-              f"drain: {drain['msg']}")
-    assert code == ExitCode.HOST_UNREACHABLE
-    assert door["host"] == "door-1" and door["status"] == "unreachable" and "\n" not in door["msg"], door
-    assert "door-1 could not drain s1-r0" in drain["msg"] and drain["status"] == "ok", drain
-    assert task(report, "Triton serves")["status"] == "changed"  # the replica was updated all the same
-    assert [r["host"] for r in report["results"] if r["status"] in ("failed", "unreachable")] == ["door-1"]
+        print(f"\nbalancer paused: deploy exit {refused} in {took:.1f} s; serve: {serve['msg']}; drain: "
+              f"{drain['host']} {drain['status']}: {drain['msg']}; with --no-drain: exit {undrained} in "
+              f"{took_forced:.1f} s; {task(forced, 'drain')['msg']}; door: {task(forced, 'door')['msg']}")
+    assert refused == ExitCode.HOST_UNREACHABLE
+    assert serve["status"] == "failed" and "not restarted: balancer door-1 could not be reached" in serve["msg"], serve
+    assert drain["host"] == "door-1" and drain["status"] == "unreachable" and "\n" not in drain["msg"], drain
     assert took < 120, took  # one connection timeout, not one per replica or phase
+    assert undrained == ExitCode.HOST_UNREACHABLE
+    assert task(forced, "Triton serves")["status"] == "changed"  # restarted, undrained
+    assert "not drained on door-1 (--no-drain)" in task(forced, "drain")["msg"]
+    door = task(forced, "door")
+    assert door["host"] == "door-1" and door["status"] == "unreachable", door
+    assert [r["host"] for r in forced["results"] if r["status"] in ("failed", "unreachable")] == ["door-1"]
+    assert took_forced < 120, took_forced
 
     code, again = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=12")  # reachable again
     assert code == 0 and task(again, "door")["status"] == "changed", task(again, "door")  # maxconn 12 now
@@ -616,3 +630,119 @@ def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docke
     finally:
         _put_profile(lab, "2080ti")
 
+
+
+# --- partial runs (issue #41): a --limit never leaves the door behind -------------------------------------------
+
+def address_on(state, host: str, lab) -> str:
+    """A host of another lab (`state`) at its address on the test lab's network."""
+    container = docker.from_env().containers.get(state.host(host).container)
+    return container.attrs["NetworkSettings"]["Networks"][network_name(lab.prefix)]["IPAddress"]
+
+
+@pytest.fixture
+def fleet(lab, balancer, inventory, clean, tmp_path):
+    """The module's deployment on two hosts behind door-1: s1 (the test lab's full host) and s2 (the balancer lab's
+    full host, reached and reaching s1 on the test lab's network); s2's containers and folder wiped before and
+    after."""
+    data = yaml.safe_load(Path(inventory).read_text())
+    s1 = data["all"]["hosts"]["s1"]
+    s1["tritonops_relay_address"] = lab_address(lab, FULL_2080TI)
+    second, at = balancer.host(SECOND), address_on(balancer, SECOND, lab)
+    data["all"]["hosts"]["s2"] = {**s1, "ansible_host": second.address, "ansible_port": second.port,
+                                  "ansible_ssh_private_key_file": str(balancer.key_file),
+                                  "tritonops_known_hosts_file": str(balancer.known_hosts_file),
+                                  "tritonops_replica_address": at, "tritonops_relay_address": at}
+    path = tmp_path / "fleet.yml"
+    path.write_text(yaml.safe_dump(data))
+    wipe = (f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={DEPLOYMENT}) 2>/dev/null; "
+            f"rm -rf {ROOT}/{DEPLOYMENT}")
+    subprocess.run(balancer.ssh_argv(SECOND, wipe), capture_output=True, timeout=60)
+    yield path
+    subprocess.run(balancer.ssh_argv(SECOND, wipe), capture_output=True, timeout=60)
+
+
+def with_vars(path: Path, host: str, **host_vars) -> Path:
+    data = yaml.safe_load(path.read_text())
+    data["all"]["hosts"][host].update(host_vars)
+    changed = path.with_name(f"{path.stem}-{host}-{len(list(path.parent.iterdir()))}.yml")
+    changed.write_text(yaml.safe_dump(data))
+    return changed
+
+
+def failures(report) -> list:
+    return [(r["host"], r["task"], r["msg"]) for r in report["results"] if r["status"] in ("failed", "unreachable")]
+
+
+def test_a_limited_deploy_drains_on_every_balancer_and_never_shrinks_the_door(capsys, fleet, clean, balancer):
+    # two serving hosts behind door-1. --check --diff --limit s1 shows the door's change and the drain it would do;
+    # then, under HTTP and gRPC streaming load through the door: --limit s1 (the balancer outside the limit: it is
+    # reached all the same and drains s1's replica), --limit s1:door-1 (the door is rendered from every host, s2's
+    # replica read from its release.json, not dropped), and a full deploy after them: nothing fails, nothing is cut
+    http = [f"tritonops_{DEPLOYMENT}_http/s1-r0", f"tritonops_{DEPLOYMENT}_http/s2-r0"]
+    code, report = cli(capsys, "deploy", "-i", str(fleet))
+    assert code == 0, failures(report)
+    assert "2 replica(s) behind" in task(report, "door")["msg"], task(report, "door")
+    key = clean(f"cat {KEYS}").stdout.strip()
+    assert until_servers(clean, "UP", http, 30), door_servers(clean)
+
+    code, checked = cli(capsys, "deploy", "-i", str(fleet), "--limit", "s1", "--check", "--diff",
+                        "-e", "tritonops_max_num_seqs=12")
+    door = task(checked, "door")
+    with capsys.disabled():
+        print(f"\n--check --limit s1: door: {door['status']}: {door['msg']}\n{door['diff']}")
+    assert code == 0 and door["host"] == "door-1" and door["status"] == "changed", door
+    assert "2 replica(s) behind" in door["msg"] and "would drain s1-r0 before s1's replicas restart" in door["msg"]
+    lines = door["diff"].splitlines()
+    assert [line for line in lines if line.startswith("+    server")] == [
+        line for line in lines if line.startswith("+    server s1-r0") and line.endswith("maxconn 12")], lines
+    assert not [line for line in lines if line.startswith(("-    server s2", "+    server s2"))], lines
+    assert door_servers(clean)[http[0]].state == "UP"  # nothing touched
+
+    runs = (("--limit", "s1", "-e", "tritonops_max_num_seqs=12"),
+            ("--limit", "s1:door-1", "-e", "tritonops_max_num_seqs=16"),
+            ("-e", "tritonops_max_num_seqs=20"))
+    rolled, answers = under_load(balancer, key, lambda: [cli(capsys, "deploy", "-i", str(fleet), *argv)
+                                                            for argv in runs])
+    failed = [a for a in answers if not a[2]]
+    with capsys.disabled():
+        for argv, (code, report) in zip(runs, rolled):
+            print(f"deploy {' '.join(argv)}: exit {code}; drain: "
+                  f"{[r['msg'] for r in report['results'] if r['task'] == 'drain']}; door: {task(report, 'door')['msg']}")
+        print(f"under load: {len(answers)} requests, {sum(a[0] == 'grpc' for a in answers)} gRPC streams, "
+              f"{len(failed)} failed or cut: {failed[:5]}")
+    for argv, (code, report) in zip(runs, rolled):
+        assert code == 0, (argv, failures(report))
+        drain = " ".join(r["msg"] for r in report["results"] if r["task"] == "drain")
+        assert f"tritonops_{DEPLOYMENT}_http/s1-r0 on door-1" in drain, (argv, drain)
+        assert "2 replica(s) behind" in task(report, "door")["msg"], (argv, task(report, "door"))
+    assert f"tritonops_{DEPLOYMENT}_http/s2-r0 on door-1" in " ".join(
+        r["msg"] for r in rolled[2][1]["results"] if r["task"] == "drain")
+    assert not failed and len(answers) > 50, (len(answers), failed[:10])
+
+    code, state = cli(capsys, "status", "-i", str(fleet))
+    door = next(r for r in state["results"] if r["task"] == "door")
+    assert code == 0 and f"{DEPLOYMENT}: 2/2 replicas UP" in door["msg"], door
+
+
+def test_a_limited_deploy_of_a_host_serving_fewer_replicas_takes_exactly_those_out_of_the_door_and_says_so(
+        capsys, fleet, clean, balancer, lab):
+    from tests.lab.test_replicas_lab import _put_profile
+
+    _put_profile(lab, "a100x4")
+    try:
+        code, report = cli(capsys, "deploy", "-i", str(with_vars(fleet, "s1", tritonops_replicas=2)))
+        assert code == 0, failures(report)
+        assert "3 replica(s) behind" in task(report, "door")["msg"], task(report, "door")
+        code, report = cli(capsys, "deploy", "-i", str(with_vars(fleet, "s1", tritonops_replicas=1)), "--limit", "s1")
+        door = task(report, "door")
+        with capsys.disabled():
+            print(f"\n--limit s1, 2 -> 1 replica: door: {door['msg']}")
+        assert code == 0, failures(report)
+        assert "2 replica(s) behind" in door["msg"] and "s1: 2 → 1 replica" in door["msg"], door
+        assert "s2:" not in door["msg"], door
+        servers = door_servers(clean)
+        assert sorted(name for name in servers if name.startswith(f"tritonops_{DEPLOYMENT}_http/")) == [
+            f"tritonops_{DEPLOYMENT}_http/s1-r0", f"tritonops_{DEPLOYMENT}_http/s2-r0"]
+    finally:
+        _put_profile(lab, "2080ti")

@@ -38,6 +38,7 @@ def default_roles_path(playbook: str) -> tuple[str, ...]:
 def add_playbook_options(parser, playbook: str) -> None:
     parser.add_argument("--playbook", default=None, metavar="PATH", help=f"the playbook (default playbooks/{playbook})")
     add_play_options(parser)
+    add_no_drain_option(parser)
     parser.add_argument("--break-lock", action="store_true",
                         help="take over a host's deployment lock held by another run (only when that run is gone)")
     add_audit_log_option(parser, "this run's events")
@@ -45,6 +46,12 @@ def add_playbook_options(parser, playbook: str) -> None:
     from tritonops.cli.playbook_listing import add_listing_options
 
     add_listing_options(parser)
+
+
+def add_no_drain_option(parser) -> None:
+    parser.add_argument("--no-drain", action="store_true",
+                        help="restart replicas without draining them on the balancers (a balancer that cannot be "
+                             "reached otherwise keeps the replicas it fronts from restarting)")
 
 
 def add_play_options(parser) -> None:
@@ -148,7 +155,7 @@ def run(args, out) -> int:
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock,
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
-        metrics=not args.no_metrics, audit_log=audit_log_of(args))
+        metrics=not args.no_metrics, audit_log=audit_log_of(args), no_drain=args.no_drain)
     gate = None
     if args.bench_gate and not args.check:
         from tritonops.deploy.bench_gate import plan_bench_gate

@@ -32,7 +32,7 @@ def run(args, out) -> int:
         tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock, command="rollback",
-        audit_log=audit_log_of(args))
+        audit_log=audit_log_of(args), no_drain=args.no_drain)
     progress = None if args.json else _Progress(out)
     report = rollback(inputs, options, on_event=progress)
     if args.json:

@@ -19,7 +19,7 @@ DESCRIPTIONS = {
 
 
 def register_action(subparsers, common, action: str) -> None:
-    from tritonops.cli.cmd_deploy import add_audit_log_option, add_reading_options
+    from tritonops.cli.cmd_deploy import add_audit_log_option, add_no_drain_option, add_reading_options
 
     parser = subparsers.add_parser(action, parents=[common], help=COMMANDS[action], description=DESCRIPTIONS[action])
     parser.add_argument("--replica", type=int, default=None, metavar="N",
@@ -28,8 +28,10 @@ def register_action(subparsers, common, action: str) -> None:
     parser.add_argument("--break-lock", action="store_true",
                         help="take over a host's deployment lock held by another run (only when that run is gone)")
     add_audit_log_option(parser, "this run's events")
+    if action == "stop":
+        add_no_drain_option(parser)
     add_reading_options(parser)
-    parser.set_defaults(run=run, maintenance_action=action)
+    parser.set_defaults(run=run, maintenance_action=action, no_drain=False)
 
 
 def run(args, out) -> int:
@@ -39,7 +41,8 @@ def run(args, out) -> int:
     inputs = run_inputs(args, default_playbook("deploy.yml"))  # the deployment's variables as a deploy sees them
     options = MaintenanceOptions(action=args.maintenance_action, replica=args.replica, check=args.check,
                                  forks=args.forks, accept_new_host_keys=args.accept_new_host_keys,
-                                 break_lock=args.break_lock, audit_log=audit_log_of(args))
+                                 break_lock=args.break_lock, audit_log=audit_log_of(args),
+                                 no_drain=args.no_drain)
     return show_host_results(out, args, maintain(inputs, options), args.maintenance_action, _table)
 
 

@@ -1,16 +1,21 @@
-"""Zero-downtime rolling behind the balancers (issue #31): when a deploy has balancers, a host's serve step runs
-replica by replica, and before each replica stops, every balancer drains it (HAProxy's runtime API over SSH: no
-new request goes to it, the ones in flight finish, bounded by `tritonops_drain_timeout_s`); once it has passed its
-gate, or its previous release is back, the balancers set it ready again; then the next one. The other replicas
-answer meanwhile.
+"""Zero-downtime rolling behind the balancers (issues #31, #41): when a deploy has balancers, a host's serve step runs
+replica by replica, and before each replica stops, every balancer of the inventory — whatever --limit selects, as
+Ansible's `delegate_to` reaches a host outside the play — drains it (HAProxy's runtime API over SSH: no new request
+goes to it, the ones in flight finish, bounded by `tritonops_drain_timeout_s`); once it has passed its gate, or its
+previous release is back, the balancers set it ready again; then the next one. The other replicas answer meanwhile.
 
-A balancer that does not know the replica yet (the first deploy behind it: its door is made after the run), or
-whose HAProxy is not running, has nothing to drain: the replica restarts as it would without one.
+A balancer that cannot be reached would keep sending to a replica that stops: before a host's first replica stops,
+every balancer is asked once (the answer kept for the run); if one does not answer, the host's replicas are not
+restarted (its serve step fails, naming the balancer; the balancer is `unreachable`, exit 4) unless the run was
+given `--no-drain`, which restarts them undrained and says so. A balancer that does not know the replica yet (the
+first deploy behind it: its door is made after the run), or whose HAProxy is not running, has nothing to drain: the
+replica restarts as it would without one.
 """
 
 from __future__ import annotations
 
 import shlex
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -19,6 +24,7 @@ from tritonops.balancer.runtime_program import read_send, read_wait, send_argv, 
 from tritonops.errors import InputError
 from tritonops.operations.execute import run_step
 from tritonops.operations.serve import ServeStep
+from tritonops.operations.steps import StepFailed
 from tritonops.planning.balancer import DEFAULT_DRAIN_S, door, server_name
 from tritonops.playbook.host_task import STEP_RUNNER
 from tritonops.render.haproxy_config import grpc_backend, http_backend
@@ -37,8 +43,12 @@ class DoorRollout:
     balancers: tuple[str, ...]             # inventory names of the run's balancer hosts
     deployments: dict[str, str]            # GPU host -> its deployment
     drain_timeout_s: float = 120.0
+    no_drain: bool = False                 # --no-drain: replicas restart undrained, said per host
     notes: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> what draining said (not failures)
     drained: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> each replica drained, and how long
+    unreachable: dict[str, str] = field(default_factory=dict)   # balancer -> why it could not be asked
+    _asked: dict[str, bool] = field(default_factory=dict, repr=False)  # balancer -> asked once this run
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def summary(self, host: str, when: str = "before each restart") -> str | None:
         """What draining did on a host's rollout, one line (None: nothing was drained or said)."""
@@ -48,6 +58,14 @@ class DoorRollout:
     def __call__(self, session: HostSession, step):
         if not isinstance(step, ServeStep) or not self.balancers:
             return run_step(session.transport, step)
+        if self.no_drain:
+            self.notes.setdefault(session.name, []).append(
+                f"not drained on {', '.join(self.balancers)} (--no-drain): its replicas restarted under traffic")
+            return run_step(session.transport, step)
+        if missing := self.unanswered():
+            raise StepFailed(f"not restarted: balancer {', '.join(missing)} could not be reached to drain its "
+                             f"replicas first ({'; '.join(self.unreachable[b] for b in missing)}); run again when it "
+                             "answers, or with --no-drain to restart them undrained", None)
         earlier: list = []
         for position, index in enumerate(step.replica_indices):
             servers = self.drain(session.name, index)
@@ -59,6 +77,21 @@ class DoorRollout:
                 return learned
             earlier.append([position, stepped])
         raise AssertionError("the serve program never answered for the last replica")  # it always does
+
+    def unanswered(self) -> list[str]:
+        """The balancers that could not be reached, each asked once per run (a paused one costs one timeout)."""
+        with self._lock:
+            for balancer in self.balancers:
+                if self._asked.get(balancer):
+                    continue
+                try:
+                    self._send(balancer, "show info")
+                except RuntimeApiError:
+                    pass  # it answered: no HAProxy running there yet, nothing to drain
+                except (Unreachable, CommandTimeout) as err:
+                    self.unreachable[balancer] = str(err)
+                self._asked[balancer] = True
+            return [balancer for balancer in self.balancers if balancer in self.unreachable]
 
     def backends(self, host: str, index: int) -> list[tuple[str, str]]:
         deployment = self.deployments[host]
@@ -131,8 +164,9 @@ class DoorRollout:
 
 
 def door_rollout(pool: SessionPool, ready, balancers, deployments, options) -> DoorRollout | None:
-    """With balancers, the serve steps of the `ready` hosts run replica by replica, each drained on every balancer
-    first; None without any, or in --check. `deployments`: host -> (root, deployment)."""
+    """With balancers (every one of the inventory: RunInputs.doors), the serve steps of the `ready` hosts run
+    replica by replica, each drained on every balancer first; None without any, or in --check.
+    `deployments`: host -> (root, deployment)."""
     if not balancers or options.check:
         return None
     timeouts = []
@@ -142,14 +176,18 @@ def door_rollout(pool: SessionPool, ready, balancers, deployments, options) -> D
         except InputError:
             continue  # said by the door phase, for that balancer
     rollout = DoorRollout(pool, tuple(host.name for host in balancers), {name: deployments[name][1] for name in ready},
-                          max(timeouts, default=DEFAULT_DRAIN_S))
+                          max(timeouts, default=DEFAULT_DRAIN_S), no_drain=options.no_drain)
     for name in ready:
         pool.session(name).extras[STEP_RUNNER] = rollout
     return rollout
 
 
 def said_drained(rollout: DoorRollout | None, hosts, record) -> None:
-    """A `drain` result for each host whose rollout drained something, or has something to say about it."""
+    """A `drain` result for each host whose rollout drained something, or has something to say about it; an
+    `unreachable` one for each balancer that could not be asked."""
     for name in (hosts if rollout else ()):
         if said := rollout.summary(name):
             record(HostResult(name, "ok", said, task="drain"))
+    for balancer, why in (rollout.unreachable.items() if rollout else ()):
+        record(HostResult(balancer, "unreachable", f"could not be reached to drain the replicas it fronts: {why}",
+                          task="drain"))

@@ -51,7 +51,10 @@ from tritonops.deploy.weights_phase import weights_phase
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
+from tritonops.modes.choice import serving_mode
+from tritonops.operations.serve import serve_release
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
+from tritonops.planning.balancer import ServedHost, served_host, server_name
 from tritonops.planning.cluster_plan import object_store_bytes
 from tritonops.planning.cluster_rollout import (cluster_members, incomplete, mixed_images, outside_limit,
                                                 split_by_batches)
@@ -60,7 +63,7 @@ from tritonops.planning.gpu_choice import describe
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.batches import batches
 from tritonops.playbook.events import EventStream, OnEvent
-from tritonops.playbook.host_task import PROGRESS
+from tritonops.playbook.host_task import PROGRESS, TaskOutcome
 from tritonops.results import HostResult
 from tritonops.serving.ray_member import token_digest
 from tritonops.serving.verdict import gate_deadline_s
@@ -81,6 +84,10 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
 
     hosts, balancers = list(inputs.hosts), list(inputs.balancers)  # the balancers serve nothing: their doors last
     deployments = {host.name: deployment_of(host) for host in hosts}
+    # every balancer of the inventory, whatever --limit selects: drained for the replicas the run restarts, its
+    # doors rendered from every host serving the run's deployments (those outside the limit read-only)
+    doors = list(inputs.doors)
+    fleet = list(inputs.fleet({name for _, name in deployments.values()} if hosts else None)) if doors else []
     refs = model_refs(hosts, options.default_model, options.model_name)
     models, model_errors = load_models(refs)
     folders = controller_folders(hosts, refs)
@@ -89,7 +96,8 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
     # a build host --limit left out: asked only for hosts lacking the image (image/api.py), never deployed to
     builders = {name: host for name, host in _outside_builders(hosts, inputs, options).items()
                 if name not in {h.name for h in hosts + balancers}}
-    with SessionPool([host.connection for host in hosts + balancers + list(builders.values())], forks=options.forks,
+    reached = {host.name: host for host in hosts + balancers + list(builders.values()) + doors + fleet}
+    with SessionPool([host.connection for host in reached.values()], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         probed = {}
         def facts_phase(session: HostSession) -> HostResult:
@@ -145,7 +153,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                     kept, report.weights_bytes = weights_phase(pool, hosts, ready, report.plans, record)
                     ready = leave(incomplete(clusters, kept, "its weights"), kept)
                 report.host_facts, compiled = compiled_for(ready, images)
-                rollout = door_rollout(pool, ready, balancers, deployments, options)
+                rollout = door_rollout(pool, ready, doors, deployments, options)
                 after = BenchGate(gate, pool, by_name, stream, record) if gate is not None and not options.check \
                     else None
                 report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream,
@@ -157,10 +165,31 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                              finished=clock(), on_phase=record)
                 write_targets(pool, hosts, report, record, balancers,  # Prometheus file_sd
                               behind_balancer=inputs.behind_balancer)
-                update_doors(pool, hosts, balancers, record)  # HAProxy on the balancers (tritonops_balancers)
+                update_doors(pool, doors, fleet, record)  # HAProxy on the balancers (tritonops_balancers)
+            elif doors:  # what the doors would become, and which replicas the run would drain first
+                planned, draining = _door_changes(report, by_name)
+                update_doors(pool, doors, fleet, record, check=True, diff=options.diff, planned=planned,
+                             draining=draining)
         finally:
             report.traffic = pool.traffic()
     return report
+
+
+def _door_changes(report: DeployReport, by_name) -> tuple[dict[str, ServedHost], dict[str, list[str]]]:
+    """In --check: each host whose serve task would run, as its new release would serve behind the doors, and the
+    servers (one per replica) the run would drain first."""
+    changed = [result.host for result in (report.run.results if report.run else ())
+               if result.status == "changed" and isinstance(result.payload, TaskOutcome)
+               and result.payload.operation == serve_release.name]
+    planned, draining = {}, {}
+    for name in dict.fromkeys(changed):
+        plan, serve = report.plans[name], report.host_facts[name]["tritonops_deploy"]["serve"]
+        if not serve["replicas"]:
+            continue  # a pipeline's worker: Triton runs on the head
+        capacity = sum(model.plan.max_num_seqs for model in plan.models)
+        planned[name] = served_host(by_name[name], serve["replicas"], capacity, serving_mode(plan.frontend))
+        draining[name] = [server_name(name, int(replica["index"])) for replica in serve["replicas"]]
+    return planned, draining
 
 
 def _facts_phase(session: HostSession) -> HostResult:

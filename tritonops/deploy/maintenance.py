@@ -76,9 +76,10 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
     deployments = {host.name: deployment_of(host) for host in hosts}
     # where each host's replicas answer on the host (checked before any host is contacted)
     addresses = {host.name: local_address(replica_bind(host, inputs.behind_balancer)) for host in hosts}
-    balancers = list(inputs.balancers)
+    balancers = list(inputs.doors)  # every balancer, whatever --limit selects: each drains what stops
     started = clock()
     refused: list[HostResult] = []
+    doors = None
     with SessionPool([host.connection for host in hosts + balancers], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         with locked(pool, list(by_name), deployments, options, refused.append) as held:
@@ -89,8 +90,10 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
                                 options, doors)
 
             done = pool.run(phase, held, task=options.action)
+    unreached = [HostResult(balancer, "unreachable", f"could not be reached to drain the replicas it fronts: {why}",
+                            task=options.action) for balancer, why in (doors.unreachable.items() if doors else ())]
     results = GroupResult.of(sorted([*done, *(r for r in refused if r.failed)],
-                                    key=lambda r: list(by_name).index(r.host)))
+                                    key=lambda r: list(by_name).index(r.host)) + unreached)
     if options.audit_log is not None and not options.check:
         audit_results(options.audit_log, results, deployments, command=options.action, started=started,
                       finished=clock())
@@ -149,7 +152,10 @@ def _stop(session: HostSession, doors, index: int, container: str, before: str, 
         return ReplicaChange(index, container, before, before)
     if check:
         return ReplicaChange(index, container, before, "exited")
-    if doors is not None:
+    if doors is not None and not doors.no_drain:
+        if missing := doors.unanswered():
+            raise TritonopsError(f"replica {index}: not stopped: balancer {', '.join(missing)} could not be reached "
+                                 "to drain it first; run again when it answers, or with --no-drain")
         doors.drain(session.name, index)  # left drained: the balancers send it nothing until `start`
     argv = ("docker", "stop", "--time", str(STOP_TIMEOUT_S), container)
     result = session.transport.run(shlex.join(argv), timeout=STOP_TIMEOUT_S + 60)

@@ -45,6 +45,8 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
     started = time.time()
     hosts, balancers = inputs.hosts, list(inputs.balancers)
     deployments = {host.name: deployment_of(host) for host in hosts}
+    doors = list(inputs.doors)  # every balancer, whatever --limit selects (deploy.door_rollout, deploy.door)
+    fleet = list(inputs.fleet({name for _, name in deployments.values()} if hosts else None)) if doors else []
 
     binds = rollback_facts(hosts, inputs.behind_balancer)
 
@@ -56,12 +58,14 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
     partial = outside_limit(hosts, inputs.inventory.hosts)  # a pipeline goes back whole or not at all
     for name, why in partial.items():
         record(HostResult(name, "failed", why, task="cluster"))
-    with SessionPool(list(compiled.connections) + [host.connection for host in balancers], forks=options.forks,
+    reached = {spec.name: spec for spec in compiled.connections}
+    reached.update({host.name: host.connection for host in balancers + doors + fleet if host.name not in reached})
+    with SessionPool(list(reached.values()), forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         try:
             with locked(pool, [spec.name for spec in compiled.connections if spec.name not in partial], deployments,
                         options, record) as ready:
-                rollout = door_rollout(pool, ready, balancers, deployments, options)  # each replica drained first
+                rollout = door_rollout(pool, ready, doors, deployments, options)  # each replica drained first
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
                                           on_event=stream)
                 said_drained(rollout, ready, record)
@@ -70,7 +74,7 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
                              finished=time.time(), on_phase=record)
                 write_targets(pool, hosts, report, record, balancers,  # the release labels of the rolled-back hosts
                               behind_balancer=inputs.behind_balancer)
-                update_doors(pool, hosts, balancers, record)  # the replicas of the releases gone back to
+                update_doors(pool, doors, fleet, record)  # the replicas of the releases gone back to
         finally:
             report.traffic = pool.traffic()
     return report

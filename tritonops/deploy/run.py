@@ -42,6 +42,7 @@ class DeployOptions:
     metrics: bool = True
     command: str = "deploy"
     audit_log: Path | None = None   # the controller's audit log of deploy events (None: not written)
+    no_drain: bool = False          # replicas restart undrained (a balancer that cannot be reached refuses them)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +55,7 @@ class LockedRunOptions:
     accept_new_host_keys: bool = False
     break_lock: bool = False
     audit_log: Path | None = None
+    no_drain: bool = False   # stop: replicas stop without draining them on the balancers
 
     @property
     def command(self) -> str:

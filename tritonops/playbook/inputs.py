@@ -6,7 +6,7 @@ controller's own, compiling the playbook, running it) is handed the result."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ from tritonops.inventory.model import Host, Inventory
 from tritonops.inventory.role_defaults import with_role_defaults
 from tritonops.playbook.loader import load_playbook
 from tritonops.planning.balancer import balancers_among, serving_hosts
+from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.model import Play, Playbook
 
 
@@ -35,6 +36,20 @@ class RunInputs:
         """The inventory has balancers, whatever --limit selects: the serving hosts' replicas bind privately
         (planning.bind)."""
         return bool(balancers_among(self.inventory.hosts))
+
+    @property
+    def doors(self) -> tuple[Host, ...]:
+        """Every balancer of the inventory, whatever --limit selects: a run reaches each of them for the replicas
+        it restarts (drain, ready) and the doors it changes, as Ansible's `delegate_to` reaches a host outside
+        the play."""
+        return tuple(balancers_among(self.inventory.hosts))
+
+    def fleet(self, deployments: Iterable[str] | None = None) -> tuple[Host, ...]:
+        """Every serving host of the inventory (of those deployments), whatever --limit selects: a door is
+        rendered from all of them, those outside the limit read-only."""
+        wanted = None if deployments is None else set(deployments)
+        return tuple(host for host in serving_hosts(self.inventory.hosts)
+                     if wanted is None or deployment_of(host)[1] in wanted)
 
     @property
     def names(self) -> tuple[str, ...]:
