@@ -360,18 +360,24 @@ def _grpc_stream(client, key: str, tokens: int) -> tuple[int, bool]:
         if result.get_response().parameters["triton_final_response"].bool_param:
             final.set()
 
+    from tritonclient.utils import InferenceServerException
+
     try:
         client.start_stream(callback=on_response, headers={"authorization": f"Bearer {key}"})
-        client.async_stream_infer(MODEL, [
-            tensor("text_input", "hi", "BYTES"), tensor("stream", True, "BOOL"),
-            tensor("sampling_parameters", json.dumps({"max_tokens": tokens}), "BYTES"),
-            tensor("exclude_input_in_output", True, "BOOL")], enable_empty_final_response=True)
+        try:
+            client.async_stream_infer(MODEL, [
+                tensor("text_input", "hi", "BYTES"), tensor("stream", True, "BOOL"),
+                tensor("sampling_parameters", json.dumps({"max_tokens": tokens}), "BYTES"),
+                tensor("exclude_input_in_output", True, "BOOL")], enable_empty_final_response=True)
+        except InferenceServerException as err:  # the stream broke before the request went: its error, counted
+            errors.append(errors[0] if errors else err)
+            final.set()
         done = final.wait(60)
         failed = list(errors)  # before the stream ends: a stream cancelled after its final response is no error
     finally:
         client.stop_stream(cancel_requests=not final.is_set())
-    if failed:
-        return getattr(failed[0], "status", lambda: None)() or "error", False
+    if failed:  # the gRPC code and what was said, for the failure's message
+        return f"{getattr(failed[0], 'status', lambda: None)() or 'error'}: {str(failed[0])[:160]}", False
     return 200, done and _words("".join(chunks)) == tokens
 
 
@@ -679,6 +685,8 @@ def test_a_limited_deploy_drains_on_every_balancer_and_never_shrinks_the_door(ca
     # then, under HTTP and gRPC streaming load through the door: --limit s1 (the balancer outside the limit: it is
     # reached all the same and drains s1's replica), --limit s1:door-1 (the door is rendered from every host, s2's
     # replica read from its release.json, not dropped), and a full deploy after them: nothing fails, nothing is cut
+    from tritonops.render.haproxy_config import LOG_RING
+
     http = [f"tritonops_{DEPLOYMENT}_http/s1-r0", f"tritonops_{DEPLOYMENT}_http/s2-r0"]
     code, report = cli(capsys, "deploy", "-i", str(fleet))
     assert code == 0, failures(report)
@@ -702,15 +710,32 @@ def test_a_limited_deploy_drains_on_every_balancer_and_never_shrinks_the_door(ca
     runs = (("--limit", "s1", "-e", "tritonops_max_num_seqs=12"),
             ("--limit", "s1:door-1", "-e", "tritonops_max_num_seqs=16"),
             ("-e", "tritonops_max_num_seqs=20"))
-    rolled, answers = under_load(balancer, key, lambda: [cli(capsys, "deploy", "-i", str(fleet), *argv)
-                                                            for argv in runs])
+    windows = []
+
+    def deploys():
+        done = []
+        for argv in runs:
+            started = time.monotonic()
+            done.append(cli(capsys, "deploy", "-i", str(fleet), *argv))
+            windows.append((round(started, 2), round(time.monotonic(), 2)))
+        return done
+
+    rolled, answers = under_load(balancer, key, deploys)
     failed = [a for a in answers if not a[2]]
     with capsys.disabled():
         for argv, (code, report) in zip(runs, rolled):
             print(f"deploy {' '.join(argv)}: exit {code}; drain: "
                   f"{[r['msg'] for r in report['results'] if r['task'] == 'drain']}; door: {task(report, 'door')['msg']}")
         print(f"under load: {len(answers)} requests, {sum(a[0] == 'grpc' for a in answers)} gRPC streams, "
-              f"{len(failed)} failed or cut: {failed[:5]}")
+              f"{len(failed)} failed or cut: {failed[:5]}; the deploys ran {windows}")
+    if failed:  # what the door logged of the requests that did not end whole (its ring keeps the latest)
+        import shlex
+
+        from tritonops.balancer.runtime_program import read_send, send_argv
+        found = clean(shlex.join(send_argv([f"show events {LOG_RING}"])))
+        lines = read_send(found.returncode, found.stdout, found.stderr)[0].text.splitlines()
+        with capsys.disabled():
+            print("\n".join(line for line in lines if " 200 " not in line)[-4000:])
     for argv, (code, report) in zip(runs, rolled):
         assert code == 0, (argv, failures(report))
         drain = " ".join(r["msg"] for r in report["results"] if r["task"] == "drain")

@@ -4,6 +4,10 @@ Ansible's `delegate_to` reaches a host outside the play — drains it (HAProxy's
 goes to it, the ones in flight finish, bounded by `tritonops_drain_timeout_s`); once it has passed its gate, or its
 previous release is back, the balancers set it ready again; then the next one. The other replicas answer meanwhile.
 
+Hosts roll at once (one batch of the play), each one replica at a time; across hosts, a deployment's door keeps at
+least half its servers in service: a replica drains only while fewer than half of them (at least one) are out, so
+two hosts of one replica each never both leave the door.
+
 A balancer that cannot be reached would keep sending to a replica that stops: before a host's first replica stops,
 every balancer is asked once (the answer kept for the run); if one does not answer, the host's replicas are not
 restarted (its serve step fails, naming the balancer; the balancer is `unreachable`, exit 4) unless the run was
@@ -17,6 +21,7 @@ from __future__ import annotations
 import shlex
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tritonops.balancer.runtime import RuntimeApiError, find_server, parse_stat, set_server_state, show_stat
@@ -49,6 +54,9 @@ class DoorRollout:
     unreachable: dict[str, str] = field(default_factory=dict)   # balancer -> why it could not be asked
     _asked: dict[str, bool] = field(default_factory=dict, repr=False)  # balancer -> asked once this run
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _turns: threading.Condition = field(default_factory=threading.Condition, repr=False)
+    _out: dict[str, int] = field(default_factory=dict, repr=False)     # deployment -> its replicas drained now
+    _sizes: dict[str, int] = field(default_factory=dict, repr=False)   # deployment -> servers in its door
 
     def summary(self, host: str, when: str = "before each restart") -> str | None:
         """What draining did on a host's rollout, one line (None: nothing was drained or said)."""
@@ -68,15 +76,47 @@ class DoorRollout:
                              "answers, or with --no-drain to restart them undrained", None)
         earlier: list = []
         for position, index in enumerate(step.replica_indices):
-            servers = self.drain(session.name, index)
-            try:
-                stepped, learned = step.run_replica(session.transport, position, earlier)
-            finally:
-                self.ready(session.name, servers)
+            with self._turn(self.deployments[session.name]):
+                servers = self.drain(session.name, index)
+                try:
+                    stepped, learned = step.run_replica(session.transport, position, earlier)
+                finally:
+                    self.ready(session.name, servers)
             if learned is not None:
                 return learned
             earlier.append([position, stepped])
         raise AssertionError("the serve program never answered for the last replica")  # it always does
+
+    @contextmanager
+    def _turn(self, deployment: str):
+        """A replica's drain-restart-ready, once the deployment's door keeps at least half its servers in service
+        without it (at least one out at a time): hosts roll at once, and two hosts of one replica each must not
+        both leave the door."""
+        with self._turns:
+            if deployment not in self._sizes:
+                self._sizes[deployment] = self._door_size(deployment)
+            allowed = max(1, self._sizes[deployment] // 2)
+            self._turns.wait_for(lambda: self._out.get(deployment, 0) < allowed)
+            self._out[deployment] = self._out.get(deployment, 0) + 1
+        try:
+            yield
+        finally:
+            with self._turns:
+                self._out[deployment] -= 1
+                self._turns.notify_all()
+
+    def _door_size(self, deployment: str) -> int:
+        """The servers of the deployment's HTTP door on the first balancer that says (0: no door yet)."""
+        for balancer in self.balancers:
+            if balancer in self.unreachable:
+                continue
+            backend = http_backend(deployment)
+            try:
+                rows = parse_stat(self._send(balancer, show_stat(backend)))
+            except (RuntimeApiError, Unreachable, CommandTimeout):
+                continue
+            return sum(1 for row in rows if row.kind == "server" and row.backend == backend)
+        return 0
 
     def unanswered(self) -> list[str]:
         """The balancers that could not be reached, each asked once per run (a paused one costs one timeout)."""
