@@ -17,9 +17,9 @@ from tritonops.deploy.run import Record
 from tritonops.deploy.served import read_current
 from tritonops.errors import InputError, TritonopsError
 from tritonops.modes.choice import mode_of_release
-from tritonops.planning.balancer import Door, ServedHost, balancer_config, door, served_host
+from tritonops.planning.balancer import Door, ServedHost, balancer_config, balancer_globals, door, served_host
 from tritonops.planning.deployment import deployment_of
-from tritonops.render.haproxy_config import BalancerGlobals, deployment_file, render_balancer_files
+from tritonops.render.haproxy_config import deployment_file, render_balancer_files
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 
@@ -82,7 +82,8 @@ def update_doors(pool: SessionPool, serving, balancers, record: Record) -> None:
             said.append(f"{deployment}: {len(config.replicas)} replica(s) behind :{config.http_port}{grpc}"
                         f"{' (TLS)' if config.tls_pem else ''}{' (API keys)' if config.keys_file else ''}")
         try:
-            files = render_balancer_files(BalancerGlobals(), configs)
+            files = render_balancer_files(balancer_globals(next(h for h in balancers if h.name == session.name)),
+                                          configs)
         except InputError as err:
             return HostResult(session.name, "failed", str(err), task=TASK)
         keys = [settings.keys_file] if settings.keys_file and configs else []
