@@ -138,7 +138,7 @@ def test_a_balancer_host_is_the_front_door_and_every_gpu_host_says_where_it_reac
     assert groups["tritonops_balancers"] == {"hosts": {"balancer-1": {
         "ansible_host": "127.0.0.1", "ansible_port": 22204, "lab_kind": "balancer",
         "tritonops_api_keys_file": "/etc/tritonops/lab-door.keys", "lab_door_address": "172.30.0.5",
-        "tritonops_door_address": "172.30.0.5"}}}
+        "tritonops_door_address": "172.30.0.5", "tritonops_bind_address": "172.30.0.5"}}}
     assert groups["lab_full"]["hosts"]["ws-2080ti"]["tritonops_replica_address"] == "172.30.0.2"
     assert groups["lab_light"]["hosts"]["light-01"]["tritonops_replica_address"] == "172.30.0.3"
     # otherwise the same inventory: only the replica addresses and the balancers' group are new

@@ -95,3 +95,27 @@ def test_a_balancer_with_a_bad_door_variable_fails_its_targets_result_and_the_ot
     assert [(r.host, r.status) for r in results] == [("door-1", "failed"), ("door-2", "changed")]
     assert "tritonops_queue_timeout_ms" in results[0].msg and "hosts.yml:" in results[0].msg
     assert [g["labels"]["host"] for g in read_targets(path.read_text(), str(path))] == ["door-2"]
+
+
+def test_a_balancer_s_exporter_is_scraped_where_it_binds_and_one_with_no_private_address_says_what_to_set(tmp_path):
+    from tritonops.deploy.run import DeployReport
+    from tritonops.deploy.targets import write_targets
+    from tritonops.inventory import load_inventory
+    from tritonops.planning.balancer import balancers_among
+    from tritonops.transport.sessions import SessionPool
+
+    path = tmp_path / "sd" / "targets.json"
+    (tmp_path / "hosts.yml").write_text(f"""all:
+  children:
+    tritonops_balancers:
+      hosts:
+        door-1: {{ansible_host: 34.120.5.8, tritonops_bind_address: 10.9.0.2, tritonops_prometheus_file_sd: {path}}}
+        door-2: {{ansible_host: 34.120.5.9, tritonops_prometheus_file_sd: {path}}}
+""")
+    hosts = load_inventory([str(tmp_path / "hosts.yml")]).select(None)
+    results = []
+    with SessionPool([]) as pool:
+        write_targets(pool, [], DeployReport(), results.append, balancers_among(hosts))
+    assert [group["targets"] for group in read_targets(path.read_text(), str(path))] == [["10.9.0.2:8405"]]
+    assert [(r.host, r.status) for r in results] == [("door-2", "failed"), ("door-1", "changed")]
+    assert "set tritonops_bind_address" in results[0].msg and "hosts.yml:" in results[0].msg

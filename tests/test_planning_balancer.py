@@ -104,6 +104,7 @@ def test_a_runs_inputs_keep_the_balancers_apart_from_the_hosts_that_serve(tmp_pa
     assert limited.names == ("node-b",) and [host.name for host in limited.balancers] == ["door-1"]
 
 
+<<<<<<< HEAD
 def test_a_limited_run_still_reaches_every_balancer_and_renders_doors_from_every_serving_host(tmp_path):
     # issue #41: --limit node-b selects neither door-1 nor the other serving hosts; the run drains on door-1 all
     # the same, and the door is rendered from every host of the deployment (node-c serves another one)
@@ -119,3 +120,35 @@ def test_a_limited_run_still_reaches_every_balancer_and_renders_doors_from_every
     assert [host.name for host in limited.fleet({"default"})] == ["node-a", "node-b", "node-c"]
     assert [host.name for host in limited.fleet({"chat"})] == ["node-d"]
     assert [host.name for host in limited.fleet()] == ["node-a", "node-b", "node-c", "node-d"]
+=======
+@pytest.mark.parametrize("door_vars, bound", [
+    ("", "10.0.0.2"),                                              # a private ansible_host
+    ("          tritonops_bind_address: 192.168.9.2", "192.168.9.2"),  # the balancer's own bind address wins
+    ("          tritonops_bind_address: '::'", "::"),              # every address only when asked
+])
+def test_haproxy_s_exporter_binds_to_the_balancer_s_private_address(tmp_path, door_vars, bound):
+    door = hosts(tmp_path, door_vars)["door-1"]
+    assert balancer.exporter_bind(door) == bound
+    assert balancer.balancer_globals(door).metrics_address == bound
+
+
+@pytest.mark.parametrize("connection, said", [
+    ("34.120.5.8", "ansible_host 34.120.5.8 is not a private or loopback IP address"),
+    ("door-1.example.com", "ansible_host door-1.example.com is not a private or loopback IP address"),
+])
+def test_a_balancer_with_no_private_address_is_told_which_variable_to_set(tmp_path, connection, said):
+    text = INVENTORY.replace("ansible_host: 10.0.0.2", f"ansible_host: {connection}") % ""
+    (tmp_path / "hosts.yml").write_text(text)
+    door = load_inventory([str(tmp_path / "hosts.yml")]).host("door-1")
+    with pytest.raises(InputError) as caught:
+        balancer.exporter_bind(door)
+    # where ansible_host was set, then what to set
+    assert f"hosts.yml:11: door-1: no private address to bind HAProxy's exporter to ({said}): set " \
+           "tritonops_bind_address (the balancer's private IP" in str(caught.value)
+
+
+def test_a_bind_address_that_is_no_ip_address_is_refused_naming_its_line(tmp_path):
+    with pytest.raises(InputError, match="tritonops_bind_address 'door.lan' is not an IP address") as caught:
+        balancer.exporter_bind(hosts(tmp_path, "          tritonops_bind_address: door.lan")["door-1"])
+    assert "hosts.yml:" in str(caught.value)
+>>>>>>> h-obs

@@ -45,7 +45,7 @@ def _haproxy() -> str:
 
 # --- the text -------------------------------------------------------------------------------------------
 
-def test_the_global_file_runs_master_worker_with_an_admin_socket_and_the_prometheus_exporter():
+def test_the_global_file_runs_master_worker_with_an_admin_socket_and_the_prometheus_exporter_on_loopback():
     assert render_globals(BalancerGlobals()) == """\
 # tritonops: the balancer's global section, defaults and metrics (rendered; edits are replaced)
 global
@@ -72,10 +72,18 @@ defaults
     timeout check 5s
 
 frontend tritonops_metrics
-    bind *:8405
+    bind 127.0.0.1:8405
     http-request use-service prometheus-exporter if { path /metrics }
     http-request return status 404
 """
+
+
+@pytest.mark.parametrize("address, bind", [("10.0.0.2", "bind 10.0.0.2:8405"), ("fd00::2", "bind [fd00::2]:8405"),
+                                           ("*", "bind *:8405")])
+def test_the_exporter_binds_only_where_it_is_told(address, bind):
+    rendered = render_globals(BalancerGlobals(metrics_address=address)).splitlines()
+    assert rendered[rendered.index("frontend tritonops_metrics") + 1] == f"    {bind}"
+
 
 
 def test_a_deployment_without_grpc_has_one_door_and_one_backend():

@@ -148,3 +148,60 @@ def test_with_replicas_the_host_serves_only_when_every_replica_does():
     assert host_status("h", running, ready, now, replicas=(zero, zero)).serving
     assert not host_status("h", running, ready, now, replicas=(zero, one)).serving  # replica 0 alone is not enough
     assert host_status("h", running, ready, now).serving  # one container: as before replicas
+
+
+def test_an_exited_replica_of_the_current_release_with_docker_s_restart_policy_was_stopped_not_crashed():
+    from tritonops.serving.status import ContainerFacts, parse_containers, replica_state
+
+    found = parse_containers("/tritonops-d exited unless-stopped r2\n/tritonops-d-1 restarting unless-stopped r2\n"
+                             "/tritonops-d-2 exited no r2\n/tritonops-d-3 exited unless-stopped r1\n"
+                             "/tritonops-d-4 exited unless-stopped\nError: No such object: tritonops-d-5\n")
+    assert found["tritonops-d"] == ContainerFacts("exited", "unless-stopped", "r2")
+    assert {name: replica_state(found.get(name), "r2") for name in (f"tritonops-d{s}" for s in
+                                                                    ("", "-1", "-2", "-3", "-4", "-5"))} == {
+        "tritonops-d": "stopped",       # `tritonops stop` / `docker stop`: Docker would have restarted a crash
+        "tritonops-d-1": "restarting",  # a crash Docker is bringing back
+        "tritonops-d-2": "exited",      # no restart policy: nothing says it was meant
+        "tritonops-d-3": "exited",      # another release's container
+        "tritonops-d-4": "exited",      # no release label
+        "tritonops-d-5": "absent"}
+    assert replica_state(found["tritonops-d"], None) == "exited"  # nothing is current
+
+
+def test_a_stopped_replica_leaves_the_host_ok_while_the_others_serve_and_a_crashed_one_fails_it():
+    ready = {"live": True, "ready": True, "models": {"chat": True}, "metrics": METRICS}
+    now = datetime(2026, 12, 1, 9, 0, 0, tzinfo=timezone.utc)
+    running = deployed(status="running", running=True, restarts=0, started_at="2026-12-01T08:00:00Z")
+    from tritonops.serving.status import replica_status
+
+    def replica(index, state, health):
+        return replica_status({"index": index, "gpus": [index], "ports": [8000, 8001, 8002]}, state, health)
+
+    def host(*replicas):
+        return host_status("h", running, ready, now, replicas=replicas)
+
+    serving, stopped, crashed = replica(0, "running", ready), replica(1, "stopped", {}), replica(1, "restarting", {})
+    assert (host(serving, stopped).serving, host(serving, stopped).ok, host(serving, stopped).stopped) == \
+        (True, True, (1,))
+    assert not host(serving, crashed).ok and not host(serving, crashed).serving
+    every = host(replica(0, "stopped", {}), stopped)
+    assert (every.serving, every.ok, every.stopped) == (False, True, (0, 1))  # all stopped: nothing is broken
+    assert not host(replica(0, "stopped", {}), crashed).ok
+    one = host_status("h", deployed(status="exited", restart="unless-stopped", release="20261201T080000Z-aaaa1111"),
+                      {}, now)
+    assert (one.container, one.ok, one.stopped) == ("stopped", True, (0,))
+    crashed_one = host_status("h", deployed(status="exited", restart="no", release="20261201T080000Z-aaaa1111"), {}, now)
+    assert (crashed_one.container, crashed_one.ok) == ("exited", False)
+
+
+def test_status_reaches_the_replicas_where_the_release_recorded_their_bind_else_where_the_variables_say():
+    from tritonops.planning.bind import serving_address
+
+    (recorded,) = parse_releases(_with_serve(dict(SERVE, bind="10.0.0.11"))).releases
+    (older,) = parse_releases(_with_serve(SERVE)).releases
+    assert (recorded.bind, older.bind) == ("10.0.0.11", None)
+    assert serving_address(recorded.bind, "0.0.0.0") == "10.0.0.11"  # api.status(hosts=...) without the balancers
+    assert serving_address(older.bind, "10.0.0.12") == "10.0.0.12"
+    assert serving_address(None, "0.0.0.0") == "127.0.0.1"
+    (tampered,) = parse_releases(_with_serve(dict(SERVE, bind="10.0.0.11; reboot"))).releases
+    assert tampered.damaged == "release.json: serve.bind is not an IP address"

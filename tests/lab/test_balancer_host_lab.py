@@ -78,7 +78,7 @@ def test_a_root_ssh_session_starts_haproxy_and_this_machine_reaches_its_door(doo
         ssh(door_lab, BALANCER, "kill $(cat /tmp/door.pid)")
 
 
-def test_the_inventory_puts_the_balancer_in_tritonops_balancers_and_names_reachable_replica_addresses(door_lab):
+def test_the_inventory_puts_the_balancer_in_tritonops_balancers_and_names_reachable_addresses(door_lab):
     from tritonops.inventory import load_inventory
 
     inventory = load_inventory([str(door_lab.inventory_file)])
@@ -87,6 +87,11 @@ def test_the_inventory_puts_the_balancer_in_tritonops_balancers_and_names_reacha
     assert {"all", "lab", "tritonops_balancers"} <= set(balancer.groups)
     assert "tritonops_balancers" not in light.groups
     assert balancer.vars["lab_door_address"] == door_lab.host(BALANCER).network_address
+    # HAProxy's exporter binds to the balancer's lab-network address, where the lab's Prometheus reaches it (its
+    # ansible_host is this machine's loopback, a port mapped to sshd alone)
+    from tritonops.planning.balancer import exporter_bind
+
+    assert balancer.vars["tritonops_bind_address"] == exporter_bind(balancer) == door_lab.host(BALANCER).network_address
     address = light.vars["tritonops_replica_address"]
     assert address == door_lab.host(LIGHT).network_address
     assert connects(address, 22)  # from this machine

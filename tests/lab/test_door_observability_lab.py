@@ -1,6 +1,8 @@
 """Watching the front door on the lab (issue #31): one deploy of the door lab (test_door_lab.py's balancer and
 inventory, imported as fixtures) with the test lab's Prometheus (`lab_prometheus`) given the targets file: the real
-Prometheus scrapes the balancer's HAProxy exporter (target up, with the deployment's backend and its replica);
+Prometheus scrapes the balancer's HAProxy exporter at the balancer's private address, the only one it listens on
+(target up, with the deployment's backend and its replica); `tritonops.api.status(hosts=...)` reaches the replica
+bound privately where its release says;
 `tritonops status` shows the replica UP in both doors and `tritonops metrics` counts the door's requests and its
 refusals (over gRPC: 200s, counted only together), both read over SSH from the balancer's HAProxy; the replica put in maint reads MAINT in status and the
 lab Prometheus (its rules: tritonops' own, for: 3 s) fires DoorNoReplica for the deployment."""
@@ -26,14 +28,15 @@ from tritonops.waiting import wait_until
 
 @pytest.fixture(scope="module")
 def observed(lab, balancer, inventory, clean, lab_prometheus):  # noqa: F811
-    """The door lab's inventory with the lab Prometheus' targets file, and each host's address on the lab
-    network for Prometheus to reach (the balancer's too); deployed once for the module."""
+    """The door lab's inventory with the lab Prometheus' targets file, the full host's address on the lab network
+    for Prometheus to reach, and the balancer's private address (its lab-network one, as `tritonops lab up` writes
+    it) where its exporter binds and is scraped; deployed once for the module."""
     path = Path(inventory).with_name("observed.yml")
     data = yaml.safe_load(Path(inventory).read_text())
     data["all"]["vars"]["tritonops_prometheus_file_sd"] = str(lab_prometheus.targets_file)
     data["all"]["hosts"]["s1"]["tritonops_metrics_address"] = lab_address(lab, FULL_2080TI)
     door = data["all"]["children"]["tritonops_balancers"]["hosts"]["door-1"]
-    door["tritonops_metrics_address"] = balancer.host(BALANCER).network_address
+    door["tritonops_bind_address"] = balancer.host(BALANCER).network_address  # its private address, as the lab's
     path.write_text(yaml.safe_dump(data))
     return str(path)
 
@@ -89,6 +92,39 @@ def test_prometheus_scrapes_the_balancer_s_exporter_with_the_deployment_s_backen
     found = wait_until(servers_up, timeout_s=30, interval_s=1)
     assert found and found[0]["metric"]["deployment"] == DEPLOYMENT, found
     assert task(report, "door")["status"] == "changed"
+
+
+def test_the_exporter_listens_on_the_balancer_s_private_address_only(deployed, balancer, clean):  # noqa: F811
+    address = balancer.host(BALANCER).network_address
+    # every socket listening on :8405 (0x20D5) on the balancer, IPv4 and IPv6, as the kernel lists them
+    listing = clean("python3 -c \"import socket, struct\n"
+                    "for name in ('tcp', 'tcp6'):\n"
+                    "    for row in open('/proc/net/' + name).read().splitlines()[1:]:\n"
+                    "        local, state = row.split()[1], row.split()[3]\n"
+                    "        host, port = local.split(':')\n"
+                    "        if port == '20D5' and state == '0A':\n"
+                    "            raw = bytes.fromhex(host)\n"
+                    "            print(socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, "
+                    "b''.join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))))\"")
+    assert listing.returncode == 0, listing.stderr
+    assert set(listing.stdout.split()) == {address}, listing.stdout  # not 0.0.0.0, not ::, not loopback
+    globals_file = clean("cat /etc/haproxy/tritonops/00-tritonops.cfg").stdout
+    assert f"    bind {address}:8405\n" in globals_file and "bind *:8405" not in globals_file
+
+
+def test_the_python_api_s_status_reaches_the_privately_bound_replica_from_its_release(deployed, observed):
+    from tritonops import api
+
+    data = yaml.safe_load(Path(observed).read_text())
+    s1 = data["all"]["hosts"]["s1"]
+    given = {name: s1[name] for name in ("ansible_host", "ansible_port", "tritonops_deployment")}
+    # no balancer, no port and no bind address given: by the variables alone the replica would be asked on
+    # 127.0.0.1:8000, where nothing answers; release.json says where it binds and on which ports
+    results = api.status(hosts={"s1": given}, vars={name: data["all"]["vars"][name] for name in (
+        "ansible_user", "ansible_ssh_private_key_file", "tritonops_known_hosts_file")})
+    (row,) = list(results)
+    assert row.status == "ok" and row.msg.startswith("serving"), row
+    assert row.payload.ready and [m.name for m in row.payload.models] == [MODEL]
 
 
 def test_status_shows_each_replica_up_in_both_doors_read_from_the_balancer_s_haproxy(capsys, deployed, observed):

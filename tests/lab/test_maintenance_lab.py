@@ -1,8 +1,9 @@
 """`tritonops stop` / `start` on the lab (issue #26): the test lab's full host (real Triton, the lab engine) behind
 the door lab's balancer (Debian's HAProxy). Stop drains the replica on the balancer and stops its container: the
-door then has no replica (503 no_replica) and the release is untouched; start brings the same container back,
-ready before the balancer sends to it again; each is in the audit log; a replica the release does not place, and
-a second stop, are said per host."""
+door then has no replica (503 no_replica) and the release is untouched; `status` reads the replica `stopped` (its
+host ok, the door failed); start brings the same container back, ready before the balancer sends to it again; each
+is in the audit log; a replica the release does not place, and a second stop, are said per host. Both commands run
+in table mode, --check and for real (issue #41: the table crashed after the replica had stopped)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import subprocess
 import pytest
 
 from tests.lab.test_door_lab import BALANCER, balancer, door_inventory  # noqa: F401 - the door lab's fixture
-from tests.lab.test_serve_lab import cli
+from tests.lab.test_serve_lab import cli, task
+from tritonops.cli.main import main
 from tritonops.lab.testing import FULL_2080TI
 
 DEPLOYMENT = "dep-maint"
@@ -71,36 +73,62 @@ def test_stop_drains_and_stops_the_replica_and_start_brings_the_same_one_back(ca
     key = on(balancer, BALANCER, f"cat {KEYS}").stdout.strip()
     until(lambda: door(balancer, key)[0] == 200)
     started_at = on(lab, FULL_2080TI, f"docker inspect --format '{{{{.Id}}}}' {CONTAINER}").stdout.strip()
-    current = on(lab, FULL_2080TI, f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip()
+    current = on(lab, FULL_2080TI, f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip().rsplit("/", 1)[-1]
     audit = tmp_path / "audit.log"
 
-    code, stopped = cli(capsys, "stop", "-i", str(deployed), "--audit-log", str(audit))
-    assert code == 0, stopped
-    row = stopped["results"][0]
-    assert (row["host"], row["task"], row["status"]) == ("s1", "stop", "changed"), row
-    assert row["msg"].startswith(f"stopped replica 0 ({CONTAINER}) of release ") and "drained" in row["msg"], row
-    assert row["payload"]["replicas"] == [{"index": 0, "container": CONTAINER, "before": "running", "after": "exited"}]
-    assert on(lab, FULL_2080TI, f"docker inspect --format '{{{{.State.Status}}}}' {CONTAINER}").stdout.strip() \
-        == "exited"
+    def state() -> str:
+        return on(lab, FULL_2080TI, f"docker inspect --format '{{{{.State.Status}}}}' {CONTAINER}").stdout.strip()
+
+    code = main(["stop", "-i", str(deployed), "--check", "--audit-log", "none"])  # table mode, as a person runs it
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines()[0].strip() == "STOP (check: nothing was changed)", out
+    assert "running -> exited" in out and CONTAINER in out and "s1 changed: would have stopped replica 0" in out
+    assert state() == "running"
+
+    code = main(["stop", "-i", str(deployed), "--audit-log", str(audit)])
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines()[0].strip() == "STOP", out
+    row = next(line for line in out.splitlines() if line.startswith("│ s1 "))
+    assert "│ changed " in row and current in row and "running -> exited" in row, out
+    assert f"s1 changed: stopped replica 0 ({CONTAINER}) of release {current}" in out and "drained" in out
+    assert state() == "exited"
     status, body = door(balancer, key)
     assert (status, body.get("reason")) == (503, "no_replica"), body
-    assert on(lab, FULL_2080TI, f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == current
+    assert on(lab, FULL_2080TI, f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip() == f"releases/{current}"
+
+    # status: the replica stopped on purpose is `stopped`, its host ok; the door has no replica UP and fails (exit 2)
+    code, seen = cli(capsys, "status", "-i", str(deployed))
+    host, door_row = task(seen, "status"), task(seen, "door")
+    assert (host["status"], host["payload"]["container"]) == ("ok", "stopped"), host
+    assert host["msg"] == "stopped (tritonops stop or docker stop): `tritonops start --limit s1` starts it again"
+    assert door_row["status"] == "failed" and code == 2
+    assert main(["status", "-i", str(deployed)]) == 2
+    out = capsys.readouterr().out
+    assert "│ stopped " in next(line for line in out.splitlines() if line.startswith("│ s1 ")), out
 
     code, again = cli(capsys, "stop", "-i", str(deployed), "--audit-log", "none")
     assert code == 0 and again["results"][0]["status"] == "ok"
     assert again["results"][0]["msg"] == "replica 0 already exited", again["results"][0]
+    assert again["results"][0]["payload"]["replicas"] == [
+        {"index": 0, "container": CONTAINER, "before": "exited", "after": "exited"}]
 
     code, refused = cli(capsys, "start", "-i", str(deployed), "--replica", "3", "--audit-log", "none")
     assert code == 2 and "places no replica 3 (its replicas: 0)" in refused["results"][0]["msg"], refused
 
-    code, back = cli(capsys, "start", "-i", str(deployed), "--audit-log", str(audit))
-    assert code == 0, back
-    row = back["results"][0]
-    assert (row["task"], row["status"]) == ("start", "changed") and row["msg"].startswith(
-        f"started replica 0 ({CONTAINER}) of release "), row
+    code = main(["start", "-i", str(deployed), "--check", "--audit-log", "none"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines()[0].strip() == "START (check: nothing was changed)", out
+    assert "exited -> running" in out and state() == "exited"
+
+    code = main(["start", "-i", str(deployed), "--audit-log", str(audit)])
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines()[0].strip() == "START", out
+    assert "exited -> running" in out and f"s1 changed: started replica 0 ({CONTAINER}) of release {current}" in out
     status, body = door(balancer, key)  # ready before the balancer sent to it: the first request is answered
     assert status == 200 and body["text_output"], body
     assert on(lab, FULL_2080TI, f"docker inspect --format '{{{{.Id}}}}' {CONTAINER}").stdout.strip() == started_at
+    code, seen = cli(capsys, "status", "-i", str(deployed))
+    assert code == 0 and task(seen, "status")["payload"]["container"] == "running", seen
 
     events = [json.loads(line) for line in audit.read_text().splitlines()]
     actions = [e.get("tritonops", {}).get("action") for e in events]

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_host_results
-from tritonops.cli.output import hosts_then_doors, line, status_text
+from tritonops.cli.output import hosts_then_doors, said, status_text, with_notes
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -46,10 +46,11 @@ def _tables(results) -> Table | Group:
     return hosts_then_doors(results, _table, _door_table)
 
 
-def _door_table(results) -> Table:
+def _door_table(results) -> Table | Group:
     from rich.table import Table
 
     table = Table(title="DOOR (HAProxy on each balancer, since it last loaded)", title_justify="left")
+    notes: list = []
     for column in ("balancer", "deployment", "door", "requests", "last s", "2xx / 4xx / 5xx",
                    "403/401 refused", "503 no_replica/queue_full", "503 queue_timeout",
                    "replica 5xx", "queue now / max", "queue ms avg / max", "UP"):
@@ -57,7 +58,8 @@ def _door_table(results) -> Table:
     for result in results:
         figures = result.payload
         if figures is None or not figures.doors:
-            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 11)
+            table.add_row(result.host, status_text(result.status), *("",) * 11)
+            notes.append(said(result))
             continue
         for index, door in enumerate(figures.doors):
             http = door.door == "http"  # over gRPC the door's refusals are 200s: only their sum is known
@@ -71,20 +73,22 @@ def _door_table(results) -> Table:
                 f"{'-' if door.queue_ms is None else f'{door.queue_ms:,}'} / "
                 f"{'-' if door.queue_max_ms is None else f'{door.queue_max_ms:,}'}",
                 f"{door.replicas_up}/{door.replicas}")
-    return table
+    return with_notes(table, notes)
 
 
-def _table(results) -> Table:
+def _table(results) -> Table | Group:
     from rich.table import Table
 
     table = Table(title="METRICS (average ms per request)", title_justify="left")
+    notes: list = []
     for column in ("host", "model", "requests ok / failed", "queue", "input", "infer", "output", "request",
                    "KV cache", "running / waiting"):
         table.add_column(column, justify="left" if column in ("host", "model") else "right")
     for result in results:
         figures = result.payload
         if figures is None:
-            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 8)
+            table.add_row(result.host, status_text(result.status), *("",) * 8)
+            notes.append(said(result))
             continue
         if not figures.models:
             table.add_row(result.host, "-", "no model", *("",) * 7)
@@ -94,4 +98,4 @@ def _table(results) -> Table:
                 f"{model.running if model.running is not None else '-'} / {model.waiting if model.waiting is not None else '-'}"
             table.add_row(result.host if index == 0 else "", model.model, f"{model.requests:,} / {model.failures:,}",
                           *(_ms(model.average_ms.get(name)) for name in TIMES), kv, engine)
-    return table
+    return with_notes(table, notes)

@@ -6,13 +6,15 @@ from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import add_reading_options, reading_inputs, show_host_results
-from tritonops.cli.output import hosts_then_doors, line, status_text, styled
+from tritonops.cli.output import hosts_then_doors, line, said, status_text, styled, with_notes
 
 if TYPE_CHECKING:
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
 DOOR_STATES = {"UP": "green", "DRAIN": "yellow", "NOLB": "yellow", "MAINT": "yellow", "DOWN": "red"}
+CONTAINER_STATES = {"running": "green", "stopped": "yellow"}
 
 
 def register(subparsers, common) -> None:
@@ -43,16 +45,18 @@ def _tables(results) -> Table | Group:
     return hosts_then_doors(results, _table, _door_table)
 
 
-def _door_table(results) -> Table:
+def _door_table(results) -> Table | Group:
     from rich.table import Table
 
     table = Table(title="DOOR (HAProxy on each balancer)", title_justify="left")
+    notes: list = []
     for column in ("balancer", "deployment", "door", "replica", "state", "sessions", "queue", "check"):
         table.add_column(column, justify="right" if column in ("sessions", "queue") else "left")
     for result in results:
         found = result.payload
         if found is None or not found.servers:
-            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 6)
+            table.add_row(result.host, status_text(result.status), *("",) * 6)
+            notes.append(said(result))
             continue
         for backend in found.backends:
             for server in (s for s in found.servers if (s.deployment, s.door) == (backend.deployment, backend.door)):
@@ -63,42 +67,67 @@ def _door_table(results) -> Table:
                           styled(backend.state, DOOR_STATES.get(backend.state, "")), str(backend.sessions),
                           str(backend.queue), "")  # leastconn with maxconn: requests wait here, for any replica
         if result.status != "ok":
-            table.add_row(result.host, line(status_text(result.status), ": ", result.msg), *("",) * 6)
-    return table
+            notes.append(said(result))
+    return with_notes(table, notes)
 
 
-def _table(results) -> Table:
+def _table(results) -> Table | Group:
+    """STATUS: a row per host and model (green when ready), and under the table, what a host that does not simply serve said (a
+    replica down or stopped, the KV cache below the plan, a pipeline's cluster)."""
     from rich.table import Table
 
     table = Table(title="STATUS", title_justify="left")
-    for column in ("host", "status", "release", "container", "uptime", "restarts", "health", "replicas", "logs",
-                   "model", "ready", "KV tokens (plan / vLLM)", "requests", "avg ms (request / queue / infer)"):
-        table.add_column(column)
+    for column in ("host", "status", "release", "container", "replicas", "model", "KV plan / vLLM", "requests",
+                   "ms req / queue / infer"):
+        table.add_column(column, no_wrap=column in ("status", "release"),
+                         justify="right" if column in ("requests", "KV plan / vLLM") else "left")
+    notes = []
     for result in results:
         found = result.payload
         if found is None:
-            table.add_row(result.host, status_text(result.status), "", "", "", "", "", "", "", "", "", "", "",
-                          result.msg)
+            table.add_row(styled(result.host), status_text(result.status), *("",) * 7)
+            notes.append(said(result))
             continue
-        uptime = "-" if found.uptime_s is None else f"{found.uptime_s / 60:.0f} min"
-        health = "ready" if found.ready else ("live" if found.live else "down")
-        kv = f"{found.kv_predicted or 0:,} / {found.kv_reported or 0:,}" if found.kv_predicted else "-"
-        if found.kv_shortfall is not None:
-            kv = line(kv, styled(f" ({found.kv_shortfall:.1%} below the plan)", "yellow"))
-        replicas = "1" if not found.replicas else \
-            f"{sum(r.container == 'running' and r.ready for r in found.replicas)}/{len(found.replicas)} ready"
+        if result.status != "ok" or found.stopped or found.kv_shortfall is not None or found.cluster is not None:
+            notes.append(said(result))
         rows = found.models or (None,)
         for index, model in enumerate(rows):
-            head = (result.host, status_text(result.status), found.current or "-", found.container, uptime,
-                    str(found.restarts), health, replicas, found.logs) if index == 0 else ("",) * 9
+            head = (styled(result.host), status_text(result.status), styled(found.current or "-"),
+                    _container(found), _replicas(found)) if index == 0 else ("",) * 5
+            kv = f"{found.kv_predicted or 0:,} / {found.kv_reported or 0:,}" if found.kv_predicted else "-"
+            if found.kv_shortfall is not None:
+                kv = styled(kv, "yellow")
             if model is None:
-                table.add_row(*head, "-", "-", kv, "-", "-")
+                table.add_row(*head, "-", kv, "-", "-")
                 continue
             avg = model.metrics.average_ms
-            table.add_row(*head, model.name, styled("yes", "green") if model.ready else styled("no", "red"), kv,
-                          f"{model.metrics.requests:,}",
+            name = styled(model.name, "green") if model.ready else line(styled(model.name, "red"), " (not ready)")
+            table.add_row(*head, name, kv, f"{model.metrics.requests:,}",
                           f"{_ms(avg.get('request'))} / {_ms(avg.get('queue'))} / {_ms(avg.get('compute_infer'))}")
-        if found.cluster is not None:  # a pipeline's member: its Ray node, and the head's view of the members
-            said = found.cluster.said()
-            table.add_row(*("",) * 13, line("cluster: ", said if found.cluster.whole else styled(said, "red")))
-    return table
+    return with_notes(table, notes)
+
+
+def _container(found) -> Text:
+    """The (first replica's) container: its state, uptime and restarts, a line each, and where its logs go."""
+    parts = [styled(found.container, CONTAINER_STATES.get(found.container, "red"))]
+    if found.uptime_s is not None:
+        parts += ["\n", f"{found.uptime_s / 60:.0f} min"]
+    if found.restarts:
+        parts += ["\n", styled(f"{found.restarts} restarts", "yellow")]
+    if found.logs != "-":
+        parts += ["\n", styled(f"logs {found.logs}", "dim")]
+    return line(*parts)
+
+
+def _replicas(found) -> Text:
+    """How many replicas serve, of how many, and how many were stopped (`tritonops stop`); one container: its
+    health."""
+    if not found.replicas:
+        if found.stopped:
+            return styled("stopped", "yellow")
+        return styled("ready", "green") if found.ready else styled("live" if found.live else "down", "red")
+    ready = sum(r.serving for r in found.replicas)
+    said = line(styled(f"{ready}/{len(found.replicas)} ready", "green" if found.serving else "red"))
+    if found.stopped:
+        said.append(f", {len(found.stopped)} stopped", "yellow")
+    return said

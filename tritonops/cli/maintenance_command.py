@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tritonops.cli.commands import COMMANDS
-from tritonops.cli.output import status_text
+from tritonops.cli.output import line, said, status_text, styled, with_notes
 
 if TYPE_CHECKING:
+    from rich.console import Group
     from rich.table import Table
 
 DESCRIPTIONS = {
@@ -43,15 +44,30 @@ def run(args, out) -> int:
                                  forks=args.forks, accept_new_host_keys=args.accept_new_host_keys,
                                  break_lock=args.break_lock, audit_log=audit_log_of(args),
                                  no_drain=args.no_drain)
-    return show_host_results(out, args, maintain(inputs, options), args.maintenance_action, _table)
+    return show_host_results(out, args, maintain(inputs, options), args.maintenance_action,
+                             lambda results: maintenance_table(results, args.maintenance_action, args.check))
 
 
-def _table(results) -> Table:
+def maintenance_table(results, action: str, check: bool) -> Table | Group:
+    """STOP / START: per host, each replica's container state before and after (what it would be in --check); under
+    the table what each host said (the drain on the balancers, a replica already in the asked state, why it
+    failed: the lock, no current release)."""
     from rich.table import Table
 
-    table = Table(title=f"{results[0].task.upper() if results else 'MAINTENANCE'}", title_justify="left")
-    for column in ("host", "status", "replicas"):
-        table.add_column(column)
+    from tritonops.deploy.maintenance import Maintained
+
+    table = Table(title=action.upper() + (" (check: nothing was changed)" if check else ""), title_justify="left")
+    for column in ("host", "status", "release", "replica", "container", "state"):
+        table.add_column(column, no_wrap=column in ("status", "release"))
     for result in results:
-        table.add_row(result.host, status_text(result.status), result.msg)
-    return table
+        done = result.payload
+        changes = done.replicas if isinstance(done, Maintained) else ()
+        release = styled(done.release if isinstance(done, Maintained) else "-")
+        if not changes:
+            table.add_row(styled(result.host), status_text(result.status), release, "", "", "")
+        for index, change in enumerate(changes):
+            head = (styled(result.host), status_text(result.status), release) if index == 0 else ("", "", "")
+            moved = change.before != change.after
+            state = line(change.before, " -> ", styled(change.after, "yellow")) if moved else styled(change.after)
+            table.add_row(*head, str(change.index), styled(change.container), state)
+    return with_notes(table, [said(result) for result in results if result.msg])

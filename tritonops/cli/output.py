@@ -125,6 +125,20 @@ class Output:
         self.err_console.print(line(styled("error:", "bold red"), " ", printable(text)))
 
 
+def said(result) -> Text:
+    """A result's message on a line of its own, under its table (a narrow column would wrap it word by word)."""
+    return line(styled(result.host, "bold"), " ", status_text(result.status), ": ", result.msg)
+
+
+def with_notes(table, notes: list):
+    """`table`, and under it the `notes` lines (said(...)) when there are any."""
+    if not notes:
+        return table
+    from rich.console import Group
+
+    return Group(table, *notes)
+
+
 def hosts_then_doors(results, host_table, door_table):
     """A reading command's hosts in `host_table(results)` and, when the run has balancers (rows of task "door"),
     their doors in `door_table(rows)` under it."""

@@ -28,10 +28,10 @@ from tritonops.facts.queries import FileQuery
 from tritonops.facts.query_program import read_facts
 from tritonops.modes.choice import mode_of_release
 from tritonops.modes.kserve import KSERVE
-from tritonops.planning.balancer import Door, ServedHost, balancer_config, door, served_host
+from tritonops.planning.balancer import Door, ServedHost, balancer_config, balancer_globals, door, served_host
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.door_change import door_change, door_servers, file_diff, kept_host
-from tritonops.render.haproxy_config import GLOBALS_FILE, BalancerGlobals, deployment_file, render_balancer_files
+from tritonops.render.haproxy_config import GLOBALS_FILE, deployment_file, render_balancer_files
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 
@@ -128,7 +128,8 @@ def update_doors(pool: SessionPool, balancers, fleet, record: Record, *, check: 
                         f"{' (TLS)' if config.tls_pem else ''}{' (API keys)' if config.keys_file else ''}"
                         + "".join(f"; {line}" for line in change.lines()))
         try:
-            files = render_balancer_files(BalancerGlobals(), configs)
+            files = render_balancer_files(balancer_globals(next(h for h in balancers if h.name == session.name)),
+                                          configs)
         except InputError as err:
             return HostResult(session.name, "failed", str(err), task=TASK)
         if check:

@@ -22,7 +22,7 @@ from tritonops.deploy.run import LockedRunOptions, locked
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.query_program import read_facts
 from tritonops.modes.choice import mode_of_release
-from tritonops.planning.bind import local_address, replica_bind
+from tritonops.planning.bind import replica_bind, serving_address
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.status import host_ports
@@ -75,7 +75,7 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
     by_name = {host.name: host for host in hosts}
     deployments = {host.name: deployment_of(host) for host in hosts}
     # where each host's replicas answer on the host (checked before any host is contacted)
-    addresses = {host.name: local_address(replica_bind(host, inputs.behind_balancer)) for host in hosts}
+    binds = {host.name: replica_bind(host, inputs.behind_balancer) for host in hosts}  # for releases without serve.bind
     balancers = list(inputs.doors)  # every balancer, whatever --limit selects: each drains what stops
     started = clock()
     refused: list[HostResult] = []
@@ -86,7 +86,7 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
             doors = door_rollout(pool, held, balancers, deployments, options)
 
             def phase(session: HostSession) -> HostResult:
-                return _on_host(session, by_name[session.name], deployments[session.name], addresses[session.name],
+                return _on_host(session, by_name[session.name], deployments[session.name], binds[session.name],
                                 options, doors)
 
             done = pool.run(phase, held, task=options.action)
@@ -100,7 +100,7 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
     return results
 
 
-def _on_host(session: HostSession, host, deployment: tuple[str, str], address: str, options: MaintenanceOptions,
+def _on_host(session: HostSession, host, deployment: tuple[str, str], bind: str, options: MaintenanceOptions,
              doors) -> HostResult:
     root, name = deployment
     release = read_deployed(session.transport, root, name).current_release
@@ -108,6 +108,7 @@ def _on_host(session: HostSession, host, deployment: tuple[str, str], address: s
         return HostResult(session.name, "failed", f"{name}: no current release here: nothing to {options.action}")
     serve = release.serve or {}
     mode = mode_of_release(serve)
+    address = serving_address(release.bind, bind)  # where the replicas answer on the host
     placement = list(serve.get("replicas") or ()) or [{"index": 0, "ports": list(host_ports(host.vars, mode))}]
     indices = [int(r["index"]) for r in placement]
     if options.replica is not None:

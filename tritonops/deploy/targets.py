@@ -10,7 +10,7 @@ atomically (written beside it, then renamed) under an flock, so two deploys shar
 each other's hosts.
 
 Each balancer (`tritonops_balancers`) with the variable set is a group of its own: HAProxy's Prometheus exporter
-(:8405), labelled `role: balancer`, the deployments the run gives doors to and its queue timeout. The alerting rules
+(:8405, where it binds: the balancer's private address), labelled `role: balancer`, the deployments the run gives doors to and its queue timeout. The alerting rules
 are rendered from the file's groups once merged (a queue-time rule for each queue timeout its balancers carry).
 """
 
@@ -28,7 +28,7 @@ from tritonops.errors import InputError
 from tritonops.metrics.rules import RULES_FILE, render_rules
 from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups, queue_timeouts, read_targets,
                                        render_targets, scrape_address)
-from tritonops.planning.balancer import door
+from tritonops.planning.balancer import BIND_VAR, door, exporter_bind
 from tritonops.planning.bind import replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.modes.choice import mode_of_release
@@ -135,11 +135,15 @@ def _settings(host, behind_balancer: bool) -> dict:
 
 
 def _balancer_target(host, deployments: tuple[str, ...]) -> tuple[str, BalancerTarget]:
-    """(the targets file, the balancer's group): its exporter at `tritonops_metrics_address`, else ansible_host."""
+    """(the targets file, the balancer's group): its exporter at `tritonops_metrics_address`, else where it binds
+    (planning.balancer.exporter_bind: the balancer's private address), else, bound to every address, ansible_host."""
+    def at(name):
+        return host.setting(name).where if name in host.history else None
+
     path = _file(host)
     override = host.vars.get(ADDRESS_VAR) or None
-    where = host.setting(ADDRESS_VAR).where if override and ADDRESS_VAR in host.history else None
-    address = scrape_address(host.name, host.connection.host, None, override, where)
+    address = scrape_address(host.name, host.connection.host, exporter_bind(host), override,
+                             at(ADDRESS_VAR) if override else at(BIND_VAR))
     return path, BalancerTarget(host.name, address, BalancerGlobals().metrics_port,
                                 deployments or (deployment_of(host)[1],), door(host).queue_timeout_ms)
 

@@ -45,6 +45,7 @@ def main():
         s = info.get("State", {})
         state = {"status": s.get("Status"), "running": bool(s.get("Running")), "started_at": s.get("StartedAt"),
                  "restarts": int(info.get("RestartCount", 0)), "image": info.get("Image"),
+                 "restart": (info.get("HostConfig", {}).get("RestartPolicy") or {}).get("Name"),
                  "release": (info.get("Config", {}).get("Labels") or {}).get("tritonops.release"),
                  "log_driver": (info.get("HostConfig", {}).get("LogConfig") or {}).get("Type"),
                  "logging": (info.get("Config", {}).get("Labels") or {}).get("tritonops.logging")}

@@ -26,7 +26,8 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_frontend": "the serving mode: kserve (tritonserver, the default) or openai (Triton's OpenAI frontend)",
     "tritonops_openai_port": "the OpenAI frontend's port on the host in tritonops_frontend openai (default 9000)",
     "tritonops_bind_address": "address Triton's ports are bound to (default 0.0.0.0; with balancers the host's "
-                              "private address: tritonops_replica_address, else a private ansible_host)",
+                              "private address: tritonops_replica_address, else a private ansible_host); on a "
+                              "balancer, where HAProxy's exporter binds (default: a private ansible_host)",
     "tritonops_metrics_address": "address Prometheus scrapes this host's metrics port at (default: a specific bind address, else ansible_host)",
     "tritonops_prometheus_file_sd": "Prometheus file_sd JSON file on the controller that deploy keeps the fleet's targets in (empty: none)",
     "tritonops_serve": "start the release's Triton container, gate it and switch current (default true)",

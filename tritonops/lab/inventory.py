@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from tritonops.lab.state import LabHost, LabState
-from tritonops.planning.balancer import ADDRESS_VAR, BALANCERS_GROUP, KEYS_VAR
+from tritonops.planning.balancer import ADDRESS_VAR, BALANCERS_GROUP, BIND_VAR, KEYS_VAR
 from tritonops.transport.host_keys import known_hosts_name
 
 
@@ -73,7 +73,8 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
     lab's models (tritonops.lab.models, under the state dir) as tritonops_model: the full hosts'
     group variable, and a host variable on hosts of a small-GPU profile (the 2080 Ti); and the multi-GPU full
     hosts' replicas (REPLICA_VARS). Balancer hosts form the group tritonops_balancers (with `lab_door_address`,
-    their lab-network address); with one, each GPU host says where the balancer reaches its replicas
+    their lab-network address, also their `tritonops_bind_address`: where HAProxy's exporter binds, for the lab's
+    Prometheus to scrape); with one, each GPU host says where the balancer reaches its replicas
     (`tritonops_replica_address`, its lab-network address)."""
     from tritonops.lab.models import FULL_HOST_MODEL, host_model, model_path
 
@@ -98,6 +99,8 @@ def render_inventory(state: LabState, bastion: LabHost | None = None, proxy: str
             if host.network_address:  # where this machine (tests, the demo) reaches the balancer's doors
                 door["lab_door_address"] = host.network_address
                 door["tritonops_door_address"] = host.network_address  # and `tritonops bench` (issue #24)
+                # its private address: HAProxy's exporter binds there, where the lab's Prometheus scrapes it
+                door[BIND_VAR] = host.network_address
             continue
         entry = groups[f"lab_{host.kind}"]["hosts"][host.name] = {
             **reach,

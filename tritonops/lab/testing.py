@@ -43,6 +43,14 @@ def test_lab_prefix(name: str) -> str:
 def test_lab_port_base(offset: int) -> int:
     """The SSH port base of such a lab: the test lab's base plus the file's own offset."""
     return TEST_PORT_BASE + offset
+
+
+# helpers, not tests: pytest would otherwise collect them (as tests asking for a fixture `name`) in every test file
+# that imports them
+test_lab_prefix.__test__ = False  # type: ignore[attr-defined]
+test_lab_port_base.__test__ = False  # type: ignore[attr-defined]
+
+
 FULL_2080TI = "t-full-2080ti"
 LIGHT_H200X2 = "t-light-h200x2"
 LIGHT_NOGPU = "t-light-nogpu"

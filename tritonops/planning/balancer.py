@@ -6,7 +6,10 @@ A balancer is a host of the inventory group `tritonops_balancers`. Its door sett
 `tritonops_queue_timeout_ms` (default 2000) and `tritonops_max_queue` (default 256), the circuit breaker;
 `tritonops_longest_generation_s` (default 900), above which HAProxy gives up on a replica's answer;
 `tritonops_drain_timeout_s` (default 120), how long a rolling deploy lets a drained replica finish its requests;
-`tritonops_api_keys_file` and `tritonops_tls_pem`, paths on the balancer. A serving host is reached at
+`tritonops_api_keys_file` and `tritonops_tls_pem`, paths on the balancer. HAProxy's Prometheus exporter (:8405)
+binds to the balancer's private address, as the replicas do on theirs (planning/bind.py): the balancer's own
+`tritonops_bind_address` (an IP address; `0.0.0.0` or `::` only when set so), else `ansible_host` when it is a private
+or loopback IP address, else an InputError naming the variable (`exporter_bind`). A serving host is reached at
 `tritonops_replica_address` (default: a specific `tritonops_bind_address`, else `ansible_host`, else its name),
 each replica at the ports its release recorded, taking as many requests at once as vLLM's `max_num_seqs`.
 
@@ -24,7 +27,7 @@ from tritonops.errors import InputError
 from tritonops.modes.base import ServingMode
 from tritonops.modes.kserve import KSERVE
 from tritonops.planning.entries import host_where
-from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig
+from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals
 from tritonops.values.names import safe_name
 from tritonops.values.numbers import whole_number
 
@@ -128,6 +131,33 @@ def _path(host: Host, name: str) -> str | None:
     if not isinstance(value, str) or not value.startswith("/") or any(c.isspace() or c in "\"'\\#" for c in value):
         raise InputError(f"{name} {value!r} is not an absolute path on the balancer without spaces or quotes", where)
     return value
+
+
+def exporter_bind(host: Host) -> str:
+    """The address a balancer's HAProxy exporter binds to, never every address unless asked (module docstring)."""
+    given, where = _value(host, BIND_VAR)
+    if given is not None:
+        try:
+            return str(ipaddress.ip_address(str(given).strip("[]")))
+        except ValueError:
+            raise InputError(f"{BIND_VAR} {given!r} is not an IP address", where) from None
+    connection, where = _value(host, "ansible_host")
+    try:
+        ip = ipaddress.ip_address(str(connection)) if connection is not None else None
+    except ValueError:
+        ip = None
+    if ip is not None and (ip.is_private or ip.is_loopback):
+        return str(ip)
+    seen = f"ansible_host {connection} is not a private or loopback IP address" if connection is not None else \
+        "it has no ansible_host"
+    raise InputError(f"{host.name}: no private address to bind HAProxy's exporter to ({seen}): set {BIND_VAR} "
+                     "(the balancer's private IP, where Prometheus scrapes it; 0.0.0.0 to expose it on every address)",
+                     where)
+
+
+def balancer_globals(host: Host) -> BalancerGlobals:
+    """A balancer's global section: its exporter bound to exporter_bind(host)."""
+    return BalancerGlobals(metrics_address=exporter_bind(host))
 
 
 def replica_address(host: Host) -> str:

@@ -73,3 +73,10 @@ def local_address(bind: str) -> str:
     """Where a replica bound to `bind` answers on the host itself: 127.0.0.1 for a wildcard (as the gate always
     called it; metrics.fetch.local_address says the same), else `bind`."""
     return "127.0.0.1" if bind in ("", *WILDCARDS) else bind
+
+
+def serving_address(recorded: str | None, planned: str) -> str:
+    """Where a release's replicas answer on the host (local_address): at the bind its release.json recorded
+    (`serve.bind`, what the replicas were started with), else, for a release made before it was recorded, at the
+    bind the variables give now (`planned`: replica_bind)."""
+    return local_address(recorded or planned)

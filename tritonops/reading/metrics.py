@@ -15,7 +15,7 @@ from tritonops.errors import TritonopsError
 from tritonops.metrics.fetch import fetch_query, local_address, pages_verdict
 from tritonops.metrics.figures import HostFigures, MetricsPageError
 from tritonops.facts.query_program import read_facts
-from tritonops.planning.bind import BIND_VAR, replica_bind
+from tritonops.planning.bind import BIND_VAR, replica_bind, serving_address
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import host_where
 from tritonops.playbook.inputs import RunInputs
@@ -34,15 +34,16 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
     for host in inputs.hosts:  # every value checked before any host is contacted
         port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
                             host_where(host, "tritonops_metrics_port"), minimum=1, maximum=65535)
-        address = local_address(replica_bind(host, inputs.behind_balancer), host_where(host, BIND_VAR))
+        bind = replica_bind(host, inputs.behind_balancer)  # for a release that recorded none (serve.bind)
+        address = local_address(bind, host_where(host, BIND_VAR))
         queries[host.name] = (port, fetch_query(address, port))
-        addresses[host.name] = address
+        addresses[host.name] = bind
         root, deployment = deployment_of(host)  # the current release's replicas: each one's metrics port
         releases_queries[host.name] = releases_query(posixpath.join(root, deployment), deployment)
 
     def phase(session: HostSession) -> HostResult:
         port, query = queries[session.name]
-        address, releases = addresses[session.name], releases_queries[session.name]
+        planned, releases = addresses[session.name], releases_queries[session.name]
         read = read_facts(session.transport, [releases, query])  # the host's port with the releases: one trip
         try:
             deployed = parse_releases(read.command(releases.argv).stdout)
@@ -54,12 +55,14 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
         mode = mode_of_release(release.serve if release else None)
         ports = [mode.endpoints(r["ports"])[mode.metrics().port] for r in (release.serve or {}).get("replicas") or ()] \
             if release else []
-        fetches = [(p, fetch_query(address, p)) for p in ports] if ports and ports != [port] else [(port, query)]
-        more = [q for p, q in fetches if p != port]  # the other replicas' ports, read once they are known
+        # where the replicas answer: the bind their release recorded, else the variables' (read with the releases)
+        address = serving_address(release.bind if release else None, planned)
+        fetches = [(p, fetch_query(address, p)) for p in (ports if ports else [port])]
+        more = [q for _, q in fetches if q.argv != query.argv]  # other ports or address, read once they are known
         others = read_facts(session.transport, more) if more else read
         answers = []
         for p, q in fetches:
-            result = (read if p == port else others).command(q.argv)
+            result = (read if q.argv == query.argv else others).command(q.argv)
             if not result.ok:
                 last = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}"])[-1]
                 return HostResult(session.name, "failed", f"could not run python3 on the host: {last[:200]}")

@@ -7,7 +7,7 @@ from tritonops.balancer.door_servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
 from tritonops.modes.choice import mode_of_release
 from tritonops.facts.query_program import read_facts
-from tritonops.planning.bind import local_address, replica_bind
+from tritonops.planning.bind import replica_bind, serving_address
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.door import door_rows
@@ -16,8 +16,9 @@ from tritonops.results import GroupResult, HostResult
 from tritonops.facts.queries import CommandQuery
 from tritonops.serving.ray_member import NODES_SCRIPT, ClusterView, cluster_view, node_container, parse_nodes
 from tritonops.serving.releases import read_deployed
-from tritonops.serving.status import (container_states_query, health_query, host_status, parse_container_states,
-                                      parse_health, replica_status, utc_now)
+from tritonops.serving.status import (STOPPED, HostStatus, container_states_query, health_query, host_status,
+                                      parse_container_states, parse_containers, parse_health, replica_state,
+                                      replica_status, utc_now)
 from tritonops.values.containers import replica_container
 from tritonops.serving.verdict import kv_warning
 from tritonops.transport.sessions import HostSession
@@ -26,14 +27,16 @@ from tritonops.transport.sessions import HostSession
 def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
     """One result per selected host (task "status") and then one per selected balancer (task "door")."""
     by_name = {host.name: host for host in inputs.hosts}
-    # where each host's replicas answer on the host: checked before any host is contacted
-    addresses = {host.name: local_address(replica_bind(host, inputs.behind_balancer)) for host in inputs.hosts}
+    # where each host's replicas bind by its variables, for a release that recorded no serve.bind: checked before
+    # any host is contacted
+    planned = {host.name: replica_bind(host, inputs.behind_balancer) for host in inputs.hosts}
 
     def phase(session: HostSession) -> HostResult:
-        host, address = by_name[session.name], addresses[session.name]
+        host = by_name[session.name]
         root, deployment = deployment_of(host)
         deployed = read_deployed(session.transport, root, deployment)
         release = deployed.current_release
+        address = serving_address(release.bind if release else None, planned[session.name])
         models = tuple((release.serve or {}).get("models", ())) if release else ()
         placement = list((release.serve or {}).get("replicas") or ()) if release else []
         mode = mode_of_release(release.serve if release else None)
@@ -42,38 +45,53 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
             names = tuple(replica_container(deployment, r["index"]) for r in placement)
             states_query = container_states_query(names)
             read = read_facts(session.transport, [*probes, states_query])
-            states = parse_container_states(read.command(states_query.argv).stdout)
+            containers = parse_containers(read.command(states_query.argv).stdout)
             healths = [parse_health(read.command(p.argv).stdout) for p in probes]
-            replicas = tuple(replica_status(r, states.get(name, "absent"), h)
+            replicas = tuple(replica_status(r, replica_state(containers.get(name), deployed.current), h)
                              for r, name, h in zip(placement, names, healths))
             health = healths[0]
-        else:
-            probe = health_query(mode, host_ports(host.vars, mode), models, address)
+        else:  # one replica: at the ports its release recorded, else (made before placement) the variables'
+            ports = placement[0]["ports"] if placement else host_ports(host.vars, mode)
+            probe = health_query(mode, ports, models, address)
             health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
             replicas = ()
         cluster = (release.serve or {}).get("cluster") if release else None
         view = _cluster_view(session, cluster, deployment) if cluster else None
         found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment), replicas,
                             view)
-        serving = found.serving
-        if view is not None and (view.role == "worker" or not view.whole):
-            said = view.said()
-        elif replicas:
-            down = [r for r in replicas if not (r.container == "running" and r.ready)]
-            said = f"serving: {len(replicas)} replicas ready" if serving else "; ".join(
-                f"replica {r.index} (GPU {','.join(map(str, r.gpus))}): container {r.container}, ready {r.ready}"
-                for r in down)
-        else:
-            said = "serving" if serving else f"container {found.container}, ready {found.ready}"
+        said = host_said(found, view)
         if found.kv_shortfall is not None:  # a warning: it serves, with less concurrency than the plan promised
             said += "; " + kv_warning(found.kv_predicted, found.kv_reported, found.kv_shortfall)
-        return HostResult(session.name, "ok" if serving else "failed", said, found)
+        return HostResult(session.name, "ok" if found.ok else "failed", said, found)
 
     deployments = {deployment_of(host)[1] for host in inputs.hosts}
     with reading_pool(inputs, options, balancers=True) as pool:
         hosts = pool.run(phase, [host.name for host in inputs.hosts], task="status")
         doors = pool.run(lambda session: _door(session, deployments), [b.name for b in inputs.balancers], task="door")
     return GroupResult.of(list(hosts) + list(doors))
+
+
+def host_said(found: HostStatus, view: ClusterView | None) -> str:
+    """A host's status in one line: serving, or what does not serve; stopped replicas (serving.status.replica_state)
+    are named with what brings them back. Pure."""
+    if view is not None and (view.role == "worker" or not view.whole):
+        return view.said()
+    stopped = found.stopped
+    start = f"`tritonops start --limit {found.host}` starts {'it' if len(stopped) == 1 else 'them'} again"
+    if not found.replicas:
+        if stopped:
+            return f"stopped (tritonops stop or docker stop): {start}"
+        return "serving" if found.serving else f"container {found.container}, ready {found.ready}"
+    serving = [r for r in found.replicas if r.serving]
+    down = [r for r in found.replicas if not r.serving and r.container != STOPPED]
+    said = [f"serving: {len(serving)} of {len(found.replicas)} replicas ready" if stopped else
+            f"serving: {len(found.replicas)} replicas ready"] if found.serving else []
+    said += [f"replica {r.index} (GPU {','.join(map(str, r.gpus))}): container {r.container}, ready {r.ready}"
+             for r in down]
+    if stopped:
+        which = "replica " + ", ".join(map(str, stopped)) if len(stopped) < len(found.replicas) else "every replica"
+        said.append(f"{which} stopped (tritonops stop or docker stop): {start}")
+    return "; ".join(said)
 
 
 def _cluster_view(session: HostSession, cluster: dict, deployment: str) -> ClusterView:

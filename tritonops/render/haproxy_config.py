@@ -99,7 +99,9 @@ class BalancerGlobals:
     # connections at once; HAProxy wants about twice as many file descriptors and will not start without them:
     # 8000 fits a 20,000-descriptor limit (the lab's containers, which cannot raise theirs)
     maxconn: int = 8000
-    metrics_address: str = "*"  # "*" for all addresses, or one IP address
+    # where the exporter binds: one IP address (planning.balancer.exporter_bind: the balancer's private one), or "*"
+    # for every address; loopback unless given, so nothing off the balancer reads it unasked
+    metrics_address: str = "127.0.0.1"
 
 
 def http_backend(deployment: str) -> str:

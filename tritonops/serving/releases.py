@@ -9,6 +9,7 @@ needs is on the host: no network beyond SSH.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import posixpath
 from dataclasses import dataclass, field
@@ -46,6 +47,13 @@ class ReleaseRecord:
         """Requests a replica of this release serves at once: its engines' max_num_seqs together (None: not
         recorded)."""
         return sum(self.max_num_seqs) if self.max_num_seqs else None
+
+    @property
+    def bind(self) -> str | None:
+        """The address its replicas bind their ports to, as release.json records it (`serve.bind`, checked when
+        read); None for a release made before it was recorded."""
+        bind = (self.serve or {}).get("bind")
+        return bind if isinstance(bind, str) and bind else None
 
     @property
     def passed(self) -> bool:
@@ -173,9 +181,18 @@ def _serve_problem(serve: Any) -> str | None:
     worker = cluster is not None and cluster["host"] != cluster["head"]   # a pipeline's worker runs no replica
     if "replicas" in serve and not (worker and serve["replicas"] == []) and not _good_replicas(serve["replicas"]):
         return "serve.replicas is not what tritonops wrote"
+    if serve.get("bind") is not None and not _ip_address(serve["bind"]):
+        return "serve.bind is not an IP address"
     if "frontend" in serve and serve["frontend"] not in MODES:
         return "serve.frontend is not a serving mode tritonops knows"
     return None
+
+
+def _ip_address(value: Any) -> bool:
+    try:
+        return isinstance(value, str) and str(ipaddress.ip_address(value)) == value
+    except ValueError:
+        return False
 
 
 def _whole(value, low: int, high: int) -> bool:

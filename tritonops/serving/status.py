@@ -39,18 +39,51 @@ def health_query(mode: ServingMode, host_ports: tuple[int, ...] | list[int], mod
     return CommandQuery(("python3", "-c", HEALTH_SOURCE, address, json.dumps(check, separators=(",", ":"))))
 
 
+STOPPED = "stopped"
+RESTART_POLICY = "unless-stopped"  # serving.container.ServeSpec.restart: what every replica runs with
+
+
 def container_states_query(names: tuple[str, ...]) -> CommandQuery:
-    """Each named container's state, a line `/<name> <status>` (a missing one is no line)."""
-    return CommandQuery(("docker", "inspect", "--format", "{{.Name}} {{.State.Status}}", *names))
+    """Each named container's state, a line `/<name> <status> <restart policy> <release label>` (a missing one is
+    no line)."""
+    return CommandQuery(("docker", "inspect", "--format", "{{.Name}} {{.State.Status}} "
+                         '{{.HostConfig.RestartPolicy.Name}} {{index .Config.Labels "tritonops.release"}}', *names))
+
+
+@dataclass(frozen=True)
+class ContainerFacts:
+    """A container as `container_states_query` reads it."""
+    status: str                   # Docker's: running, exited, restarting, created, paused, dead
+    restart: str = ""             # its restart policy (unless-stopped for a replica)
+    release: str = ""             # its tritonops.release label
+
+
+def parse_containers(stdout: str) -> dict[str, ContainerFacts]:
+    found = {}
+    for line in stdout.splitlines():
+        name, *fields = line.strip().split(" ")
+        if name.startswith("/") and fields and fields[0]:
+            found[name[1:]] = ContainerFacts(*(fields + ["", ""])[:3])
+    return found
 
 
 def parse_container_states(stdout: str) -> dict[str, str]:
-    found = {}
-    for line in stdout.splitlines():
-        name, _, state = line.strip().partition(" ")
-        if name.startswith("/") and state:
-            found[name[1:]] = state
-    return found
+    """Each container's Docker status alone (running, exited...)."""
+    return {name: facts.status for name, facts in parse_containers(stdout).items()}
+
+
+def replica_state(facts: ContainerFacts | None, current: str | None) -> str:
+    """A replica's container as `status` says it: Docker's status, `absent` for none, or `stopped` for an exited
+    container of the current release that runs with --restart unless-stopped: Docker restarts such a container
+    whenever it exits unless someone stopped it (`tritonops stop`, `docker stop`), so it was stopped on purpose
+    and `tritonops start` brings it back. A crashed replica is `restarting` (or running again, its restarts
+    counted); one of another release, or without the policy, stays `exited`. Pure."""
+    if facts is None:
+        return "absent"
+    if facts.status == "exited" and facts.restart == RESTART_POLICY and current is not None \
+            and facts.release == current:
+        return STOPPED
+    return facts.status
 
 
 @dataclass(frozen=True)
@@ -58,13 +91,18 @@ class ReplicaStatus:
     index: int
     gpus: tuple[int, ...]
     http_port: int
-    container: str            # running, exited, restarting, absent
+    container: str            # running, stopped (on purpose: replica_state), exited, restarting, absent
     ready: bool
     requests: int             # successful requests, every model
 
+    @property
+    def serving(self) -> bool:
+        return self.container == "running" and self.ready
+
 
 def replica_status(replica: dict, container: str, health: dict) -> ReplicaStatus:
-    """One replica of the current release's placement: its container's state and its Triton's readiness. Pure."""
+    """One replica of the current release's placement: its container's state (replica_state) and its Triton's
+    readiness. Pure."""
     requests = sum(m.requests for m in parse_metrics(health.get("metrics") or "").values())
     return ReplicaStatus(int(replica["index"]), tuple(replica["gpus"]), int(replica["ports"][0]), container,
                          bool(health.get("ready")) and all((health.get("models") or {}).values()), requests)
@@ -107,7 +145,7 @@ class HostStatus:
     host: str
     current: str | None
     releases: int
-    container: str            # running, exited, restarting, absent
+    container: str            # running, stopped (on purpose: replica_state), exited, restarting, absent
     uptime_s: float | None
     restarts: int
     live: bool
@@ -121,14 +159,32 @@ class HostStatus:
     cluster: ClusterView | None = None        # a pipeline's member: its Ray node, the head's view of the members
 
     @property
+    def stopped(self) -> tuple[int, ...]:
+        """The replicas stopped on purpose (replica_state), by index; one container: (0,) when it is."""
+        if self.replicas:
+            return tuple(r.index for r in self.replicas if r.container == STOPPED)
+        return (0,) if self.container == STOPPED else ()
+
+    @property
     def serving(self) -> bool:
-        """The container runs and Triton is ready; with replicas, every replica's. A pipeline's worker: its Ray
-        node runs; its head: Triton ready and every member in Ray."""
+        """The container runs and Triton is ready; with replicas, every replica's but those stopped on purpose, and
+        at least one. A pipeline's worker: its Ray node runs; its head: Triton ready and every member in Ray."""
         if self.cluster is not None and (self.cluster.role == "worker" or not self.cluster.whole):
             return self.cluster.whole
         if self.replicas:
-            return all(r.container == "running" and r.ready for r in self.replicas)
+            kept = [r for r in self.replicas if r.container != STOPPED]
+            return bool(kept) and all(r.serving for r in kept)
         return self.container == "running" and self.ready
+
+    @property
+    def ok(self) -> bool:
+        """What `status` calls ok: it serves, or every replica was stopped on purpose (`tritonops stop`: nothing is
+        broken, `tritonops start` brings them back). A crashed, restarting or missing replica is not ok."""
+        if self.serving:
+            return True
+        if self.cluster is not None:
+            return False
+        return bool(self.stopped) and len(self.stopped) == (len(self.replicas) or 1)
 
     @property
     def kv_shortfall(self) -> float | None:
@@ -153,7 +209,9 @@ def host_status(host: str, deployed: Deployed, health: dict, now: datetime,
                 wanted_logs: LogShipping | None = None, replicas: tuple[ReplicaStatus, ...] = (),
                 cluster: ClusterView | None = None) -> HostStatus:
     container = deployed.container or {}
-    state = container.get("status") or "absent"
+    state = replica_state(ContainerFacts(container["status"], container.get("restart") or "",
+                                         container.get("release") or "") if container.get("status") else None,
+                          deployed.current)
     uptime = None
     if container.get("running") and container.get("started_at"):
         started = datetime.fromisoformat(container["started_at"][:26].rstrip("Z") + "+00:00") \
