@@ -104,7 +104,6 @@ def test_a_runs_inputs_keep_the_balancers_apart_from_the_hosts_that_serve(tmp_pa
     assert limited.names == ("node-b",) and [host.name for host in limited.balancers] == ["door-1"]
 
 
-<<<<<<< HEAD
 def test_a_limited_run_still_reaches_every_balancer_and_renders_doors_from_every_serving_host(tmp_path):
     # issue #41: --limit node-b selects neither door-1 nor the other serving hosts; the run drains on door-1 all
     # the same, and the door is rendered from every host of the deployment (node-c serves another one)
@@ -120,7 +119,8 @@ def test_a_limited_run_still_reaches_every_balancer_and_renders_doors_from_every
     assert [host.name for host in limited.fleet({"default"})] == ["node-a", "node-b", "node-c"]
     assert [host.name for host in limited.fleet({"chat"})] == ["node-d"]
     assert [host.name for host in limited.fleet()] == ["node-a", "node-b", "node-c", "node-d"]
-=======
+
+
 @pytest.mark.parametrize("door_vars, bound", [
     ("", "10.0.0.2"),                                              # a private ansible_host
     ("          tritonops_bind_address: 192.168.9.2", "192.168.9.2"),  # the balancer's own bind address wins
@@ -151,4 +151,3 @@ def test_a_bind_address_that_is_no_ip_address_is_refused_naming_its_line(tmp_pat
     with pytest.raises(InputError, match="tritonops_bind_address 'door.lan' is not an IP address") as caught:
         balancer.exporter_bind(hosts(tmp_path, "          tritonops_bind_address: door.lan")["door-1"])
     assert "hosts.yml:" in str(caught.value)
->>>>>>> h-obs
