@@ -45,3 +45,15 @@ def test_promtool_accepts_the_lab_config(tmp_path):
     proc = subprocess.run(["promtool", "check", "config", str(tmp_path / "prometheus.yml")], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_lab_prometheus_targets_command_fails_unless_every_target_is_up():
+    # lab-demo ends on `python -m tritonops.lab prometheus targets`: a target down (the door's exporter unreachable,
+    # issue #41) or no target at all makes it exit 1, naming them
+    from tritonops.lab.prometheus import not_up
+
+    up = {"labels": {"host": "s1"}, "scrapeUrl": "http://10.0.0.1:8002/metrics", "health": "up"}
+    door = {"labels": {"host": "balancer-1"}, "scrapeUrl": "http://127.0.0.1:8405/metrics", "health": "down"}
+    assert not_up([up]) == []
+    assert not_up([up, door]) == ["balancer-1 http://127.0.0.1:8405/metrics down"]
+    assert not_up([]) == ["no target at all"]

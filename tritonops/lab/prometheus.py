@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -219,6 +220,25 @@ def targets(lab: LabPrometheus) -> list[dict]:
     return api(lab, "targets", state="active")["activeTargets"]  # type: ignore[index]
 
 
+def not_up(found: list[dict]) -> list[str]:
+    """The targets Prometheus does not read as up (`host scrapeUrl health`); none listed at all is one too."""
+    if not found:
+        return ["no target at all"]
+    return [f"{t.get('labels', {}).get('host', '?')} {t.get('scrapeUrl')} {t.get('health')}" for t in found
+            if t.get("health") != "up"]
+
+
+def targets_scraped(lab: LabPrometheus, timeout_s: float = 30.0) -> list[dict]:
+    """The active targets once each was scraped at least once (health no longer `unknown`), or as they are after
+    `timeout_s` (a targets file just written is read within the scrape interval of 1 s, the next scrape follows)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = targets(lab)
+        if (found and not any(t.get("health") == "unknown" for t in found)) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
 def alerts(lab: LabPrometheus) -> list[dict]:
     return api(lab, "alerts")["alerts"]  # type: ignore[index]
 
@@ -259,10 +279,14 @@ def main(argv: list[str]) -> int:
         elif args.action == "down":
             print("prometheus stopped" if down(lab) else "prometheus was not running")
         elif args.action == "targets":
-            for target in targets(lab):
+            found = targets_scraped(lab)
+            for target in found:
                 labels = target.get("labels", {})
                 print(f"{labels.get('host', '?')}: {target['health']} {target['scrapeUrl']} "
                       f"release {labels.get('release', '?')} {target.get('lastError') or ''}".rstrip())
+            if unhealthy := not_up(found):
+                print(f"error: not every target is UP: {', '.join(unhealthy)}")
+                return 1
         else:
             for alert in alerts(lab):
                 labels = alert.get("labels", {})
