@@ -41,6 +41,11 @@ RUNTIME_TIMEOUT_S = 30
 UP_WAIT_S = 15  # for HAProxy's health checks to see a replica that passed its gate (every 2 s, 2 passes)
 
 
+def drains_at_once(servers: int) -> int:
+    """How many of a door's `servers` one run may have drained at once: fewer than half of them, at least one."""
+    return max(1, servers // 2)
+
+
 @dataclass
 class DoorRollout:
     """The deploy's step runner for its GPU hosts (playbook.host_task.STEP_RUNNER)."""
@@ -95,9 +100,13 @@ class DoorRollout:
         with self._turns:
             if deployment not in self._sizes:
                 self._sizes[deployment] = self._door_size(deployment)
-            allowed = max(1, self._sizes[deployment] // 2)
-            self._turns.wait_for(lambda: self._out.get(deployment, 0) < allowed)
-            self._out[deployment] = self._out.get(deployment, 0) + 1
+            size = self._sizes[deployment]
+            if size:
+                self._turns.wait_for(lambda: self._out.get(deployment, 0) < drains_at_once(size))
+                self._out[deployment] = self._out.get(deployment, 0) + 1
+        if not size:  # no door yet (the first deploy behind it): nothing leaves it, hosts go at once
+            yield
+            return
         try:
             yield
         finally:
