@@ -294,6 +294,56 @@ def doors(inventory) -> list[Door]:
     return found
 
 
+def show_stat_rows(pool, balancers) -> list:
+    """`show stat`'s rows on every balancer, through its runtime program over the balancer's session."""
+    from tritonops.balancer.runtime import parse_stat, show_stat
+    from tritonops.balancer.runtime_program import read_send, send_argv
+
+    rows = []
+    for b in balancers:
+        out = pool.session(b.name).transport.run(shlex.join(send_argv([show_stat()])), timeout=30)
+        rows += parse_stat(read_send(out.exit_code, out.stdout, out.stderr)[0].text)
+    return rows
+
+
+def door_redispatches(paths: list[str]) -> dict[str, tuple[str, int]]:
+    """Each balancer's (HAProxy worker's pid, requests its doors' HTTP backends sent to another replica after one
+    lost them): `show stat`'s wredis, counted since that worker started (a reload starts a new one)."""
+    import csv
+
+    from tritonops.balancer.runtime_program import read_send, send_argv
+    from tritonops.inventory import load_inventory
+    from tritonops.planning.balancer import balancers_among
+    from tritonops.render.haproxy_config import door_of_proxy
+    from tritonops.transport.sessions import SessionPool
+
+    balancers = balancers_among(load_inventory(paths).hosts)
+    found = {}
+    with SessionPool([b.connection for b in balancers]) as pool:
+        for b in balancers:
+            out = pool.session(b.name).transport.run(shlex.join(send_argv(["show info", "show stat"])), timeout=30)
+            info, stat = (answer.text for answer in read_send(out.exit_code, out.stdout, out.stderr))
+            pid = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("Pid:")), "")
+            lines = [line for line in stat.splitlines() if line]
+            found[b.name] = (pid, sum(int(row["wredis"] or 0) for row in csv.DictReader([lines[0][2:]] + lines[1:])
+                                      if row["svname"] == "BACKEND"
+                                      and (door_of_proxy(row["pxname"]) or ("", ""))[1] == "http"))
+    return found
+
+
+def redispatched(before: dict[str, tuple[str, int]], after: dict[str, tuple[str, int]]) -> tuple[int, bool]:
+    """(requests sent to another replica over the run, whether a balancer reloaded meanwhile: then only what its
+    new worker counted)."""
+    total, reloaded = 0, False
+    for name, (pid, count) in after.items():
+        was = before.get(name)
+        if was is not None and was[0] == pid:
+            total += count - was[1]
+        else:
+            total, reloaded = total + count, True
+    return total, reloaded
+
+
 def current_releases(paths: list[str]) -> dict[str, str | None]:
     """Each serving host's current release, by `tritonops releases --json`."""
     argv = [sys.executable, "-m", "tritonops", "releases", "--json"] + [f"-i{path}" for path in paths]
@@ -322,8 +372,6 @@ def deploy(paths: list[str], extra_vars: list[str], limit: str | None) -> Deploy
 def kill_replica(paths: list[str], target: str, recover_s: float) -> Killed:
     """Kill -9 the Triton process of replica `target` ("HOST[:INDEX]"), then watch every balancer's `show stat`
     until its HTTP server there is DOWN, then UP again (at most recover_s)."""
-    from tritonops.balancer.runtime import parse_stat, show_stat
-    from tritonops.balancer.runtime_program import read_send, send_argv
     from tritonops.inventory import load_inventory
     from tritonops.planning.balancer import balancers_among, server_name
     from tritonops.planning.deployment import deployment_of
@@ -351,12 +399,7 @@ def kill_replica(paths: list[str], target: str, recover_s: float) -> Killed:
             return out.stdout.strip()
 
         def states() -> set[str]:
-            found = set()
-            for b in balancers:
-                out = pool.session(b.name).transport.run(shlex.join(send_argv([show_stat()])), timeout=30)
-                rows = parse_stat(read_send(out.exit_code, out.stdout, out.stderr)[0].text)
-                found |= {row.state for row in rows if f"{row.backend}/{row.server}" == server}
-            return found
+            return {row.state for row in show_stat_rows(pool, balancers) if f"{row.backend}/{row.server}" == server}
 
         pid, restarts = int(inspect(".State.Pid")), int(inspect(".RestartCount"))
         if states() != {"UP"}:
@@ -412,10 +455,14 @@ def main() -> int:
     else:
         name = f"deploy --limit {args.limit}" if args.limit else "deploy"
         change = lambda: deploy(args.inventory, args.extra_vars, args.limit)  # noqa: E731
+    counted_before = door_redispatches(args.inventory)
     answers, done, raised = run_load(found, args.clients, args.tokens, args.quiet_s, change)
+    retried, reloaded = redispatched(counted_before, door_redispatches(args.inventory))
     print(f"scenario: {name}; {args.clients} clients, {args.tokens} tokens, {len(found)} door(s)")
     print("\n".join(describe(done)))
     print("\n".join(table(figures(answers))))
+    print(f"the doors sent {retried} request(s) to another replica after one lost them before answering"
+          f"{' (since HAProxy reloaded during the run)' if reloaded else ''}")
     missed = verdict(answers, done, raised)
     print("goal met" if not missed else "goal missed:\n" + "\n".join(f"  {why}" for why in missed))
     return exit_status(missed)

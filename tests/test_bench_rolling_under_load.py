@@ -103,6 +103,12 @@ def test_a_killed_replica_may_cut_only_the_streams_flowing_when_it_died():
     assert bench.verdict(steady(), killed(up=None)) == ["a replica 0 was not UP again at the door"]
 
 
+def test_the_doors_retries_are_counted_over_the_run_and_from_a_reload_on_only_what_the_new_worker_saw():
+    bench = _bench()
+    assert bench.redispatched({"b1": ("10", 5), "b2": ("20", 0)}, {"b1": ("10", 12), "b2": ("20", 3)}) == (10, False)
+    assert bench.redispatched({"b1": ("10", 5)}, {"b1": ("11", 2)}) == (2, True)
+
+
 # --- the load against a real server on 127.0.0.1 -------------------------------------------------------------------
 
 EVENTS = 4
