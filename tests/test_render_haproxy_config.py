@@ -114,7 +114,10 @@ backend tritonops_chat_http
     timeout server 900s
     timeout queue 2000ms
     option http-no-delay
-    option redispatch
+    option http-buffer-request
+    retry-on conn-failure empty-response
+    retries 2
+    option redispatch 1
     option httpchk
     http-check send meth GET uri /v2/health/ready
     http-check expect status 200
@@ -146,6 +149,11 @@ def test_the_grpc_door_speaks_h2_to_replicas_and_checks_their_http_port_over_htt
             " if { queue(tritonops_chat_grpc) ge 256 }") in grpc
     assert ("    http-error status 503 hdr grpc-status 14"
             " hdr grpc-message 'queue_timeout: the request waited too long for a free replica'") in grpc
+    # a gRPC call a replica holds is an open stream: only a connection that failed before it was sent is retried
+    backend = grpc[grpc.index("backend tritonops_chat_grpc"):]
+    assert ["    retry-on conn-failure", "    retries 2", "    option redispatch 1"] == [
+        line for line in backend if line.startswith(("    retry-on", "    retries", "    option redispatch",
+                                                      "    option http-buffer-request"))]
 
 
 def test_api_keys_are_checked_at_both_doors_and_kept_from_the_replicas():
@@ -340,6 +348,9 @@ class _ReplicaHandler(BaseHTTPRequestHandler):
         if self.request_version == "HTTP/1.0":  # HAProxy's health check; the door forwards in HTTP/1.1
             return self._json({})
         replica.seen.append((self.path, self.headers.get("authorization")))
+        if replica.fault == "drop" and self.command == "POST":  # it dies under the request: not a byte back
+            self.close_connection = True
+            return None
         if self.path.endswith("/generate_stream"):
             return self._stream()
         time.sleep(replica.delay_s if self.path.endswith("/generate") else 0)
@@ -365,6 +376,10 @@ class _ReplicaHandler(BaseHTTPRequestHandler):
                 time.sleep(EVENT_GAP_S)
             event = f"data: {json.dumps({'text_output': f't{index}'})}\n\n".encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            if self.server.replica.fault == "cut":  # it dies after its first event: the connection closes
+                self.wfile.flush()
+                self.close_connection = True
+                return
         self.wfile.write(b"0\r\n\r\n")
 
 
@@ -372,8 +387,10 @@ class FakeReplica:
     """A Triton replica on 127.0.0.1, in threads: its HTTP port, and with grpc=True its gRPC port, whose
     calls answer raw bytes, name the replica in their trailing metadata and take the replica's delay."""
 
-    def __init__(self, name: str, delay_s: float = 0.0, grpc: bool = False):
-        self.name, self.delay_s, self.seen = name, delay_s, []
+    def __init__(self, name: str, delay_s: float = 0.0, grpc: bool = False, fault: str | None = None):
+        # fault "drop": every POST is read and the connection closed with no answer; "cut": a stream ends after
+        # its first event, the connection closed without the last chunk (health checks pass either way)
+        self.name, self.delay_s, self.seen, self.fault = name, delay_s, [], fault
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _ReplicaHandler)
         self.server.daemon_threads = True
         self.server.replica = self
@@ -675,6 +692,61 @@ def test_an_api_key_is_needed_and_stays_at_the_door(start_door, tmp_path):
     assert replica.seen == [("/v2/models/m/generate", None)]
     assert door.ask("/v2/health/ready", method="GET")[0] == 200
     assert door.ask("/v2/repository/index", headers={"Authorization": "Bearer key-two"})[0] == 403
+
+
+def _post(door: Door, path: str, body: bytes) -> tuple[int, str | None, int, bool]:
+    """(status, replica, events, whole) of one POST through the HTTP door, read to its end; whole: the answer came
+    complete (a stream cut before its last chunk is not)."""
+    connection = http.client.HTTPConnection("127.0.0.1", door.port, timeout=10)
+    try:
+        connection.request("POST", path, body=body)
+        response = connection.getresponse()
+        try:
+            text, whole = response.read(), True
+        except http.client.IncompleteRead as cut:
+            text, whole = cut.partial, False
+        return response.status, response.headers["X-Replica"], text.count(b"data: "), whole
+    finally:
+        connection.close()
+
+
+def _backend_row(door: Door, backend: str) -> dict:
+    return next(row for row in csv.DictReader(io.StringIO(door.admin("show stat").removeprefix("# ")))
+                if (row["pxname"], row["svname"]) == (backend, "BACKEND"))
+
+
+def test_a_request_a_replica_loses_before_answering_is_answered_by_another(start_door):
+    a, b = FakeReplica("a", fault="drop"), FakeReplica("b")
+    door = start_door([a, b])
+    answers = [_post(door, "/v2/models/m/generate", b'{"text_input": "hi"}') for _ in range(6)]
+    answers += [_post(door, "/v2/models/m/generate_stream", b'{"text_input": "hi"}') for _ in range(2)]
+    assert [(status, replica, whole) for status, replica, _, whole in answers] == [(200, "b", True)] * 8
+    assert [events for *_, events, _ in answers[6:]] == [EVENTS] * 2
+    # a took some of them (balanced) and lost each: every one was sent again, to b, once
+    assert 1 <= len(a.seen) and len(b.seen) == 8
+    assert int(_backend_row(door, http_backend("chat"))["wredis"]) == len(a.seen)
+
+
+def test_a_stream_cut_after_its_first_event_is_not_replayed(start_door):
+    a, b = FakeReplica("a", fault="cut"), FakeReplica("b")
+    door = start_door([a, b])
+    answers = [_post(door, "/v2/models/m/generate_stream", b'{"text_input": "hi"}') for _ in range(6)]
+    cut = [answer for answer in answers if not answer[3]]
+    assert sorted(set(answers)) == sorted({(200, "a", 1, False), (200, "b", EVENTS, True)} & set(answers))
+    # each stream a began is cut at the client, never begun again on b
+    assert 1 <= len(cut) == len(a.seen) and len(b.seen) == 6 - len(cut)
+    assert int(_backend_row(door, http_backend("chat"))["wredis"]) == 0
+
+
+def test_a_request_too_big_for_haproxys_buffer_is_not_retried(start_door):
+    # HAProxy retries only a request it kept whole in one buffer (tune.bufsize, 16 kB): a bigger one lost by a
+    # replica fails with 502, as it did without retries
+    a, b = FakeReplica("a", fault="drop"), FakeReplica("b")
+    door = start_door([a, b])
+    big = json.dumps({"text_input": "x" * 32_000}).encode()
+    answers = [_post(door, "/v2/models/m/generate", big)[:2] for _ in range(4)]
+    assert 1 <= len(a.seen) == answers.count((502, None)) and answers.count((200, "b")) == len(b.seen)
+    assert len(a.seen) + len(b.seen) == 4
 
 
 def test_a_stopped_replica_is_marked_down_and_none_up_answers_no_replica_at_once(start_door):

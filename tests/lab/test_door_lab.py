@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
@@ -560,12 +561,148 @@ def two_replicas(inventory, tmp_path) -> Path:
     return two
 
 
+def door_redispatched(clean, servers) -> int:
+    """Requests HAProxy sent to another replica after `servers` lost them (`show stat`'s wredis)."""
+    import csv
+
+    lines = [line for line in _show_stat(clean).splitlines() if line]
+    return sum(int(row["wredis"] or 0) for row in csv.DictReader([lines[0][2:]] + lines[1:])
+               if f"{row['pxname']}/{row['svname']}" in servers)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One request through the door under a fault: what came back, and when (monotonic)."""
+
+    kind: str  # "generate" (HTTP, one answer), "stream" (HTTP generate_stream), "grpc" (a ModelStreamInfer stream)
+    status: int | str  # the HTTP status (0: none came), or 200 / the gRPC error's code name
+    began: bool  # a byte of a replica's answer came: HTTP's 200 header, or gRPC's first response
+    whole: bool  # every token came, nothing cut, no error
+    sent: float
+    answered: float
+
+
+def _post_began(balancer, key: str, path: str, body: dict, read) -> tuple[int, bool, bool]:
+    """(status, began, whole) of one POST through the door; `read(reply)` says whether the answer is whole."""
+    request = urllib.request.Request(door_url(balancer, path), data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    try:
+        reply = urllib.request.urlopen(request, timeout=60)
+    except Exception as err:  # noqa: BLE001 - a 502, a refused or reset connection: counted, shown on failure
+        return getattr(err, "code", 0), False, False
+    with reply:
+        try:
+            return reply.status, True, read(reply)
+        except Exception:  # noqa: BLE001 - cut after its header (http.client.IncompleteRead, a reset): counted
+            return reply.status, True, False
+
+
+def _generate_counted(balancer, key: str, tokens: int) -> tuple[int, bool, bool]:
+    return _post_began(balancer, key, f"/v2/models/{MODEL}/generate",
+                       {"text_input": "hi", "exclude_input_in_output": True, "parameters": {"max_tokens": tokens}},
+                       lambda reply: _words(json.loads(reply.read()).get("text_output", "")) == tokens)
+
+
+def _http_stream_counted(balancer, key: str, tokens: int) -> tuple[int, bool, bool]:
+    def read(reply) -> bool:
+        events = [json.loads(line[5:]) for line in reply if line.startswith(b"data:")]
+        text = "".join(e.get("text_output", "") for e in events)
+        return bool(events) and not any("error" in e for e in events) and _words(text) == tokens
+
+    return _post_began(balancer, key, f"/v2/models/{MODEL}/generate_stream",
+                       {"text_input": "hi", "exclude_input_in_output": True,
+                        "parameters": {"max_tokens": tokens, "stream": True}}, read)
+
+
+def _grpc_stream_counted(client, key: str, tokens: int) -> tuple[int | str, bool, bool]:
+    """One ModelStreamInfer stream (as _grpc_stream): (status, began, whole), began when a response came."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    def tensor(name, value, dtype):
+        item = grpcclient.InferInput(name, [1], dtype)
+        item.set_data_from_numpy(np.array([value], dtype=object if dtype == "BYTES" else bool))
+        return item
+
+    chunks, responses, errors, final = [], [], [], threading.Event()
+
+    def on_response(result, error):
+        if error is not None:
+            errors.append(error)
+            final.set()
+            return
+        responses.append(1)
+        out = result.as_numpy("text_output")
+        if out is not None:
+            chunks.append(out[0].decode())
+        if result.get_response().parameters["triton_final_response"].bool_param:
+            final.set()
+
+    try:
+        client.start_stream(callback=on_response, headers={"authorization": f"Bearer {key}"})
+        client.async_stream_infer(MODEL, [
+            tensor("text_input", "hi", "BYTES"), tensor("stream", True, "BOOL"),
+            tensor("sampling_parameters", json.dumps({"max_tokens": tokens}), "BYTES"),
+            tensor("exclude_input_in_output", True, "BOOL")], enable_empty_final_response=True)
+        done = final.wait(60)
+        failed, began = list(errors), bool(responses)
+    finally:
+        client.stop_stream(cancel_requests=not final.is_set())
+    if failed:
+        return getattr(failed[0], "status", lambda: None)() or "error", began, False
+    return 200, began, done and _words("".join(chunks)) == tokens
+
+
+def under_load_counted(balancer, key: str, action, grpc: int = 2, tokens: int = 16) -> tuple[object, list[Answer]]:
+    """As under_load (4 HTTP clients, 2 generating and 2 streaming, and `grpc` gRPC streaming clients, until 2 s
+    after `action()`, at most 300 s and 2,000 requests each), each request an Answer: whether its answer began."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import tritonclient.grpc as grpcclient
+
+    stop = {"at": None}
+    started = time.monotonic()
+    kinds = ["generate", "stream", "generate", "stream"] + ["grpc"] * grpc
+
+    def load(kind) -> list[Answer]:
+        seen: list[Answer] = []
+        client = grpcclient.InferenceServerClient(f"{balancer.host(BALANCER).network_address}:{DOOR_GRPC}") \
+            if kind == "grpc" else None
+        try:
+            while (stop["at"] is None or time.monotonic() < stop["at"]) and time.monotonic() - started < 300 \
+                    and len(seen) < 2000:
+                sent = time.monotonic()
+                if kind == "generate":
+                    got = _generate_counted(balancer, key, tokens)
+                elif kind == "stream":
+                    got = _http_stream_counted(balancer, key, tokens)
+                else:
+                    got = _grpc_stream_counted(client, key, tokens)
+                seen.append(Answer(kind, *got, sent, time.monotonic()))
+        finally:
+            if client is not None:
+                client.close()
+        return seen
+
+    with ThreadPoolExecutor(len(kinds)) as pool:
+        running = [pool.submit(load, kind) for kind in kinds]
+        time.sleep(2)
+        try:
+            value = action()
+        finally:
+            stop["at"] = time.monotonic() + 2
+        answers = [answer for future in running for answer in future.result()]  # a client's error is raised here
+    return value, answers
+
+
 def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docker_brings_it_back(
         capsys, inventory, clean, balancer, lab, tmp_path):
     # two replicas behind the door, 4 HTTP and 2 gRPC clients; replica 0's Triton dies (its container's main
     # process killed, a crash: `docker kill` is a stop by hand, which Docker's restart policy leaves stopped).
-    # HAProxy marks it DOWN (its checks every 2 s, 3 failures, or sooner the errors real traffic meets); only what
-    # was on it fails; Docker restarts it (--restart unless-stopped) and the checks bring it back UP by themselves
+    # HAProxy marks it DOWN (its checks every 2 s, 3 failures, or sooner the errors real traffic meets). A request
+    # that had no byte of an answer yet (in flight on it, or sent to it as it died) is sent to the other replica
+    # (issue #41: retry-on, option redispatch): none of those fails. The streams it was sending are cut, the only
+    # losses, counted apart. Docker restarts it (--restart unless-stopped) and the checks bring it back UP.
     from tests.lab.test_replicas_lab import _put_profile
     from tritonops.render.haproxy_config import CHECK_FALL, grpc_backend, http_backend
 
@@ -589,7 +726,8 @@ def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docke
         assert pid.isdigit(), pid
 
         def crash():
-            rows, blamed = door_servers(clean), door_errors(clean, replica)
+            rows = door_servers(clean)
+            blamed, redispatched = door_errors(clean, replica), door_redispatched(clean, replica)
             on_it = sum(rows[name].scur for name in replica)  # its requests in flight, HTTP and gRPC
             killed = time.monotonic()
             died = host(f"kill -9 {pid}")  # the server dies under its requests
@@ -597,31 +735,47 @@ def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docke
             assert died.returncode == 0, died.stderr
             down = until_servers(clean, "DOWN", replica, 30)
             up = until_servers(clean, "UP", replica, 120, interval_s=0.5)
-            return on_it, blamed, killed, kill_done, down, up, door_servers(clean)[replica[0]].stot
+            return (on_it, blamed, redispatched, killed, kill_done, down, up,
+                    door_servers(clean)[replica[0]].stot)
 
-        (on_it, blamed, killed, kill_done, down, up, served_before), answers = under_load(balancer, key, crash, grpc=2)
+        (on_it, blamed, redispatched, killed, kill_done, down, up, served_before), answers = under_load_counted(
+            balancer, key, crash, grpc=2)
         assert down is not None, "HAProxy never marked the killed replica DOWN"
         assert up is not None, "the killed replica never came back UP"
-        failed = [a for a in answers if not a[2]]
+        failed = [a for a in answers if not a.whole]
+        failed_generate = [a for a in failed if a.kind == "generate"]
+        # a gRPC call a replica holds is an open stream, never replayed (the gRPC door retries only a connection
+        # that failed before the call was sent): one open on it when it died is lost, a response come or not yet,
+        # and counts with the cut streams, bounded as they are
+        open_grpc = [a for a in failed if a.kind == "grpc" and not a.began and a.sent < kill_done]
+        unanswered = [a for a in failed if not a.began and a not in open_grpc]  # the door could save each
+        cut = [a for a in failed if a.kind != "generate" and (a.began or a in open_grpc)]  # streams open when it died
         # requests sent while the kill was on its way (one SSH command) may have gone to it too
-        racing = [a for a in answers if killed <= a[3] < kill_done]
+        racing = [a for a in answers if killed <= a.sent < kill_done]
         blamed = door_errors(clean, replica) - blamed
+        redispatched = door_redispatched(clean, replica) - redispatched
+
+        def shown(group: list[Answer]) -> list:
+            return [(a.kind, a.status, round(a.sent - killed, 2), round(a.answered - killed, 2)) for a in group]
+
         with capsys.disabled():
             print(f"\nkilled {killed_container} (pid {pid}, {kill_done - killed:.2f} s over SSH) with {on_it} "
                   f"request(s) on it, {len(racing)} more sent meanwhile: DOWN after {down - killed:.1f} s, UP after "
-                  f"{up - killed:.1f} s; {len(answers)} requests ({sum(a[0] == 'grpc' for a in answers)} gRPC "
-                  f"streams), {len(failed)} failed, HAProxy blames {blamed} on it: "
-                  f"{[(a[0], a[1], round(a[3] - killed, 2), round(a[4] - killed, 2)) for a in failed]}")
+                  f"{up - killed:.1f} s; {len(answers)} requests ({sum(a.kind == 'generate' for a in answers)} "
+                  f"generate, {sum(a.kind == 'stream' for a in answers)} HTTP streams, "
+                  f"{sum(a.kind == 'grpc' for a in answers)} gRPC streams): {len(failed_generate)} generate failed, "
+                  f"{len(unanswered)} failed before a byte of an answer {shown(unanswered)}, {len(cut)} streams cut "
+                  f"{shown(cut)} ({len(open_grpc)} of them gRPC with no response yet); HAProxy sent {redispatched} "
+                  f"to the other replica and blames {blamed} on it")
         assert down - killed <= (CHECK_FALL + 1) * 2.0, down - killed  # 3 failed checks 2 s apart, and one to start
-        # what fails is what was on it when it died: in flight, or sent as it died (HAProxy's pooled connection to
-        # it, or docker's proxy, closed under the request); later ones, before and after DOWN, went to the other
-        # replica (a refused connection is retried there: option redispatch)
-        assert all(answered > killed and sent < kill_done + 1.0 for _, _, _, sent, answered in failed), failed
-        assert len(failed) <= on_it + len(racing), (on_it, len(racing), failed)
-        assert len(failed) <= blamed, (blamed, failed)  # every one of them was on the killed replica
-        assert not [a for a in failed if a[3] > down]  # implied, and the point: none sent after DOWN failed
-        after_up = [a for a in answers if a[3] > up]
-        assert after_up and all(a[2] for a in after_up)
+        # the acceptance: nothing that had not begun to answer fails, a plain generate included
+        assert unanswered == [] and failed_generate == [], (shown(unanswered), shown(failed_generate))
+        # what is cut is what was open on it when it died: sent before the kill was done, ended after it began
+        assert all(a.answered > killed and a.sent < kill_done for a in cut), shown(cut)
+        assert len(cut) <= on_it + len(racing), (on_it, len(racing), shown(cut))
+        assert len(cut) <= blamed, (blamed, shown(cut))  # every one of them was on the killed replica
+        after_up = [a for a in answers if a.sent > up]
+        assert after_up and all(a.whole for a in after_up)
         restarts = host(f"docker inspect --format '{{{{.RestartCount}}}}' {killed_container}").stdout.strip()
         assert int(restarts) == int(policy[1]) + 1  # Docker's restart, not a new container
         assert door_servers(clean)[replica[0]].stot > served_before  # it takes requests again
@@ -635,7 +789,6 @@ def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docke
         assert all(r["container"] == "running" and r["ready"] for r in serving["replicas"]), serving["replicas"]
     finally:
         _put_profile(lab, "2080ti")
-
 
 
 # --- partial runs (issue #41): a --limit never leaves the door behind -------------------------------------------

@@ -34,6 +34,18 @@ GLOBALS_FILE = "00-tritonops.cfg"
 CHECK_FALL = 3
 CHECK_RISE = 2
 OBSERVED_ERRORS = 10  # consecutive layer-7 errors in real traffic that mark a replica down at once
+# A request a replica loses before answering a byte (its process died under it, a refused or reset connection, an
+# empty reply) is sent again, each time to another replica (`option redispatch 1`), at most RETRIES times. Only
+# before any byte of an answer: once HAProxy has a response header it forwards it and never retries, so a stream
+# already flowing may be cut, never replayed. HTTP retries the lost requests (L7 retries): HAProxy keeps a copy of a
+# request only when the whole of it was in hand before its first byte left for the replica, hence the HTTP backend
+# waits for each request's body (`option http-buffer-request`, within `timeout http-request`); one bigger than the
+# buffer (tune.bufsize, 16 kB, less its reserve) is passed on as it comes and is not retried. gRPC retries only
+# connections that failed before the call was sent (conn-failure, HAProxy's default): a call a replica already holds
+# is an open stream, whose messages must never be replayed.
+RETRIES = 2
+HTTP_RETRY_ON = ("conn-failure", "empty-response")
+GRPC_RETRY_ON = ("conn-failure",)
 # every request through a door is logged (HAProxy's HTTP log: its timers TR/Tw/Tc/Tr/Ta, status, termination
 # state) into a ring in the balancer's memory, read with `show events tritonops_log` on the stats socket
 # (balancer/request_log.py): the newest lines that fit in LOG_RING_BYTES, gone on a reload or restart
@@ -310,7 +322,8 @@ def _http_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
     queue_timeout = (f"    http-error status 503 content-type application/json string "
                      f"'{QUEUE_TIMEOUT.json(door.mode)}'")
     refused = "".join(f" or {name}" for name, _ in door.mode.door_refused)
-    return _door(frontend, f"if !exposed{refused}", _http_return(door.mode), backend, door, queue_timeout, servers)
+    return _door(frontend, f"if !exposed{refused}", _http_return(door.mode), backend, door, queue_timeout, servers,
+                 HTTP_RETRY_ON)
 
 
 def _grpc_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) -> list[str]:
@@ -330,13 +343,13 @@ def _grpc_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
                f" maxconn {r.maxconn}" for r in replicas]
     queue_timeout = (f"    http-error status 503 hdr grpc-status {QUEUE_TIMEOUT.grpc_status}"
                      f" hdr grpc-message '{QUEUE_TIMEOUT.grpc_message()}'")
-    return _door(frontend, "unless exposed", _grpc_return, backend, door, queue_timeout, servers)
+    return _door(frontend, "unless exposed", _grpc_return, backend, door, queue_timeout, servers, GRPC_RETRY_ON)
 
 
 def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str], str], backend: str,
-          door: _Door, queue_timeout: str, servers: list[str]) -> list[str]:
+          door: _Door, queue_timeout: str, servers: list[str], retry_on: tuple[str, ...]) -> list[str]:
     """A frontend's refusals in order (a path not exposed, no key, no replica up, a full queue), then
-    its backend."""
+    its backend, which sends a request lost for `retry_on` to another replica."""
     acls, rules = [], [answer(NOT_EXPOSED, not_exposed)]
     if door.keys_file:
         acls.append(f"    acl key_ok http_auth_bearer -m str -f {door.keys_file}")
@@ -353,7 +366,10 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
             # each server-sent event (a generated token) leaves at once: without it HAProxy 2.6 lets the
             # kernel hold small writes for a fuller packet, about 200 ms, and events arrive in bursts
             "    option http-no-delay",
-            "    option redispatch",
+            *(["    option http-buffer-request"] if retry_on != GRPC_RETRY_ON else []),
+            f"    retry-on {' '.join(retry_on)}",
+            f"    retries {RETRIES}",
+            "    option redispatch 1",  # every retry to another replica, at once (no turn-around wait)
             "    option httpchk",
             f"    http-check send meth GET uri {door.check_path}",
             "    http-check expect status 200",
