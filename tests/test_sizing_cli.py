@@ -170,11 +170,13 @@ def test_plan_behind_a_balancer_binds_each_host_privately_and_refuses_one_withou
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=tuple(
         HostProbe(host=name, status="ok", facts=host_facts(8)) for name in ("inside", "outside"))))))
-    code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts))
-    by_host = {row["host"]: row for row in out["results"]}
-    assert code == 2 and sorted(by_host) == ["inside", "outside"]  # the balancer serves nothing
-    assert by_host["inside"]["status"] == "ok" and by_host["inside"]["payload"]["bind"] == "10.0.0.3"
-    assert by_host["outside"]["status"] == "failed"
-    assert "outside: no private address to bind its replicas to behind the balancer" in by_host["outside"]["msg"]
+    # a missing address is bad input, refused before any host is contacted (planning.host_values)
+    assert main(["plan", "-i", str(inventory), "--facts", str(facts)]) == 5
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {inventory}:4: outside: no private address to bind its replicas to behind the "
+                          "balancer (ansible_host 34.120.5.8 is not a private or loopback IP address)")
+    code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts), "--limit", "inside")
+    assert code == 0 and [row["host"] for row in out["results"]] == ["inside"]  # the balancer serves nothing
+    assert out["results"][0]["payload"]["bind"] == "10.0.0.3"
     assert main(["plan", "-i", str(inventory), "--facts", str(facts), "--limit", "inside"]) == 0
     assert "binds to: 10.0.0.3" in capsys.readouterr().out
