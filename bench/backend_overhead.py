@@ -20,7 +20,8 @@ first token) instead of full speed: the engine's first-token time then stays put
 Triton adds to it is the backend's and the server's own, apart from how a real engine batches prefills.
 --replay: the backend keeps its per-request trace (TRACE_FILE), and after Triton the engine alone is sent
 requests at the moments Triton's engine got them (`real_gpu_serving.py replay`, as on the H200); prints the
-breakdown of a first token.
+breakdown of a first token. Ends with each level within the H200 goal (bench/real_gpu_serving.py) or MISSED, and
+what missed it; exits 1 when one missed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ sys.path.insert(0, str(REPO / "bench"))
 import docker  # noqa: E402
 
 import real_gpu_serving  # noqa: E402
+from goals import Goal, verdict  # noqa: E402
+
+
+def goals(rows) -> list[Goal]:
+    """real_gpu_serving.verdict's rows: each level within the H200 goal (tok/s, TTFT and ITL against the engine
+    alone; no request failed; Triton's and vLLM's counters agree), what missed it named."""
+    return [Goal(f"{c} streams: misses of the H200 goal", len(misses), 0, detail="; ".join(misses))
+            for c, _, misses in rows]
 from tritonops.image.build_script import BACKEND_DIR  # noqa: E402
 from tritonops.lab.hub import tiny_model  # noqa: E402
 from tritonops.lab.image_specs import TRITON_TAG  # noqa: E402
@@ -177,7 +186,7 @@ def main() -> int:
         print(f"kept: {work}")
     else:
         shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return verdict(goals(rows))
 
 
 if __name__ == "__main__":

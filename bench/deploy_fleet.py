@@ -7,7 +7,8 @@ whole job: weights pushed, release written, container started and gated. Removed
 
     tritonops lab up && python bench/deploy_fleet.py [-i inventory/lab.yml]
 Goal: N hosts in parallel within 1.2x of one host; the no-op: 0 restarts, 0 bytes; the gate notices
-Triton's models ready within 1 s.
+Triton's models ready within 1 s (the slowest host read; none read: missed). Ends with each goal met or MISSED;
+exits 1 when one missed (the replicas axis: its no-op's restarts and image bytes).
 
     python bench/deploy_fleet.py --replicas 1,2,4,8 [--host node-h200x8]
 
@@ -41,6 +42,34 @@ from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 from tritonops.playbook import load_run_inputs  # noqa: E402
 from tritonops.playbook.host_task import TaskOutcome  # noqa: E402
+
+from goals import Goal, verdict  # noqa: E402  (bench/ is the script's folder)
+
+GOAL_PARALLEL_X = 1.2   # N hosts at once against one host
+GOAL_GATE_LAG_S = 1.0   # Triton's models ready -> the gate saw them
+
+
+def fleet_goals(rows: list[tuple]) -> list[Goal]:
+    """The hosts axis's goals from its rows (hosts, deploy s, serve+gate s, ready->gate s, hosts read, no-op s,
+    restarts, changed, image bytes): every N within 1.2x of one host's deploy, a no-op that restarts nothing and
+    moves no image byte, the gate noticing the models ready within 1 s."""
+    single = rows[0][1] if rows else None
+    found = []
+    for count, seconds, _, lag, _, _, restarts, _, image in rows:
+        found += [Goal(f"{count} host(s): deploy time / one host's", seconds / single if single else None,
+                       GOAL_PARALLEL_X, unit="x")] if count > 1 else []
+        found += [Goal(f"{count} host(s): ready -> gate", lag, GOAL_GATE_LAG_S, unit="s"),
+                  Goal(f"{count} host(s): no-op restarts", restarts, 0),
+                  Goal(f"{count} host(s): no-op image bytes", image, 0)]
+    return found
+
+
+def replicas_goals(rows: list[tuple]) -> list[Goal]:
+    """The replicas axis's goals from its rows (replicas, deploy s, serve+gates s, no-op s, restarts, changed,
+    image bytes): the no-op restarts no replica and moves no image byte (the deploy grows with N by design)."""
+    return [goal for count, _, _, _, restarts, _, image in rows
+            for goal in (Goal(f"{count} replica(s): no-op restarts", restarts, 0),
+                         Goal(f"{count} replica(s): no-op image bytes", image, 0))]
 
 
 # Runs on the host: poll a model's /ready every 20 ms, print the Unix time it first answers 200.
@@ -149,7 +178,7 @@ def replicas_axis(args) -> int:
     for count, seconds, serve, noop, restarts, changed, image in rows:
         print(f"{count:>8} {seconds:>9.2f} {seconds / single:>6.2f} {serve:>13.2f} {noop:>8.2f} {restarts:>8} "
               f"{changed:>7} {image:>7}")
-    return 0
+    return verdict(replicas_goals(rows))
 
 
 def main() -> int:
@@ -210,7 +239,7 @@ def main() -> int:
     for count, seconds, gate, lag, covered, noop, restarts, changed, image in rows:
         print(f"{count:>5} {seconds:>9.2f} {seconds / single:>10.2f} {gate:>12.2f} {lag:>13.2f} {covered:>12} "
               f"{noop:>8.2f} {restarts:>8} {changed:>7} {image:>7}")
-    return 0
+    return verdict(fleet_goals(rows))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Converges the lab once (a first deploy, not measured), then --repeat times, alte
     steps carried out (tasks `changed`), new releases, and the command-channel traffic (commands run,
     bytes sent and received over SSH).
 Prints the best and median times and the ratio deploy/probe. Goal: 0 bytes of weights or image,
-0 writes, at most 2x the probe's time. Not a test: it prints figures.
+0 writes, at most 2x the probe's time (medians). Ends with each goal met or MISSED; exits 1 when one missed.
 
     tritonops lab up            # the default lab (inventory/lab.yml)
     python bench/deploy_noop.py [-i inventory/lab.yml] [--repeat 5] [--model DIR]
@@ -33,6 +33,18 @@ from tritonops.playbook import load_run_inputs  # noqa: E402
 from tritonops.playbook.host_task import TaskOutcome  # noqa: E402
 from tritonops.weights.transfer import WeightsMoved  # noqa: E402
 from tritonops.sizing.engine_plan import SizingRequest  # noqa: E402
+
+from goals import Goal, verdict  # noqa: E402  (bench/ is the script's folder)
+
+GOAL_OVER_PROBE_X = 2.0   # a no-op deploy against a probe of the same hosts, median over median
+
+
+def goals(image_bytes: int, weights_bytes: int, writes: int, deploy_over_probe: float, all_ok: bool) -> list[Goal]:
+    """No byte of image or weights, no write (task changed), at most 2x the probe's time, every deploy ok."""
+    return [Goal("no-op image bytes", image_bytes, 0), Goal("no-op weights bytes", weights_bytes, 0),
+            Goal("no-op writes (tasks changed)", writes, 0),
+            Goal("no-op deploy time / probe time (medians)", round(deploy_over_probe, 3), GOAL_OVER_PROBE_X, unit="x"),
+            Goal("no-op deploys that failed", 0 if all_ok else 1, 0)]
 
 
 def main() -> int:
@@ -111,7 +123,8 @@ def main() -> int:
           f"writes (tasks changed) {writes}, all ok: {all(r.ok for r in moved)}")
     print(f"one no-op deploy over SSH command channels: {last.traffic.commands} commands, "
           f"{last.traffic.sent:,} bytes sent, {last.traffic.received:,} bytes received")
-    return 0
+    return verdict(goals(sum(r.image_bytes for r in moved), weights_bytes, writes,
+                         statistics.median(deploys) / statistics.median(probes), all(r.ok for r in moved)))
 
 
 if __name__ == "__main__":

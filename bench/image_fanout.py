@@ -5,7 +5,8 @@ host (which already holds it: the build is done once, before the first N), and w
 went through the controller and, measured independently, every byte this machine sent into the lab's network
 (the lab bridge's tx_bytes: SSH packets, commands, docker API calls, everything), each against the image size;
 the bytes each host received and from whom; the wall time, and its ratio to N = 1's; then the same run again,
-which must move 0 bytes.
+which must move 0 bytes. Goal: that 0, and host to host the image bytes through the controller under 0.05 x the
+image whatever N; ends with each goal met or MISSED, exits 1 when one missed.
 
     python bench/image_fanout.py                      # host to host (image/relay.py), fan-out 2
     python bench/image_fanout.py --through-controller # the fallback path alone: save -> controller -> load
@@ -36,6 +37,24 @@ from tritonops.lab.image_specs import TRITON_TAG  # noqa: E402
 from tritonops.lab.request import HostSpec, LabRequest  # noqa: E402
 from tritonops.lab.wheelhouse import LAB_VLLM_VERSION, serve_on_host  # noqa: E402
 from tritonops.transport.pool import open_transport  # noqa: E402
+
+from goals import Goal, verdict  # noqa: E402  (bench/ is the script's folder)
+
+GOAL_OUT_OVER_SIZE = 0.05   # host to host: image bytes through the controller against the image, whatever N
+
+
+def goals(rows: list[tuple], host_to_host: bool) -> list[Goal]:
+    """Per N (rows: N, image size, image bytes out, ..., no-op bytes at [8]): the same run again moves 0 bytes; host
+    to host, the image bytes through the controller stay under 0.05 x the image (through the controller they are
+    N images by design)."""
+    found = []
+    for row in rows:
+        n, size, out, noop = row[0], row[1], row[2], row[8]
+        if host_to_host:
+            found.append(Goal(f"N={n}: image bytes through the controller / image size",
+                              round(out / size, 4) if size else None, GOAL_OUT_OVER_SIZE))
+        found.append(Goal(f"N={n}: bytes moved by the same run again", noop, 0))
+    return found
 
 BUILDER = "img-build"
 TARGETS = tuple(f"img-t{i}" for i in range(1, 9))
@@ -153,7 +172,7 @@ def main() -> int:
         print(f"   hops: {' '.join(sources)}")
     if args.down:
         lab_api.down(state_dir=args.state_dir, name_prefix=args.prefix)
-    return 0 if all(r[8] == 0 for r in rows) else 1
+    return verdict(goals(rows, host_to_host=not args.through_controller))
 
 
 def lab_api_ssh(state, host: str, command: str) -> None:

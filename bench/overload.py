@@ -14,6 +14,7 @@
    balancer/request_log.py: Ta, received to answered, and Tw, the time queued), and the door's queue time as
    HAProxy reports it (`show stat`: qtime, the average of the last 1,024 queued requests, and qmax) against
    `tritonops_queue_timeout_ms`.
+Ends with each goal met or MISSED; exits 1 when one missed (or could not be measured: no request refused at once).
 
 The balancer's capacity is read from its own `show stat` (HAProxy's runtime API over SSH). Only private and loopback
 addresses are called; every phase is bounded in count and time. Deploy with small engines first to keep the
@@ -32,7 +33,11 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+from goals import Goal, verdict
+
 MAX_REQUESTS = 2000
+GOAL_ADDED_P50_MS = 1.0      # the door's added latency at low load, p50
+GOAL_REFUSED_P99_MS = 50.0   # a request refused at once (503), p99 at the balancer (HAProxy's Ta)
 
 
 def pct(values: list[float], q: float) -> str:
@@ -40,6 +45,17 @@ def pct(values: list[float], q: float) -> str:
         return "-"
     ordered = sorted(values)
     return f"{ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] * 1000:.1f}"
+
+
+def quantile_ms(values: list[float], q: float) -> float | None:
+    """The q-th percentile of `values` (seconds) in ms, as pct() shows it; None when there are none."""
+    return float(pct(values, q)) if values else None
+
+
+def goals(added_p50_ms: float | None, refused_p99_ms: float | None) -> list[Goal]:
+    """The door adds at most 1 ms at p50; a request refused at once is answered within 50 ms at p99 at the balancer."""
+    return [Goal("the door's added latency at p50", added_p50_ms, GOAL_ADDED_P50_MS, unit="ms"),
+            Goal("refused at once, Ta p99 at the balancer", refused_p99_ms, GOAL_REFUSED_P99_MS, unit="ms")]
 
 
 def private(address: str) -> str:
@@ -171,7 +187,7 @@ def main() -> int:
                 values = dict(zip(header, line.split(",")))
                 print(f"  HAProxy's queue time: qtime {values.get('qtime')} ms (average of the last 1,024 "
                       f"queued), qmax {values.get('qmax')}, against the timeout {settings.queue_timeout_ms} ms")
-    return 0
+    return verdict(goals(gap if direct and through else None, quantile_ms(at_once, 99)))
 
 
 if __name__ == "__main__":

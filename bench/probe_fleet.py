@@ -11,7 +11,8 @@ they share the machine's load; the figure is the median of --repeat rounds):
   - Ansible:    ansible <first N> -m setup, then -m command -a '<NVML read>' (its fact gathering plus
                 one GPU query: what a user does by hand), -f N, Ansible's defaults (ControlPersist on)
 and prints the medians, the two ratios (tritonops / OpenSSH, goal <= 1.25; Ansible / tritonops,
-goal >= 8) and the load average over the rounds. Every run is checked (all N hosts answered).
+goal >= 8) and the load average over the rounds. Every run is checked (all N hosts answered). Ends with each
+goal met or MISSED (per N); exits 1 when one missed.
 One untimed round on one host comes first (bytecode compiled, the probe bundle cached).
 tritonops is, by default, installed from a wheel of this tree into a venv of its own whose
 dependencies are this venv's (--install wheel: what `pip install` gives a user); --install editable
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -39,6 +41,23 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from goals import Goal, verdict  # noqa: E402  (bench/ is the script's folder)
+
+GOAL_OURS_OVER_OPENSSH = 1.25
+GOAL_ANSIBLE_OVER_OURS = 8.0
+
+
+def goals(rows: list[dict]) -> list[Goal]:
+    """Per N: tritonops within 1.25x of plain OpenSSH, Ansible at least 8x tritonops (where Ansible ran)."""
+    found = []
+    for row in rows:
+        found.append(Goal(f"N={row['hosts']}: tritonops / OpenSSH", round(row["ours_over_openssh"], 3),
+                          GOAL_OURS_OVER_OPENSSH, unit="x"))
+        if not math.isnan(row["ansible_over_ours"]):   # NaN: --no-ansible
+            found.append(Goal(f"N={row['hosts']}: Ansible / tritonops", round(row["ansible_over_ours"], 2),
+                              GOAL_ANSIBLE_OVER_OURS, at_most=False, unit="x"))
+    return found
 
 from tritonops.facts import probe_payload  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
@@ -306,7 +325,7 @@ def main() -> int:
     print_table(rows)
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2))
-    return 0
+    return verdict(goals(rows))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ back to back for `--seconds`: the tokens of every completed request over the tim
 answered. One replica's rate is measured the same way straight to it (its address and port as HAProxy has it), at
 `--seqs` clients, with one replica deployed. The lab's engine generates each request's tokens at a fixed pace
 (TRITONOPS_LAB_TOKENS_PER_S, 200 by default) and runs `max_num_seqs` requests at once, so one replica's rate is
-fixed: N replicas should give N times it. Goal: >= 0.95 x N. Printed: a table per N.
+fixed: N replicas should give N times it. Goal: >= 0.95 x N. Printed: a table per N, then each goal met or MISSED;
+exits 1 when one missed.
 
 Only private and loopback addresses are called; every phase is bounded in count and time. On the lab
 (`tritonops lab up --balancers 1`) every replica is a real Triton on this machine's cores, which bounds N.
@@ -31,6 +32,9 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+from goals import Goal, verdict
+
+GOAL_RATIO = 0.95   # N replicas through the door against N x one replica straight
 MAX_CLIENTS = 128
 MAX_SECONDS = 120
 UP_WAIT_S = 120
@@ -169,7 +173,14 @@ def main() -> int:
         ideal = count * one["tokens_s"]
         print(f"{count:>8} {count * args.seqs:>7} {got['tokens_s']:>9.0f} {ideal:>8.0f} "
               f"{got['tokens_s'] / ideal:>6.3f} {got['ok']:>6} {got['failed']:>6} {got['p50_ms']:>7.0f}")
-    return 0 if all(got["tokens_s"] >= 0.95 * count * one["tokens_s"] for count, got in rows) else 1
+    return verdict(goals(one["tokens_s"], [(count, got["tokens_s"]) for count, got in rows]))
+
+
+def goals(one_tokens_s: float, rows: list[tuple[int, float]]) -> list[Goal]:
+    """Each count N's tokens/s through the door at least 0.95 x N x one replica's straight."""
+    return [Goal(f"{count} replica(s): tokens/s / (N x one replica's)",
+                 round(tokens_s / (count * one_tokens_s), 3) if one_tokens_s else None, GOAL_RATIO, at_most=False)
+            for count, tokens_s in rows]
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ the totals for the runs the constants were fitted to and for the held-out ones. 
 is read from the folder's split.json, nowhere else (not from the logs' capture-time `holdout` flag):
 this script knows nothing of the constants. A held-out run that misses is listed as a miss (it is
 reported, not tuned away: see the fixture's README). Exit status 1 when anything over-promised:
-a reference row, a fitted run or a held-out one.
+a reference row, a fitted run or a held-out one; or when a goal printed "NOT met" (a group's, the TP > 1
+runs'): each such goal is named.
 
     python bench/sizing_accuracy.py [--csv PATH] [--calib DIR ...]
 """
@@ -29,7 +30,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonops.sizing.calibration import Replay, replay, summarize
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: goals.py, when loaded from elsewhere
+
+from goals import Goal, missed  # noqa: E402
+from tritonops.sizing.calibration import GOAL_MEDIAN, Replay, replay, summarize
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
@@ -295,7 +299,29 @@ def calibration_runs(folder: Path) -> int:
     multi = [r for r in replays if r.record.tensor_parallel_size > 1]
     if multi:
         print(tp_goal_line(multi))
-    return summarize(replays).over_promises
+    unmet = missed(calibration_goals(groups, multi))
+    for goal in unmet:
+        print(goal.line())
+    return summarize(replays).over_promises + len(unmet)
+
+
+def calibration_goals(groups: list[tuple[str, list[Replay]]], multi: list[Replay]) -> list[Goal]:
+    """The goals summary_line and tp_goal_line print met or NOT met, as Goals: each group with runs (0
+    over-promises, missed accepts or runs outside the worst goal; median |error| within GOAL_MEDIAN), and the
+    TP > 1 runs' tighter one."""
+    found = []
+    for name, chosen in groups:
+        if chosen:
+            s = summarize(chosen)
+            found += [Goal(f"{name}: over-promises, missed accepts and runs outside the worst goal",
+                           s.over_promises + s.missed_accepts + s.outside_worst_goal, 0),
+                      Goal(f"{name}: median |error|", s.median_abs_error or 0.0, GOAL_MEDIAN)]
+    if multi:
+        s = summarize(multi)
+        found += [Goal("TP > 1: over-promises and missed accepts", s.over_promises + s.missed_accepts, 0),
+                  Goal("TP > 1: median |error|", s.median_abs_error, TP_GOAL_MEDIAN),
+                  Goal("TP > 1: worst |error|", abs(s.worst_error or 0), TP_GOAL_WORST)]
+    return found
 
 
 # The goal for the TP > 1 runs (issue #27): tighter than the TP 1 one, all of them fitted.

@@ -4,7 +4,8 @@ For N = 1, 2, 4, 8 hosts that lack the folder: `relay_weights` brings it (the fi
 others host to host), and we print the weights bytes that went through the controller and, measured
 independently, every byte this machine sent into the lab's network (the lab bridge's tx_bytes, as
 bench/image_fanout.py measures it), each against the folder's size; where each host's copy came from; the wall
-time and its ratio to N = 1's; then the same run again, which must move 0 bytes.
+time and its ratio to N = 1's; then the same run again, which must move 0 bytes. Goal: that 0, and host to host one
+folder out of the controller whatever N; ends with each goal met or MISSED, exits 1 when one missed.
 
     python bench/weights_fanout.py                      # host to host (weights/relay.py), fan-out 2
     python bench/weights_fanout.py --through-controller # every host pushed from the controller (the path before)
@@ -33,6 +34,22 @@ from tritonops.relay.run import RelayHost  # noqa: E402
 from tritonops.transport.pool import open_transport  # noqa: E402
 from tritonops.weights.operation import ModelWeightsArgs, ensure_weights_on_hosts  # noqa: E402
 from tritonops.weights.relay import relay_weights  # noqa: E402
+
+from goals import Goal, verdict  # noqa: E402
+
+GOAL_OUT_OVER_SIZE = 1.0   # host to host: one folder leaves the controller, whatever N
+
+
+def goals(rows: list[tuple], size: int, host_to_host: bool) -> list[Goal]:
+    """Per N (rows: N, weights bytes out, into the lab net, s, no-op bytes, no-op s, hops): the same run again moves 0
+    bytes; host to host, at most one folder's bytes leave the controller (through it, N folders by design)."""
+    found = []
+    for n, out, _, _, noop, _, _ in rows:
+        if host_to_host:
+            found.append(Goal(f"N={n}: weights bytes through the controller / folder size",
+                              round(out / size, 4) if size else None, GOAL_OUT_OVER_SIZE))
+        found.append(Goal(f"N={n}: bytes moved by the same run again", noop, 0))
+    return found
 
 HOSTS = tuple(f"w{i}" for i in range(1, 9))
 DEPLOYMENT = "bench-fanout"
@@ -117,7 +134,7 @@ def main() -> int:
         print(f"   from: {' '.join(hops)}")
     if args.down:
         lab_api.down(state_dir=args.state_dir, name_prefix=args.prefix)
-    return 0 if all(r[4] == 0 for r in rows) else 1
+    return verdict(goals(rows, size, host_to_host=not args.through_controller))
 
 
 if __name__ == "__main__":

@@ -117,3 +117,33 @@ def test_rollback_lists_its_playbooks_tasks_too(capsys, unreachable_inventory):
     assert main(["rollback", "-i", unreachable_inventory, "--list-tasks"]) == 0
     out = capsys.readouterr().out
     assert "rollback.yml" in out and "tasks:" in out and "unreachable" not in out
+
+
+@pytest.mark.parametrize("command", ["deploy", "plan"])
+@pytest.mark.parametrize("extra, problem", [
+    ("tritonops_frontend=opneai", "did you mean 'openai'"),
+    ("tritonops_replicas=two", "tritonops_replicas 'two' is not a whole number >= 1 or 'auto'"),
+    ("tritonops_gpus=first", "tritonops_gpus 'first' is not a list of distinct GPU indices"),
+    ("tritonops_http_port=80000", "tritonops_http_port"),
+    ("tritonops_port_stride=1", "tritonops_port_stride"),
+    ("tritonops_max_num_seqs=-1", "tritonops_max_num_seqs"),
+])
+def test_a_bad_serving_value_in_extra_vars_is_bad_input_before_any_host(capsys, unreachable_inventory, command,
+                                                                        extra, problem):
+    """The README promises 5 for a bad value; these were found only when the host's plan was made, after the
+    probe, and exited 2 (issue #45)."""
+    code = main([command, "-i", unreachable_inventory, "--model", "Qwen/Qwen2.5-0.5B-Instruct", "-e", extra])
+    captured = capsys.readouterr()
+    assert code == 5, captured
+    assert captured.err.startswith("error: -e: ") and captured.err.count("\n") == 1 and problem in captured.err
+    assert "unreachable" not in captured.err + captured.out and captured.out == ""
+
+
+def test_a_bad_serving_value_in_the_inventory_is_named_at_its_line_and_host(capsys, tmp_path):
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  hosts:\n    gpu1:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n"
+                    "    gpu2:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n      tritonops_replicas: two\n")
+    code = main(["deploy", "-i", str(path), "--model", "Qwen/Qwen2.5-0.5B-Instruct"])
+    err = capsys.readouterr().err
+    assert code == 5 and err.count("\n") == 1
+    assert err.startswith(f"error: {path}:9: ") and "tritonops_replicas 'two'" in err and "gpu2" in err

@@ -34,7 +34,9 @@ def inventory(tmp_path):
     path.write_text(yaml.safe_dump({"all": {"hosts": {
         "good": {"ansible_host": "127.0.0.1", "tritonops_model": "Qwen/Qwen2.5-0.5B-Instruct"},
         "bad": {"ansible_host": "127.0.0.1", "tritonops_model": "Qwen/Qwen2.5-0.5B-Instruct",
-                "tritonops_max_num_seqs": -1},
+                "tritonops_tensor_parallel_size": 2},     # its probe found 1 GPU
+        "wrong": {"ansible_host": "127.0.0.1", "tritonops_model": "Qwen/Qwen2.5-0.5B-Instruct",
+                  "tritonops_max_num_seqs": -1},          # a bad value, whatever its facts
         "gone": {"ansible_host": "127.0.0.1", "ansible_port": closed_port(),
                  "tritonops_model": "Qwen/Qwen2.5-0.5B-Instruct"}}}}))
     return str(path)
@@ -45,11 +47,13 @@ def test_each_command_line_ends_with_the_code_of_what_happened(inventory, tmp_pa
     facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(
         HostProbe(host="good", status="ok", facts=host_facts(1)),
         HostProbe(host="bad", status="ok", facts=host_facts(1)),
+        HostProbe(host="wrong", status="ok", facts=host_facts(1)),
         HostProbe(host="gone", status="unreachable", msg="connection refused"))))))
     plan = ["plan", "-i", inventory, "--facts", str(facts), "--json"]
     assert main([*plan, "--limit", "good"]) == 0
     assert main([*plan, "--limit", "good:bad"]) == 2          # a host's plan failed
-    assert main(plan) == 4                                    # a host could not be reached
+    assert main([*plan, "--limit", "good:wrong"]) == 5        # bad input, found before any host is contacted
+    assert main([*plan, "--limit", "!wrong"]) == 4            # a host could not be reached
     assert main(["probe", "-i", inventory, "--limit", "gone"]) == 4
     assert main(["inventory", "-i", inventory, "--host", "nope"]) == 5        # bad input
     assert main(["inventory", "-i", str(tmp_path / "missing.yml"), "--list"]) == 5

@@ -403,15 +403,26 @@ def test_plan_with_a_nonsense_host_variable_writes_no_files_for_that_host(tmp_pa
     inventory.write_text("all:\n  hosts:\n    good:\n      ansible_host: 127.0.0.1\n"
                          "    bad:\n      ansible_host: 127.0.0.2\n      tritonops_max_num_seqs: -1\n")
     facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(
-        HostProbe(host="good", status="ok", facts=host_facts(1)),
-        HostProbe(host="bad", status="ok", facts=host_facts(1)))))))
+    report = ProbeReport(hosts=(HostProbe(host="good", status="ok", facts=host_facts(1)),
+                                HostProbe(host="bad", status="ok", facts=host_facts(1))))
+    facts.write_text(json.dumps(report_to_json(report)))
+    # the command refuses it as bad input, before planning anything (planning.host_values)
     code = main(["plan", "-i", str(inventory), "--model", "Qwen/Qwen2.5-7B-Instruct", "--facts", str(facts), "--json"])
-    out = {row["host"]: row["payload"] for row in json.loads(capsys.readouterr().out)["results"]}
-    assert code == 2  # a host failed (its plan)
-    assert out["bad"]["ok"] is False and out["bad"]["plan"] is None and out["bad"]["files"] == {}
-    assert out["bad"]["error"] == f"{inventory}:7: tritonops_max_num_seqs must be at least 1, not -1"
-    assert out["good"]["ok"] is True and set(out["good"]["files"]) == {"config.pbtxt", "1/model.json"}
+    captured = capsys.readouterr()
+    assert code == 5 and captured.out == ""
+    assert captured.err == f"error: {inventory}:7: tritonops_max_num_seqs must be at least 1, not -1 (host bad)\n"
+    # planned without that check (the planner's own callers), the host still gets no files and the others go on
+    from tritonops.inventory import load_inventory
+    from tritonops.planning import load_models, plan_hosts
+
+    hosts = load_inventory([str(inventory)]).hosts
+    models, errors = load_models(["Qwen/Qwen2.5-7B-Instruct"])
+    plans = {plan.host: plan for plan in plan_hosts(hosts, {h.host: h.facts for h in report.hosts},
+                                                     SizingRequest(model_ref=""), models, errors,
+                                                     default_model="Qwen/Qwen2.5-7B-Instruct")}
+    assert not plans["bad"].ok and plans["bad"].files == {} and plans["bad"].models == ()
+    assert plans["bad"].error == f"{inventory}:7: tritonops_max_num_seqs must be at least 1, not -1"
+    assert plans["good"].ok and set(plans["good"].files) == {"vllm_model/config.pbtxt", "vllm_model/1/model.json"}
 
 
 # --- sane values still work ----------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import subprocess
 import sys
 
@@ -71,3 +72,68 @@ def test_pip_installs_the_stand_in_through_the_index(tmp_path):
                          env={"PYTHONPATH": str(target), "PATH": os.environ["PATH"]})
     assert out.returncode == 0, out.stderr
     assert "unexpected keyword argument 'disable_log_requests'" in out.stdout
+
+
+def _end_servers_serving(directory) -> None:
+    """This test's own index servers (their command line names its temporary folder), whatever the code under
+    test recorded in server.pid."""
+    import signal
+    from pathlib import Path
+
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if proc.name.isdigit() and str(directory).encode() in cmdline and b"http.server" in cmdline:
+            os.kill(int(proc.name), signal.SIGKILL)
+
+
+def test_the_index_started_on_a_host_answers_and_its_pid_file_names_the_server(tmp_path):
+    """A lab host's index is started through its session: sshd runs the command with root's shell, bash (here
+    on this machine, through pipes, as over SSH).
+    The start was `cd D && setsid nohup python3 -m http.server ... &`: the whole `&&` list went to a background
+    subshell that kept the session's output open for as long as the server ran, so the start always "timed out
+    after 30s" and `lab up` said the index did not start (issue #45), and server.pid named that subshell, so
+    stopping the index left the server running."""
+    from pathlib import Path
+
+    from tests.conftest import closed_port
+    from tritonops.lab.wheelhouse import index_answers, index_url, serve_on_host, stop_on_host
+    from tritonops.transport.local import LocalTransport
+    from tritonops.waiting import wait_until
+
+    class Bash(LocalTransport):
+        def run(self, command, *, stdin=None, timeout=None):
+            return super().run(f"exec bash -c {shlex.quote(command)}", stdin=stdin, timeout=timeout)
+
+    here, port, directory = Bash("here"), closed_port(), tmp_path / "wheelhouse"
+    try:
+        assert serve_on_host(here, port, directory=str(directory), wheels={}) == index_url(port)
+        pid = int((directory / "server.pid").read_text())
+        assert b"http.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        stop_on_host(here, str(directory))
+        assert wait_until(lambda: not index_answers(here, port), timeout_s=10)
+    finally:
+        _end_servers_serving(directory)
+
+
+def test_an_index_that_cannot_start_says_why_without_waiting_out_its_bound(tmp_path):
+    import socket
+    import time
+
+    import pytest
+
+    from tritonops.lab.wheelhouse import serve_on_host
+    from tritonops.transport.local import LocalTransport
+
+    with socket.socket() as taken:   # the port is someone else's (not an index): the server exits at once
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        started = time.monotonic()
+        try:
+            with pytest.raises(RuntimeError, match="Address already in use"):
+                serve_on_host(LocalTransport("here"), taken.getsockname()[1], directory=str(tmp_path / "w"), wheels={})
+        finally:
+            _end_servers_serving(tmp_path / "w")
+    assert time.monotonic() - started < 60   # not the bound given to a busy host's start (see serve_on_host)

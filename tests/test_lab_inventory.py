@@ -167,3 +167,29 @@ def test_the_lab_inventory_with_a_balancer_loads_with_the_balancer_in_its_group(
     assert {"all", "lab", "tritonops_balancers"} <= set(door.groups)
     assert door.vars["lab_door_address"] == "172.30.0.5" and door.connection.port == 22204
     assert inventory.host("light-01").vars["tritonops_replica_address"] == "172.30.0.3"
+
+
+def test_an_index_that_does_not_start_fails_the_build_host_instead_of_becoming_a_note(monkeypatch):
+    """The lab's deploys build vllm_env with `pip install vllm` from the index on the build host: `lab up` used to
+    print "the lab package index on ... did not start" among its notes and exit 0 (issue #45)."""
+    from tritonops.lab import api
+    from tritonops.results import HostResult
+
+    class Session:
+        name = "ws-2080ti"
+
+        def close(self):
+            pass
+
+    def not_started(transport, port):
+        raise RuntimeError(f"the index on {transport.name}:{port} its server exited: Address already in use")
+
+    monkeypatch.setattr("tritonops.transport.ssh.SshTransport.open", lambda spec: Session())
+    monkeypatch.setattr("tritonops.lab.wheelhouse.index_answers", lambda transport, port: False)
+    monkeypatch.setattr("tritonops.lab.wheelhouse.serve_on_host", not_started)
+    notes, failure = api._serve_wheelhouse(_state())
+    assert notes == [] and failure.host == "ws-2080ti" and failure.status == "failed"
+    assert failure.msg.startswith("the lab package index did not start: the index on ws-2080ti:18431 its server")
+    created = HostResult("ws-2080ti", "changed", "created", elapsed_s=3.0)
+    assert api.with_failure(created, failure) == HostResult(
+        "ws-2080ti", "failed", f"created; {failure.msg}", elapsed_s=3.0)

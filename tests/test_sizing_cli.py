@@ -6,6 +6,7 @@ from pathlib import Path
 from tests.test_sizing_gpu import host_facts
 from tritonops.cli.main import main
 from tritonops.facts.model import HostProbe, ProbeReport, report_to_json
+from tritonops.sizing.gpu_catalog import GPU_CATALOG
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 
@@ -28,6 +29,31 @@ def test_size_qwen25_7b_on_2080ti_does_not_fit(capsys):
 def test_size_on_4_a100_and_hub_id_offline(capsys):
     code, out = run_json(capsys, "size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "a100-80gb:4")
     assert code == 0 and (out["tensor_parallel_size"], out["max_model_len"]) == (1, 32768)
+
+
+def test_size_with_gpus_sizes_that_many_of_the_named_card_as_plan_does_for_a_host_with_them(tmp_path, capsys):
+    """`--gpus 4` was taken with --gpu-memory-gib only and silently ignored after --gpu (issue #45): a 70B
+    model was sized on one A100 and did not fit."""
+    model = "meta-llama/Llama-3.1-70B-Instruct"
+    code, sized = run_json(capsys, "size", "--model", model, "--gpu", "a100-80gb", "--gpus", "4")
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n    a100x4:\n      ansible_host: 127.0.0.1\n")
+    a100 = GPU_CATALOG["a100-80gb"]
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=(HostProbe(
+        host="a100x4", status="ok", facts=host_facts(4, a100.nvml_names[0], a100.memory_total_bytes,
+                                                     a100.cuda_total_bytes, a100.compute_capability)),)))))
+    _, planned = run_json(capsys, "plan", "-i", str(inventory), "--model", model, "--facts", str(facts))
+    plan = planned["results"][0]["payload"]["plan"]
+    assert code == 0 and sized["gpu_count"] == 4 and sized["tensor_parallel_size"] > 1
+    assert {key: sized[key] for key in ("tensor_parallel_size", "max_model_len", "kv_cache_tokens")} == \
+        {key: plan[key] for key in ("tensor_parallel_size", "max_model_len", "kv_cache_tokens")}
+
+
+def test_size_refuses_two_different_counts_in_one_line(capsys):
+    code = main(["size", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "a100-80gb:2", "--gpus", "4"])
+    err = capsys.readouterr().err
+    assert code == 5 and err.count("\n") == 1 and err.startswith("error: --gpus: ") and "a100-80gb:2" in err
 
 
 def test_size_qwen15_on_2080ti(capsys):
@@ -144,11 +170,13 @@ def test_plan_behind_a_balancer_binds_each_host_privately_and_refuses_one_withou
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=tuple(
         HostProbe(host=name, status="ok", facts=host_facts(8)) for name in ("inside", "outside"))))))
-    code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts))
-    by_host = {row["host"]: row for row in out["results"]}
-    assert code == 2 and sorted(by_host) == ["inside", "outside"]  # the balancer serves nothing
-    assert by_host["inside"]["status"] == "ok" and by_host["inside"]["payload"]["bind"] == "10.0.0.3"
-    assert by_host["outside"]["status"] == "failed"
-    assert "outside: no private address to bind its replicas to behind the balancer" in by_host["outside"]["msg"]
+    # a missing address is bad input, refused before any host is contacted (planning.host_values)
+    assert main(["plan", "-i", str(inventory), "--facts", str(facts)]) == 5
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {inventory}:4: outside: no private address to bind its replicas to behind the "
+                          "balancer (ansible_host 34.120.5.8 is not a private or loopback IP address)")
+    code, out = run_json(capsys, "plan", "-i", str(inventory), "--facts", str(facts), "--limit", "inside")
+    assert code == 0 and [row["host"] for row in out["results"]] == ["inside"]  # the balancer serves nothing
+    assert out["results"][0]["payload"]["bind"] == "10.0.0.3"
     assert main(["plan", "-i", str(inventory), "--facts", str(facts), "--limit", "inside"]) == 0
     assert "binds to: 10.0.0.3" in capsys.readouterr().out

@@ -86,6 +86,7 @@ def plan(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, var
     write) as the payload; the hosts are probed unless `facts` (a saved probe report) is given. A host's status:
     ok when its plan is, else its probe's (unreachable) or failed."""
     from tritonops.planning import controller_folders, load_models, model_refs, plan_hosts
+    from tritonops.planning.host_values import check_host_values
     from tritonops.results import GroupResult, HostResult
     from tritonops.sizing.engine_plan import SizingRequest
     from tritonops.values.names import safe_name
@@ -96,6 +97,7 @@ def plan(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, var
     if not selected:
         raise InputError(f"no host matches {limit!r}", "limit")
     request = request or SizingRequest(model_ref=model or "")
+    check_host_values(selected, request, model, model_name, inputs.behind_balancer)  # before any host is contacted
     refs = model_refs(selected, model, model_name)
     models, model_errors = load_models(refs)
     folders = controller_folders(selected, refs)

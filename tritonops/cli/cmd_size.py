@@ -20,8 +20,9 @@ def register(subparsers, common) -> None:
     parser.add_argument("--gpu", metavar="NAME[:COUNT]", help=f"catalog key ({', '.join(GPU_CATALOG)}) or NVML name")
     parser.add_argument("--gpu-memory-gib", metavar="X", help="any other card: its CUDA total memory")
     parser.add_argument("--compute-capability", metavar="M.N", help="with --gpu-memory-gib")
-    parser.add_argument("--gpus", default=1, metavar="N",
-                        help=f"with --gpu-memory-gib (default 1, at most {MAX_GPUS_PER_HOST})")
+    parser.add_argument("--gpus", default=None, metavar="N",
+                        help=f"how many of those GPUs one host has (default 1, at most {MAX_GPUS_PER_HOST}; "
+                             "--gpu NAME:COUNT says the same)")
     parser.add_argument("--nodes", dest="pipeline_parallel_size", metavar="N", help="hosts of that kind, one pipeline stage each on a Ray cluster "
                         "(pipeline_parallel_size N; default 1: one host)")
     parser.add_argument("--list-models", action="store_true", help="list the built-in model catalog")
@@ -34,11 +35,12 @@ def gpus_from_args(args):
     if args.gpu and args.gpu_memory_gib is not None:
         raise InputError("give --gpu or --gpu-memory-gib, not both", "--gpu")
     if args.gpu:
-        return gpu_spec_from_catalog(args.gpu)
+        return gpu_spec_from_catalog(args.gpu, args.gpus)
     if args.gpu_memory_gib is not None:
         if not args.compute_capability:
             raise InputError("--gpu-memory-gib needs --compute-capability M.N", "--compute-capability")
-        return gpu_spec_from_numbers(args.gpu_memory_gib, args.compute_capability, args.gpus)
+        return gpu_spec_from_numbers(args.gpu_memory_gib, args.compute_capability,
+                                     1 if args.gpus is None else args.gpus)
     raise InputError("which GPUs? give --gpu NAME[:COUNT] or --gpu-memory-gib X --compute-capability M.N", "--gpu")
 
 

@@ -4,7 +4,7 @@ Phases over one SessionPool (each host dialled once), each host's outcome a resu
 fails a phase leaving the run while the others go on:
   1. load   the playbook, its roles and the inventory (with role defaults), read once by the caller
             (playbook.inputs.load_run_inputs): every static mistake is an error before any host is
-            contacted;
+            contacted, a bad serving value too (planning.host_values);
   2. facts  the probe on every host (read-only);
   3. plan   sizing and the rendered model repository per host (pure); a host where the model does
             not fit fails here, with the sizing reason;
@@ -60,6 +60,7 @@ from tritonops.planning.cluster_rollout import (cluster_members, incomplete, mix
                                                 split_by_batches)
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.gpu_choice import describe
+from tritonops.planning.host_values import check_host_values
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.batches import batches
 from tritonops.playbook.events import EventStream, OnEvent
@@ -84,6 +85,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
 
     hosts, balancers = list(inputs.hosts), list(inputs.balancers)  # the balancers serve nothing: their doors last
     deployments = {host.name: deployment_of(host) for host in hosts}
+    check_host_values(hosts, options.request, options.default_model, options.model_name, inputs.behind_balancer)
     # every balancer of the inventory, whatever --limit selects: drained for the replicas the run restarts, its
     # doors rendered from every host serving the run's deployments (those outside the limit read-only)
     doors = list(inputs.doors)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from tritonops.errors import TritonopsError
@@ -166,13 +167,19 @@ def up(request: LabRequest, state_dir: Path | str | None = None, name_prefix: st
                      if _write_if_changed(p, text)]
     if files_changed:
         notes.append("wrote " + ", ".join(files_changed))
-    notes += _serve_wheelhouse(state)
+    served, index_failure = _serve_wheelhouse(state)
+    notes += served
     order = [a.host for a in actions]
+    if index_failure is not None:
+        results[index_failure.host] = with_failure(results.get(index_failure.host), index_failure)
+        order += [index_failure.host] if index_failure.host not in order else []
     return LabState(name_prefix, sd, inv, hosts, GroupResult.of(results[h] for h in order), tuple(notes))
 
 
-def _serve_wheelhouse(state: LabState) -> list[str]:
-    """Start the lab's package index on the build host unless the current one already answers there."""
+def _serve_wheelhouse(state: LabState) -> tuple[list[str], HostResult | None]:
+    """Start the lab's package index on the build host unless the current one already answers there: (notes,
+    None), or ([], the build host's failure). The lab's deploys build vllm_env from this index (`pip install
+    vllm`), so an index that did not start is the build host's failure, not a note."""
     from tritonops.lab.inventory import WHEELHOUSE_PORT, build_host
     from tritonops.lab.wheelhouse import index_answers, serve_on_host
     from tritonops.lab.wheelhouse.index import index_is_current
@@ -180,19 +187,26 @@ def _serve_wheelhouse(state: LabState) -> list[str]:
 
     builder = build_host(state)
     if builder is None:
-        return []
+        return [], None
     try:
         transport = SshTransport.open(state.connection(builder))
     except Exception as err:
-        return [f"could not reach {builder} to serve the package index: {err}"]
+        return [], HostResult(builder, "failed", f"could not reach it to serve the lab package index: {err}")
     try:
         if index_answers(transport, WHEELHOUSE_PORT) and index_is_current(transport):
-            return []
-        return [f"serving the lab package index at {serve_on_host(transport, WHEELHOUSE_PORT)} on {builder}"]
+            return [], None
+        return [f"serving the lab package index at {serve_on_host(transport, WHEELHOUSE_PORT)} on {builder}"], None
     except Exception as err:
-        return [f"the lab package index on {builder} did not start: {err}"]
+        return [], HostResult(builder, "failed", f"the lab package index did not start: {err}")
     finally:
         transport.close()
+
+
+def with_failure(result: HostResult | None, failure: HostResult) -> HostResult:
+    """A host's result of `lab up` (None: it had none yet) after a later step on it failed."""
+    if result is None:
+        return failure
+    return replace(result, status=failure.status, msg=f"{result.msg}; {failure.msg}" if result.msg else failure.msg)
 
 
 def down(state_dir: Path | str | None = None, name_prefix: str = DEFAULT_PREFIX,

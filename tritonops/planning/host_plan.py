@@ -1,7 +1,9 @@
 """`plan_hosts`: every host's models sized for its probed GPUs, checked, and rendered as the
 model repository it would get, naming the weights where they will be on that host: the bytes
 `plan` shows are the bytes `deploy` writes. Pure given the loaded models and controller folders;
-a bad value or a model that does not fit is that host's error, never the whole run's."""
+a model that does not fit is that host's error, never the whole run's. A bad value is found by
+planning.host_values, which `plan` and `deploy` run over every host before contacting any (exit 5);
+a caller that has not is told it as that host's error too."""
 
 from __future__ import annotations
 
@@ -10,23 +12,21 @@ from dataclasses import dataclass, field, replace
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.model import HostFacts
-from tritonops.planning.bind import WILDCARD, replica_bind
+from tritonops.planning.bind import WILDCARD
 from tritonops.planning.cluster import Cluster
 from tritonops.planning.cluster_plan import cluster_of, plan_cluster
 from tritonops.planning.deployment import deployment_of
 from tritonops.sizing.explain import why_it_does_not_fit
-from tritonops.planning.entries import ModelEntry, host_where, model_entries
-from tritonops.planning.gpu_choice import (GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, place_replicas,
-                                           replica_count, restrict_facts)
-from tritonops.modes.choice import DEFAULT as DEFAULT_MODE, FRONTEND_VAR, serving_mode
-from tritonops.planning.placement import Placement, ReplicaPorts
-from tritonops.values.numbers import whole_number
+from tritonops.planning.entries import ModelEntry
+from tritonops.planning.gpu_choice import place_replicas, restrict_facts
+from tritonops.planning.host_values import host_values
+from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
+from tritonops.planning.placement import Placement
 from tritonops.planning.host_memory import Engine, host_ram_check, shared_gpu_problem
 from tritonops.planning.weights_spec import ControllerFolders, WeightsSpec, weights_spec
 from tritonops.render.model_repository import RepositoryModel, render_model_repository
 from tritonops.sizing.chooser import size_engine
 from tritonops.sizing.engine_plan import EnginePlan, SizingRequest
-from tritonops.sizing.fleet import HOST_VARS, host_request
 from tritonops.sizing.gpu_spec import gpu_spec_from_facts
 from tritonops.sizing.model_spec import ModelSpec
 from tritonops.sizing.engine_arg_keys import refusal, refused_keys
@@ -125,33 +125,21 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
               folders: ControllerFolders = ControllerFolders(), behind_balancer: bool = False) -> HostDeployPlan:
     name = host.name
     try:
-        entries = model_entries(host, default_model, default_name)
-        bind = replica_bind(host, behind_balancer)
-        mode = serving_mode(host.vars.get(FRONTEND_VAR), host_where(host, FRONTEND_VAR))
-    except TritonopsError as err:
+        values = host_values(host, request, default_model, default_name, behind_balancer)
+    except TritonopsError as err:  # the CLI refuses these before any host is contacted (check_host_values)
         return HostDeployPlan(name, error=str(err))
+    entries, allowed = values.entries, values.allowed
     if not entries:
         return HostDeployPlan(name, error="no model: pass --model or set tritonops_model")
     unplanned = tuple(ModelInstancePlan(e.name, v, e.model_ref) for e in entries for v in e.versions)
     if facts is None:
         return HostDeployPlan(name, unplanned, error=why_no_facts or "no facts (host not probed)")
     try:
-        allowed = allowed_gpus(host.vars.get(GPUS_VAR), host_where(host, GPUS_VAR))
-        replicas = replica_count(host.vars.get(REPLICAS_VAR), host_where(host, REPLICAS_VAR))
-        given = lambda var, default: default if host.vars.get(var) in (None, "") else host.vars[var]  # noqa: E731
-        stride = whole_number(given(STRIDE_VAR, 10), STRIDE_VAR, host_where(host, STRIDE_VAR), minimum=3, maximum=10000)
-        # the mode's ports, each from tritonops_<role>_port (kserve: http, grpc, metrics; openai: http, grpc, openai)
-        port_vars = [(f"tritonops_{role}_port", dict(PORT_VARS).get(f"tritonops_{role}_port", port))
-                     for role, port in mode.ports]
-        ports = ReplicaPorts(*(whole_number(given(var, default), var, host_where(host, var), maximum=65535)
-                               for var, default in port_vars))
         facts = restrict_facts(facts, allowed)
         gpus = gpu_spec_from_facts(facts, f"probe facts of {name}")
         if gpus is None:
             return HostDeployPlan(name, unplanned, error=facts.nvidia.error or "no NVIDIA GPU found")
-        where = {var: host_where(host, var) for var in HOST_VARS}
-        base = host_request(request, host.vars, {k: v for k, v in where.items() if v})
-        base = replace(base, host_ram_bytes=facts.system.ram_total_bytes)
+        base = replace(values.request, host_ram_bytes=facts.system.ram_total_bytes)
     except TritonopsError as err:
         return HostDeployPlan(name, unplanned, error=str(err))
     instances = tuple(inst for entry in entries
@@ -167,8 +155,8 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
     if problem or ram_problem:
         return HostDeployPlan(name, instances, error="; ".join(p for p in (problem, ram_problem) if p), notes=notes)
     try:
-        placement = place_replicas(facts, max(i.plan.tensor_parallel_size for i in instances), allowed, replicas,
-                                   ports, stride)
+        placement = place_replicas(facts, max(i.plan.tensor_parallel_size for i in instances), allowed,
+                                   values.replicas, values.ports, values.stride)
     except TritonopsError as err:
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
     notes += placement.reasons
@@ -178,8 +166,8 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
-    return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement, bind=bind,
-                          frontend=mode.name)
+    return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement, bind=values.bind,
+                          frontend=values.mode.name)
 
 
 def _with_weights(host, instances: tuple[ModelInstancePlan, ...],

@@ -51,12 +51,18 @@ def gpu_count(value, where: str | None = None) -> int:
     return whole_number(value, "GPU count", where, maximum=MAX_GPUS_PER_HOST)
 
 
-def gpu_spec_from_catalog(spec: str) -> GpuSpec:
-    """`NAME[:COUNT]`, NAME a catalog key or a full NVML name."""
+def gpu_spec_from_catalog(spec: str, count_given=None) -> GpuSpec:
+    """`NAME[:COUNT]`, NAME a catalog key or a full NVML name; `count_given` (`--gpus`) is the count when
+    the spec has none, and must equal the spec's when it has one."""
     name, colon, count_text = spec.strip().rpartition(":")
     if not colon:
         name, count_text = count_text, "1"
     count = gpu_count(count_text, "--gpu")
+    if count_given is not None:
+        given = gpu_count(count_given, "--gpus")
+        if colon and given != count:
+            raise InputError(f"{given} GPUs, but --gpu {spec.strip()} says {count}: give the count once", "--gpus")
+        count = given
     gpu = find_gpu(name)
     if gpu is None:
         raise InputError(f"unknown GPU '{name}'; known: {', '.join(GPU_CATALOG)} (or a full NVML name, "

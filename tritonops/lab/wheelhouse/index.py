@@ -18,7 +18,7 @@ from pathlib import Path
 from tritonops.lab.wheelhouse.ray_wheels import project_of, ray_wheels
 from tritonops.lab.wheelhouse.wheel import wheel_bytes, wheel_name
 from tritonops.tarball import tar_bytes
-from tritonops.waiting import wait_until
+from tritonops.waiting import GaveUp, wait_until
 
 LAB_VLLM_VERSION = "0.10.2"  # the pin the lab's inventory uses (vLLM of NGC 25.10)
 INDEX_DIR = "/opt/tritonops-lab/wheelhouse"
@@ -97,11 +97,28 @@ def index_answers(transport, port: int) -> bool:
     return transport.run(probe, timeout=10).ok
 
 
+# How long a started index may take to answer: python3 starting http.server on a lab host whose 2 cores other
+# labs' builds keep busy. The wait ends when the index answers (or its server exits), not after a fixed time.
+INDEX_START_S = 120.0
+
+
+def start_command(directory: str, port: int) -> str:
+    """The shell command that starts the index server in the background and records its pid. Only the server
+    goes to the background (not `cd D && server &`, whose whole list would: bash's subshell then holds the SSH
+    session's output until the server exits, so the start "times out", and `$!` names that subshell); setsid
+    takes it out of the session; its output goes to server.log."""
+    d = shlex.quote(directory)
+    return (f"setsid nohup python3 -m http.server {int(port)} --bind 127.0.0.1 --directory {d} "
+            f">{d}/server.log 2>&1 </dev/null & echo $! > {d}/server.pid")
+
+
 def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VERSION,),
-                  directory: str = INDEX_DIR, timeout_s: float = 20.0, wheels: Mapping[str, bytes] | None = None) -> str:
+                  directory: str = INDEX_DIR, timeout_s: float = INDEX_START_S,
+                  wheels: Mapping[str, bytes] | None = None) -> str:
     """Copy the index to a lab host and serve it on the host's 127.0.0.1:<port>; returns the
-    index URL as the host (and a build container on the host's network) sees it. `wheels` None:
-    the lab's third-party wheels (lab_wheels(): real Ray, which the stand-in requires)."""
+    index URL as the host (and a build container on the host's network) sees it, once the index answers
+    (RuntimeError with the server's log if it exits first, or does not answer within `timeout_s`). `wheels`
+    None: the lab's third-party wheels (lab_wheels(): real Ray, which the stand-in requires)."""
     d = shlex.quote(directory)
     stop_on_host(transport, directory)
     wheels = lab_wheels() if wheels is None else wheels
@@ -110,16 +127,24 @@ def serve_on_host(transport, port: int, versions: tuple[str, ...] = (LAB_VLLM_VE
     result = transport.run(f"rm -rf {d} && mkdir -p {d} && tar -xf - -C {d}", stdin=tar_bytes(files), timeout=180)
     if not result.ok:
         raise RuntimeError(f"copying the wheelhouse to {transport.name} failed: {result.tail()}")
-    start = (f"cd {d} && setsid nohup python3 -m http.server {int(port)} --bind 127.0.0.1 --directory {d} "
-             f">{d}/server.log 2>&1 </dev/null & echo $! > {d}/server.pid")
-    result = transport.run(start, timeout=30)
+    result = transport.run(start_command(directory, port), timeout=30)
     if not result.ok:
         raise RuntimeError(f"starting the index on {transport.name} failed: {result.tail()}")
     url = index_url(port)
-    if wait_until(lambda: index_answers(transport, port), timeout_s=timeout_s, interval_s=0.3, max_interval_s=0.3):
-        return url
-    log = transport.run(f"tail -n 5 {d}/server.log", timeout=10).stdout
-    raise RuntimeError(f"the index on {transport.name}:{port} did not answer within {timeout_s:g} s: {log}")
+
+    def exited() -> str | None:
+        alive = transport.run(f"kill -0 $(cat {d}/server.pid) 2>/dev/null", timeout=30).ok
+        return None if alive else "its server exited"
+
+    try:
+        if wait_until(lambda: index_answers(transport, port), timeout_s=timeout_s, interval_s=0.3,
+                      max_interval_s=2.0, stop=exited):
+            return url
+        why = f"did not answer within {timeout_s:g} s"
+    except GaveUp as gave_up:
+        why = str(gave_up)
+    log = " / ".join(transport.run(f"tail -n 3 {d}/server.log", timeout=30).stdout.strip().splitlines())
+    raise RuntimeError(f"the index on {transport.name}:{port} {why}: {log or 'server.log is empty'}")
 
 
 def stop_on_host(transport, directory: str = INDEX_DIR) -> None:
