@@ -85,8 +85,6 @@ def update_doors(pool: SessionPool, balancers, fleet, record: Record, *, check: 
                 continue
             hosts_of[deployment].append(served_host(host, replicas, release.capacity or DEFAULT_CAPACITY,
                                                     mode_of_release(release.serve)))
-    said_draining = [f"would drain {', '.join(servers)} before {host}'s replicas restart"
-                     for host, servers in (draining or {}).items() if servers]
 
     def apply(session: HostSession) -> HostResult:
         settings = doors[session.name]
@@ -95,10 +93,13 @@ def update_doors(pool: SessionPool, balancers, fleet, record: Record, *, check: 
         queries = [FileQuery(path, content=True) for path in paths.values()]
         read = read_facts(session.transport, queries)
         now = {name: read.file(path).text if read.file(path).kind == "file" else None for name, path in paths.items()}
-        configs, remove, said, left = [], [], [], []
+        configs, remove, said, left, drains = [], [], [], [], []
         for deployment in groups:
             name = deployment_file(deployment)
             before = door_servers(now[name], deployment)
+            for host in groups[deployment]:  # only what this door has now can be drained
+                if servers := [s for s in (draining or {}).get(host.name, ()) if s in before]:
+                    drains.append(f"would drain {', '.join(servers)} before {host.name}'s replicas restart")
             hosts = list(hosts_of[deployment])
             mode = hosts[0].mode if hosts else KSERVE
             kept = []
@@ -137,7 +138,7 @@ def update_doors(pool: SessionPool, balancers, fleet, record: Record, *, check: 
             diffs += [file_diff(name, now.get(name), None) for name in remove]
             changed = any(diffs)
             return HostResult(session.name, "changed" if changed else "ok",
-                              "; ".join(said + notes + said_draining + ([] if changed else ["unchanged"])),
+                              "; ".join(said + notes + drains + ([] if changed else ["unchanged"])),
                               task=TASK, diff=("".join(diffs) or None) if diff else None)
         keys = [settings.keys_file] if settings.keys_file and configs else []
         body = request(files, remove=remove, keys_files=keys)
