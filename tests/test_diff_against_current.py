@@ -7,10 +7,11 @@ import os
 from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
 from tritonops.facts.query_program import read_facts
 from tritonops.operations.execute import run_step
-from tritonops.operations.serve import ServeStep, deployment_containers_argv, inspect_argv
+from tritonops.operations.serve import ServeStep
 from tritonops.playbook.diffs import file_diffs
 from tritonops.playbook.known_operations import operation_named
 from tritonops.serving.container import logging_digest
+from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.transport.local import LocalTransport
 from tritonops.values.containers import replica_container
 
@@ -82,10 +83,10 @@ def serve_facts(root, args, containers, current_json, current_model_json):
     facts = [DirFact(f"{root}/releases", True, ()), FileFact(f"{root}/current", "link", link_target="releases/old"),
              FileFact(f"{root}/current/release.json", "file", text=current_json),
              FileFact(f"{root}/current/model_repository/chat/1/model.json", "file", text=current_model_json),
-             CommandFact(deployment_containers_argv("default"), 0, "")]
+             CommandFact(list_deployment("default"), 0, "")]
     for index, words in containers.items():
         line = " ".join(words).replace("{logging}", logging)
-        facts.append(CommandFact(inspect_argv("default", index), 0 if words else 1, line))
+        facts.append(CommandFact(inspect_serving(replica_container("default", index)), 0 if words else 1, line))
     (step,) = operation.steps(parsed, Facts.of(*facts))
     assert isinstance(step, ServeStep)
     return step

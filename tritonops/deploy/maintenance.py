@@ -27,6 +27,7 @@ from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.status import host_ports
 from tritonops.results import GroupResult, HostResult
+from tritonops.serving import container_commands as commands
 from tritonops.serving.releases import read_deployed
 from tritonops.serving.status import container_states_query, health_query, parse_container_states, parse_health
 from tritonops.transport.sessions import HostSession, SessionPool
@@ -158,8 +159,7 @@ def _stop(session: HostSession, doors, index: int, container: str, before: str, 
             raise TritonopsError(f"replica {index}: not stopped: balancer {', '.join(missing)} could not be reached "
                                  "to drain it first; run again when it answers, or with --no-drain")
         doors.drain(session.name, index)  # left drained: the balancers send it nothing until `start`
-    argv = ("docker", "stop", "--time", str(STOP_TIMEOUT_S), container)
-    result = session.transport.run(shlex.join(argv), timeout=STOP_TIMEOUT_S + 60)
+    result = session.transport.run(shlex.join(commands.stop(container, STOP_TIMEOUT_S)), timeout=STOP_TIMEOUT_S + 60)
     if not result.ok:
         raise TritonopsError(f"replica {index}: docker stop {container} failed: {result.tail(1)}")
     return ReplicaChange(index, container, before, "exited")
@@ -173,7 +173,7 @@ def _start(session: HostSession, doors, index: int, container: str, before: str,
         return ReplicaChange(index, container, before, before)
     if check:
         return ReplicaChange(index, container, before, "running")
-    result = session.transport.run(shlex.join(("docker", "start", container)), timeout=120)
+    result = session.transport.run(shlex.join(commands.start(container)), timeout=120)
     if not result.ok:
         raise TritonopsError(f"replica {index}: docker start {container} failed: {result.tail(1)}")
     deadline = time.monotonic() + deadline_s

@@ -33,12 +33,13 @@ from tritonops.planning.bind import WILDCARD, local_address
 from tritonops.modes.choice import DEFAULT, mode_of_release, serving_mode
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
+from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
 from tritonops.serving.outcome import serve_outcome
 from tritonops.serving.ray_member import ray_member
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
-from tritonops.values.containers import LABEL_DEPLOYMENT, replica_container, replica_label
+from tritonops.values.containers import replica_container, replica_label
 
 
 class ContainerSettings(Args):
@@ -129,16 +130,9 @@ class ServeArgs(ContainerSettings):
             raise ValueError(str(err)) from None
 
 
-def inspect_argv(deployment: str, index: int = 0) -> tuple[str, ...]:
-    return ("docker", "inspect", "--format",
-            "{{index .Config.Labels \"tritonops.release\"}} {{.State.Running}} {{.Image}} {{.RestartCount}} "
-            "{{index .Config.Labels \"tritonops.logging\"}}",
-            replica_container(deployment, index))
-
-
-def deployment_containers_argv(deployment: str) -> tuple[str, ...]:
-    """The deployment's running containers on the host, one name per line."""
-    return ("docker", "ps", "--filter", f"label={LABEL_DEPLOYMENT}={deployment}", "--format", "{{.Names}}")
+def _inspect(deployment: str, index: int) -> tuple[str, ...]:
+    """What replica `index`'s container runs (serving.container_commands.inspect_serving)."""
+    return inspect_serving(replica_container(deployment, index))
 
 
 def replicas_of(serve: dict, settings: "ContainerSettings") -> list[dict]:
@@ -226,11 +220,11 @@ class ServeOperation:
 
     def facts(self, args: ServeArgs) -> Iterable[Query]:
         releases = posixpath.join(args.release.root, "releases")
-        inspects = [CommandQuery(inspect_argv(args.deployment, r["index"]))
+        inspects = [CommandQuery(_inspect(args.deployment, r["index"]))
                     for r in replicas_of(args.model_dump(), args)]
         current = posixpath.join(args.release.root, "current")
         return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
-                CommandQuery(deployment_containers_argv(args.deployment)), FileQuery(current),
+                CommandQuery(list_deployment(args.deployment)), FileQuery(current),
                 # what the serving release holds, for --diff's why a replica restarts
                 FileQuery(posixpath.join(current, RELEASE_FILE), content=True),
                 *(FileQuery(posixpath.join(current, REPOSITORY_DIR, path), content=True)
@@ -245,11 +239,11 @@ class ServeOperation:
         logging = logging_digest(args.shipping(args.deployment))
         replicas = replicas_of(args.model_dump(), args)
         names = {replica_container(args.deployment, r["index"]) for r in replicas}
-        listed = facts.command(deployment_containers_argv(args.deployment))
+        listed = facts.command(list_deployment(args.deployment))
         surplus = [n for n in listed.stdout.split() if n not in names and "--" not in n] if listed.ok else []
 
         def serving(replica) -> bool:
-            running = facts.command(inspect_argv(args.deployment, replica["index"]))
+            running = facts.command(_inspect(args.deployment, replica["index"]))
             words = running.stdout.split() if running.ok else []
             return (len(words) == 5 and words[0] == release and words[1] == "true"
                     and words[2] == args.release.image_id and words[4] == logging)
@@ -273,7 +267,7 @@ def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logg
     containers = {}
     for replica in step.payload["replicas"]:
         index = int(replica["name"] or 0)
-        running = facts.command(inspect_argv(args.deployment, index))
+        running = facts.command(_inspect(args.deployment, index))
         if running.ok:
             containers[index] = running.stdout.split()
     try:

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 from tritonops import host_programs
 from tritonops.facts.queries import CommandQuery
+from tritonops.serving.container_commands import inspect_states
 from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
 from tritonops.modes.base import ServingMode
@@ -46,8 +47,7 @@ RESTART_POLICY = "unless-stopped"  # serving.container.ServeSpec.restart: what e
 def container_states_query(names: tuple[str, ...]) -> CommandQuery:
     """Each named container's state, a line `/<name> <status> <restart policy> <release label>` (a missing one is
     no line)."""
-    return CommandQuery(("docker", "inspect", "--format", "{{.Name}} {{.State.Status}} "
-                         '{{.HostConfig.RestartPolicy.Name}} {{index .Config.Labels "tritonops.release"}}', *names))
+    return CommandQuery(inspect_states(names))
 
 
 @dataclass(frozen=True)
