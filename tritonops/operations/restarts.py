@@ -1,6 +1,6 @@
-"""--diff for serve_release: per replica, whether its container would restart and why, field by field. Pure: from
-what the host answered (its container, the serving release's release.json and model.json files) and the new
-release."""
+"""--diff for serve_release: per replica, whether its container would restart and why, field by field; for
+rollback_release, what goes back. Pure: from what the host answered (its container, the serving release's
+release.json and model.json files, its releases) and the new release."""
 
 from __future__ import annotations
 
@@ -112,3 +112,37 @@ def _placement(current: Mapping[str, Any] | None, index: int) -> Mapping | None:
 
 def _short(image_id: str) -> str:
     return image_id.removeprefix("sha256:")[:12] or "(none)"
+
+
+def rollback_lines(current: Any, target: Any) -> list[str]:
+    """What a rollback from `current` to `target` (serving.releases.ReleaseRecord; `current` None when nothing
+    serves) changes, one line: the image, each model engine's max_num_seqs, the engine arguments, the replicas, the
+    serving mode, the bind."""
+    if current is None:
+        return [f"back to release {target.id}: nothing serves now"]
+    said = []
+    if current.image_id != target.image_id:
+        said.append(f"image {_short(current.image_id or '')} -> {_short(target.image_id or '')}")
+    if current.max_num_seqs != target.max_num_seqs and current.max_num_seqs and target.max_num_seqs:
+        said.append("max_num_seqs " + ", ".join(map(str, current.max_num_seqs)) + " -> "
+                    + ", ".join(map(str, target.max_num_seqs)))
+    if current.engine_args != target.engine_args:
+        said.append(f"engine arguments (model.json) {current.engine_args or '(unknown)'} -> "
+                    f"{target.engine_args or '(unknown)'}")
+    before, after = _serve_of(current), _serve_of(target)
+    placed = [len(before.get("replicas") or ()) or 1, len(after.get("replicas") or ()) or 1]
+    if placed[0] != placed[1]:
+        said.append(f"replicas {placed[0]} -> {placed[1]}")
+    elif [r.get("gpus") for r in before.get("replicas") or ()] != [r.get("gpus") for r in after.get("replicas") or ()]:
+        said.append("replicas' GPUs " + str([r.get("gpus") for r in before.get("replicas") or ()]) + " -> "
+                    + str([r.get("gpus") for r in after.get("replicas") or ()]))
+    for field, default in (("frontend", "kserve"), ("bind", None)):
+        if before.get(field, default) != after.get(field, default):
+            said.append(f"{field} {before.get(field, default)} -> {after.get(field, default)}")
+    what = "; ".join(said) if said else "the same image, engine arguments and replicas"
+    return [f"back from release {current.id} to {target.id}: {what}"]
+
+
+def _serve_of(release: Any) -> Mapping[str, Any]:
+    return release.serve if isinstance(release.serve, dict) else {}
+

@@ -27,7 +27,7 @@ from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, L
 from tritonops.operations.base import Args
 from tritonops.operations.release import (RELEASE_FILE, REPOSITORY_DIR, ReleaseArgs, content_digest, existing_release,
                                           weights_digest)
-from tritonops.operations.restarts import restart_lines
+from tritonops.operations.restarts import restart_lines, rollback_lines
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
 from tritonops.modes.choice import DEFAULT, mode_of_release, serving_mode
@@ -356,7 +356,8 @@ class RollbackOperation:
             return
         if not target.serve or not target.image_id:
             raise TritonopsError(f"release {target.id} does not say how to start it (made by an older tritonops?)")
-        yield serve_step(args.root, args.deployment, target.id, target.image_id, target.serve, args)
+        step = serve_step(args.root, args.deployment, target.id, target.image_id, target.serve, args)
+        yield replace(step, restarts=tuple(rollback_lines(deployed.current_release, target)))
 
 
 serve_release = ServeOperation()
