@@ -61,6 +61,10 @@ def test_releases_after_two_deploys_name_the_current_and_the_previous(capsys, in
         assert release["engine_args"] == engine_args_on_the_host(clean, release["id"])
     assert listing["releases"][0]["engine_args"] != listing["releases"][1]["engine_args"]  # max_num_seqs changed
 
+    code, checked = cli(capsys, "rollback", "-i", inventory, "--check", "--diff")  # says what goes back, no change
+    said = "".join(r["diff"] or "" for r in checked["results"])
+    assert code == 0 and f"back from release {newer} to {older}: " in said and "max_num_seqs 8 -> " in said, said
+    assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip().endswith(newer)
     code, back = cli(capsys, "rollback", "-i", inventory)  # the previous `releases` named is where rollback goes
     assert code == 0, back["results"]
     code, after = cli(capsys, "releases", "-i", inventory)

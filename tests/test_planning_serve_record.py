@@ -1,0 +1,73 @@
+"""planning.serve_record (issue #42): release.json's `serve` as one typed, versioned record; every `serve` an earlier
+tritonops wrote reads into it, anything else is one line naming the field."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonops.planning.serve_record import ReplicaRecord, ServeRecord, ServeRecordError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "release_json"
+PORTS = (8000, 8001, 8002)
+BEFORE_REPLICAS = {"models": ["vllm_model"], "gpus": [1], "weights_dirs": ["/opt/tritonops/default/models/m@1a"],
+                   "deadline_s": 300, "kv_cache_tokens": 4096}  # what tritonops wrote before replicas and binds
+
+
+def test_a_release_a_lab_host_wrote_reads_as_the_record_and_writes_back_the_same_serve():
+    serve = json.loads((FIXTURES / "lab-2080ti-one-replica.json").read_text())["serve"]
+    record = ServeRecord.from_release(serve, host_ports=(1, 2, 3))  # its own ports win over the host's
+    assert record.replicas == (ReplicaRecord(index=0, gpus=(0,), ports=(8000, 8001, 8002)),)
+    assert (record.bind, record.frontend, record.cluster, record.gpus) == ("0.0.0.0", "kserve", None, (0,))
+    assert record.replicas[0].container("dep-a") == "tritonops-dep-a"
+    written = record.to_release()
+    assert {key: value for key, value in written.items() if key not in ("version", "frontend")} == serve
+    assert ServeRecord.from_release(written, host_ports=PORTS) == record
+
+
+def test_a_release_made_before_replicas_is_one_replica_on_its_gpus_at_the_host_s_ports():
+    record = ServeRecord.from_release(BEFORE_REPLICAS, host_ports=(9000, 9001, 9002))
+    assert record.replicas == (ReplicaRecord(index=0, gpus=(1,), ports=(9000, 9001, 9002)),)
+    assert record.bind is None and record.frontend == "kserve" and record.deadline_s == 300.0
+
+
+def worker_cluster(host: str) -> dict:
+    return {"name": "big", "head": "h1", "workers": ["h2"], "tensor_parallel_size": 1, "pipeline_parallel_size": 2,
+            "members": [{"host": "h1", "address": "10.0.0.1", "stage": 0, "layers": [0, 39], "interface": None},
+                        {"host": "h2", "address": "10.0.0.2", "stage": 1, "layers": [40, 79], "interface": None}],
+            "host": host, "gpus": [0], "token": "k:0123456789ab", "object_store_bytes": 2 ** 30}
+
+
+def test_a_pipeline_worker_places_no_replica_and_its_gpus_are_its_ray_node_s():
+    record = ServeRecord.from_release({**BEFORE_REPLICAS, "replicas": [], "cluster": worker_cluster("h2")},
+                                      host_ports=PORTS)
+    assert record.replicas == () and record.cluster.worker and record.gpus == (0,)
+    with pytest.raises(ServeRecordError, match="only a pipeline's worker places none"):
+        ServeRecord.from_release({**BEFORE_REPLICAS, "replicas": [], "cluster": worker_cluster("h1")},
+                                 host_ports=PORTS)
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"frontend": "opneai"}, "serve.frontend: .*'opneai' is not a serving mode"),
+    ({"bind": "private"}, "serve.bind: .*'private' is not an IP address"),
+    ({"weights_dirs": ["models/m"]}, "serve.weights_dirs: .*absolute"),
+    ({"deadline_s": 0}, "serve.deadline_s"),
+    ({"models": []}, "serve.models"),
+    ({"replicas": [{"index": 1, "gpus": [0], "ports": [1, 2, 3]}]}, "numbered 0, 1"),
+    ({"replicas": [{"index": 0, "gpus": [0, 0], "ports": [1, 2, 3]}]}, "serve.replicas.0.gpus: .*distinct"),
+    ({"replicas": [{"index": 0, "gpus": [0], "ports": [1, 2, 2]}]}, "serve.replicas.0.ports: .*distinct"),
+    ({"replicas": [{"index": 0, "gpus": [0], "ports": [1, 2, 3], "name": None}]}, "serve.replicas.0.name"),
+    ({"color": "blue"}, "serve.color"),
+    ({"version": 3}, "serve.version 3 is not one this tritonops reads"),
+    ({"kv_cache_tokens": True}, "serve.kv_cache_tokens"),
+])
+def test_a_serve_no_tritonops_wrote_is_one_line_naming_its_field(change, named):
+    with pytest.raises(ServeRecordError, match=named) as raised:
+        ServeRecord.from_release({**BEFORE_REPLICAS, **change}, host_ports=PORTS)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_record_cannot_be_changed_once_made():
+    record = ServeRecord.from_release(BEFORE_REPLICAS, host_ports=PORTS)
+    with pytest.raises(Exception):
+        record.bind = "10.0.0.1"
