@@ -115,8 +115,14 @@ def test_every_replica_serves_on_its_own_gpu_and_status_reads_them(capsys, inven
     assert code == 0 and result["msg"] == "serving: 4 replicas ready", result
     assert [(r["index"], r["container"], r["ready"]) for r in result["payload"]["replicas"]] == \
         [(i, "running", True) for i in range(4)]
+    def lives():  # each replica's start time and Docker's restart count: a no-op must leave both as they are
+        return {name: host(f"docker inspect --format '{{{{.State.StartedAt}}}} {{{{.RestartCount}}}}' {name}")
+                .stdout.strip() for name in CONTAINERS}
+
+    before = lives()
     code, again = cli(capsys, "deploy", "-i", inventory)
     assert code == 0 and task(again, "Triton serves")["status"] == "ok"  # a no-op with replicas restarts nothing
+    assert lives() == before and all(before.values()), before
 
 
 def test_a_changed_engine_argument_rolls_one_replica_at_a_time_while_the_other_answers(capsys, inventory, host):

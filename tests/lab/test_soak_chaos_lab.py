@@ -82,3 +82,12 @@ def test_chaos_every_faulted_rolling_deploy_converges_on_a_plain_rerun(lab, tmp_
     bad = [(r["label"], r["did"], r["problems"], r["manual"], r["intact_after_fault"]) for r in records
            if not r["converged"] or r["manual"] or r["intact_after_fault"]]
     assert bad == [], "\n".join(str(b) for b in bad) + "\n" + "\n".join(r["faulted_tail"] for r in records)
+
+
+def test_the_chaos_read_of_a_host_fails_when_docker_exec_fails_instead_of_reading_nothing_deployed():
+    # issue #45 item 13: a host container that is gone read as "no lock, no current, nothing running" before
+    from tritonops.errors import TritonopsError
+    from tritonops.lab.faults import current_state
+
+    with pytest.raises(TritonopsError, match="tritonops-labtest-no-such-host: could not read the deployment's state"):
+        current_state("tritonops-labtest-no-such-host", "/opt/tritonops", "dep", "tritonops-dep")

@@ -270,6 +270,9 @@ def current_state(container: str, root: str, deployment: str, triton: str) -> di
     argv = ["docker", "exec", _checked(container, "host container"), "sh", "-c", READ_CURRENT, "current",
             root, safe_name(deployment, "deployment"), _checked(triton, "Triton container")]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:  # the read itself failed (the host container gone or stopped): no state to judge by
+        why = " ".join((done.stderr or done.stdout or f"exit {done.returncode}").split())[:300]
+        raise TritonopsError(f"{container}: could not read the deployment's state: {why}")
     raw = dict(line.partition("=")[::2] for line in done.stdout.splitlines() if "=" in line)
     try:
         record = json.loads(raw.get("record") or "null")
