@@ -119,31 +119,36 @@ def deploy(capsys, inventory, **host_vars) -> None:
     assert code == 0, [r["msg"] for r in report["results"] if r["status"] == "failed"]
 
 
-def wait_for_door(capsys, monkeypatch, root, inventory) -> None:
-    """The door's first health checks (every 2 s, rise 2) before it sends requests on."""
+def wait_for_door(balancer, inventory) -> None:  # noqa: F811
+    """Until the door sends a readiness request with its key on to a replica that answers 200 (its first health
+    checks, every 2 s, rise 2): a 401 only says the door is there, not that a replica is UP behind it."""
+    import subprocess
     import time
+    import urllib.error
     import urllib.request
 
     data = yaml.safe_load(Path(inventory).read_text())
     door = data["all"]["children"]["tritonops_balancers"]["hosts"]["door-1"]
-    deadline = time.monotonic() + 30
+    key = subprocess.run(balancer.ssh_argv(BALANCER, f"cat {KEYS}"), capture_output=True, text=True,
+                         timeout=60).stdout.strip().splitlines()[0]
+    request = urllib.request.Request(f"http://{door['tritonops_door_address']}:{DOOR_HTTP}/v2/models/vllm_model/ready",
+                                     headers={"Authorization": f"Bearer {key}"})
+    deadline, seen = time.monotonic() + 30, None
     while True:
         try:
-            with urllib.request.urlopen(f"http://{door['tritonops_door_address']}:{DOOR_HTTP}/v2/models/vllm_model"
-                                        "/ready", timeout=5) as reply:
+            with urllib.request.urlopen(request, timeout=5) as reply:
                 if reply.status == 200:
                     return
         except OSError as err:
-            if getattr(err, "code", None) == 401:  # the door answers; the replica is UP behind it
-                return
-        assert time.monotonic() < deadline, "the door never saw the replica up"
+            seen = getattr(err, "code", None) or err
+        assert time.monotonic() < deadline, f"the door never sent to a replica that answered (last: {seen})"
         time.sleep(0.5)
 
 
 def test_a_bench_through_the_door_measures_the_lab_engines_pace_and_keeps_aiperfs_exports(
         capsys, monkeypatch, inventory, deployed, balancer):  # noqa: F811
     deploy(capsys, inventory)
-    wait_for_door(capsys, monkeypatch, deployed, inventory)
+    wait_for_door(balancer, inventory)
     code, report = bench(capsys, monkeypatch, deployed, inventory, "--concurrency", "1,4", *SMALL)
     assert code == 0, report
     summary = report["bench"]
@@ -220,9 +225,9 @@ def test_an_unreachable_door_and_a_model_that_does_not_exist_are_one_line_errors
 
 
 def test_compare_flags_a_release_whose_engine_takes_one_request_at_a_time(capsys, monkeypatch, inventory,
-                                                                          deployed):
+                                                                          deployed, balancer):  # noqa: F811
     deploy(capsys, inventory, tritonops_max_num_seqs=1)
-    wait_for_door(capsys, monkeypatch, deployed, inventory)
+    wait_for_door(balancer, inventory)
     code, report = bench(capsys, monkeypatch, deployed, inventory, "--concurrency", "1,4", *SMALL)
     assert code == 0, report
     comparison = report["comparison"]
