@@ -141,6 +141,10 @@ def main() -> int:
                     f"(docker images -q --no-trunc tritonserver; echo {warm.images[0]['image_id']})")
             for target in targets:
                 lab_api_ssh(state, target, f"{drop} | sort -u | xargs -r docker rmi -f >/dev/null 2>&1; true")
+                if holds_image(state, target, warm.images[0]["image_id"]):
+                    print(f"N={n}: {target} still holds the image after its removal (a container uses it?): the run "
+                          "would measure a re-tag, not a transfer", file=sys.stderr)
+                    return 1
             w0, t0 = sent(), time.monotonic()
             first = build_images(selected)
             t1, w1 = time.monotonic(), sent()
@@ -173,6 +177,16 @@ def main() -> int:
     if args.down:
         lab_api.down(state_dir=args.state_dir, name_prefix=args.prefix)
     return verdict(goals(rows, host_to_host=not args.through_controller))
+
+
+def holds_image(state, host: str, image_id: str) -> bool:
+    """Whether the lab host still has the image (docker image inspect finds it)."""
+    import shlex
+    import subprocess
+
+    done = subprocess.run(state.ssh_argv(host, shlex.join(["docker", "image", "inspect", "--format", "{{.Id}}",
+                                                            image_id])), capture_output=True, timeout=120)
+    return done.returncode == 0
 
 
 def lab_api_ssh(state, host: str, command: str) -> None:
