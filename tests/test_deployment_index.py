@@ -83,10 +83,14 @@ def test_deploy_adds_its_deployment_to_a_missing_index_or_one_naming_others_only
     missing = Facts.of(FileFact("/var/lib/tritonops/deployments.json", "missing"))
     others = Facts.of(FileFact("/var/lib/tritonops/deployments.json", "file", text=index_text(
         DeploymentIndex().with_deployment("/opt/tritonops", "code"))))
-    step = Run(add_argv("/opt/tritonops", "chat"), timeout_s=60.0)
+    step = Run(add_argv("/opt/tritonops", "chat"), timeout_s=60.0, program="deployment_index")
     assert list(deployment_index.steps(args, missing)) == [step]
     assert list(deployment_index.steps(args, others)) == [step]
     assert step.argv[3:] == ("add", "/var/lib/tritonops/deployments.json", "/opt/tritonops", "chat")
+    # what --check and a deploy's output say of it: the program's name and its arguments, not its 60-line source
+    # (issue #45 item 1)
+    assert step.describe() == ("python3 -c '<host program deployment_index>' add /var/lib/tritonops/deployments.json "
+                               "/opt/tritonops chat")
 
 
 @pytest.mark.parametrize("args", [{"root": "opt", "deployment": "chat"}, {"root": "/opt/../etc", "deployment": "c"},

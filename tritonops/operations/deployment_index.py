@@ -67,7 +67,7 @@ class DeploymentIndexOperation:
                 raise TritonopsError(f"{err}; move it away and deploy again (`tritonops prune` then reads "
                                      "the inventory's deployment only)") from None
         if not index.names(args.root, args.deployment):
-            yield Run(add_argv(args.root, args.deployment), timeout_s=60.0)
+            yield Run(add_argv(args.root, args.deployment), timeout_s=60.0, program="deployment_index")
 
 
 deployment_index = DeploymentIndexOperation()

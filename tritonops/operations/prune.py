@@ -18,7 +18,8 @@ def remove_container(name: str) -> Run:
 
 def remove_release(release: ReleaseDecision) -> Run:
     deployment_dir = posixpath.dirname(posixpath.dirname(release.folder))
-    return Run(host_programs.argv("prune_release", deployment_dir, release.release), timeout_s=600.0)
+    return Run(host_programs.argv("prune_release", deployment_dir, release.release), timeout_s=600.0,
+               program="prune_release")
 
 
 def remove_image(image: ImageDecision) -> Run:

@@ -70,8 +70,11 @@ class Run:
     argv: tuple[str, ...]
     stdin: bytes | None = field(default=None, repr=False)
     timeout_s: float = 600.0
+    program: str | None = None  # a host program's name (argv is `python3 -c SOURCE ARGS...`): said instead of SOURCE
 
     def describe(self) -> str:
+        if self.program is not None and len(self.argv) >= 3 and self.argv[1] == "-c":
+            return shlex.join((self.argv[0], "-c", f"<host program {self.program}>", *self.argv[3:]))
         return shlex.join(self.argv)
 
 
