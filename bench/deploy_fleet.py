@@ -6,9 +6,10 @@ Each size deploys a deployment of its own (`bench-fleet-N`, its own ports), so e
 whole job: weights pushed, release written, container started and gated. Removed afterwards.
 
     tritonops lab up && python bench/deploy_fleet.py [-i inventory/lab.yml]
-Goal: N hosts in parallel within 1.2x of one host; the no-op: 0 restarts, 0 bytes; the gate notices
-Triton's models ready within 1 s (the slowest host read; none read: missed). Ends with each goal met or MISSED;
-exits 1 when one missed (the replicas axis: its no-op's restarts and image bytes).
+Goal: N hosts in parallel within 1.2x of one host; the no-op: 0 restarts, 0 bytes (image and weights, from the
+controller or host to host); the gate notices Triton's models ready within 1 s (the slowest host read; none
+read: missed). Ends with each goal met or MISSED; exits 1 when one missed (the replicas axis: its no-op's
+restarts and bytes moved).
 
     python bench/deploy_fleet.py --replicas 1,2,4,8 [--host node-h200x8]
 
@@ -38,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from tritonops.cli.cmd_deploy import default_playbook, default_roles_path  # noqa: E402
 from tritonops.deploy.flow import deploy  # noqa: E402
+from tritonops.deploy.moved import BytesMoved  # noqa: E402
 from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 from tritonops.playbook import load_run_inputs  # noqa: E402
@@ -51,25 +53,27 @@ GOAL_GATE_LAG_S = 1.0   # Triton's models ready -> the gate saw them
 
 def fleet_goals(rows: list[tuple]) -> list[Goal]:
     """The hosts axis's goals from its rows (hosts, deploy s, serve+gate s, ready->gate s, hosts read, no-op s,
-    restarts, changed, image bytes): every N within 1.2x of one host's deploy, a no-op that restarts nothing and
-    moves no image byte, the gate noticing the models ready within 1 s."""
+    restarts, changed, bytes moved): every N within 1.2x of one host's deploy, a no-op that restarts nothing and
+    moves no byte (image or weights, from the controller or host to host), the gate noticing the models ready
+    within 1 s."""
     single = rows[0][1] if rows else None
     found = []
-    for count, seconds, _, lag, _, _, restarts, _, image in rows:
+    for count, seconds, _, lag, _, _, restarts, _, moved in rows:
         found += [Goal(f"{count} host(s): deploy time / one host's", seconds / single if single else None,
                        GOAL_PARALLEL_X, unit="x")] if count > 1 else []
         found += [Goal(f"{count} host(s): ready -> gate", lag, GOAL_GATE_LAG_S, unit="s"),
                   Goal(f"{count} host(s): no-op restarts", restarts, 0),
-                  Goal(f"{count} host(s): no-op image bytes", image, 0)]
+                  Goal(f"{count} host(s): no-op bytes moved", moved.total, 0, unit="B", detail=moved.summary())]
     return found
 
 
 def replicas_goals(rows: list[tuple]) -> list[Goal]:
     """The replicas axis's goals from its rows (replicas, deploy s, serve+gates s, no-op s, restarts, changed,
-    image bytes): the no-op restarts no replica and moves no image byte (the deploy grows with N by design)."""
-    return [goal for count, _, _, _, restarts, _, image in rows
+    bytes moved): the no-op restarts no replica and moves no byte (the deploy grows with N by design)."""
+    return [goal for count, _, _, _, restarts, _, moved in rows
             for goal in (Goal(f"{count} replica(s): no-op restarts", restarts, 0),
-                         Goal(f"{count} replica(s): no-op image bytes", image, 0))]
+                         Goal(f"{count} replica(s): no-op bytes moved", moved.total, 0, unit="B",
+                              detail=moved.summary()))]
 
 
 # Runs on the host: poll a model's /ready every 20 ms, print the Unix time it first answers 200.
@@ -168,16 +172,16 @@ def replicas_axis(args) -> int:
             serve = [r.elapsed_s for r in first.results
                      if isinstance(r.payload, TaskOutcome) and r.payload.operation == "serve_release"]
             rows.append((count, seconds, max(serve, default=float("nan")), noop, restarts,
-                         sum(r.status == "changed" for r in again.results), again.image_bytes))
+                         sum(r.status == "changed" for r in again.results), BytesMoved.of(again)))
         finally:
             ssh(host, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={name}) >/dev/null 2>&1; "
                       f"rm -rf /opt/tritonops/{shlex.quote(name)}", prints=False)
     single = rows[0][1]
     print(f"{'replicas':>8} {'deploy s':>9} {'x one':>6} {'serve+gates s':>13} {'no-op s':>8} {'restarts':>8} "
-          f"{'changed':>7} {'image B':>7}")
-    for count, seconds, serve, noop, restarts, changed, image in rows:
+          f"{'changed':>7} {'moved B':>7}")
+    for count, seconds, serve, noop, restarts, changed, moved in rows:
         print(f"{count:>8} {seconds:>9.2f} {seconds / single:>6.2f} {serve:>13.2f} {noop:>8.2f} {restarts:>8} "
-              f"{changed:>7} {image:>7}")
+              f"{changed:>7} {moved.total:>7}")
     return verdict(replicas_goals(rows))
 
 
@@ -229,16 +233,16 @@ def main() -> int:
         read = [x for x in lags if x is not None]
         lag = max(read, default=float("nan"))
         rows.append((count, seconds, max(gates), lag, f"{len(read)}/{count}", noop, restarts, changed,
-                     again.image_bytes))
+                     BytesMoved.of(again)))
         for h in chosen:
             ssh(h, f"docker rm -f $(docker ps -aq --filter label=tritonops.deployment={name}) >/dev/null 2>&1; "
                    f"rm -rf /opt/tritonops/{shlex.quote(name)}", prints=False)
     single = rows[0][1]
     print(f"{'hosts':>5} {'deploy s':>9} {'x one host':>10} {'serve+gate s':>12} {'ready->gate s':>13} "
-          f"{'(hosts read)':>12} {'no-op s':>8} {'restarts':>8} {'changed':>7} {'image B':>7}")
-    for count, seconds, gate, lag, covered, noop, restarts, changed, image in rows:
+          f"{'(hosts read)':>12} {'no-op s':>8} {'restarts':>8} {'changed':>7} {'moved B':>7}")
+    for count, seconds, gate, lag, covered, noop, restarts, changed, moved in rows:
         print(f"{count:>5} {seconds:>9.2f} {seconds / single:>10.2f} {gate:>12.2f} {lag:>13.2f} {covered:>12} "
-              f"{noop:>8.2f} {restarts:>8} {changed:>7} {image:>7}")
+              f"{noop:>8.2f} {restarts:>8} {changed:>7} {moved.total:>7}")
     return verdict(fleet_goals(rows))
 
 

@@ -3,11 +3,12 @@
 
 Converges the lab once (a first deploy, not measured), then --repeat times, alternating:
   - probe the hosts (the facts every run starts with), timed;
-  - deploy again, timed, counting what it moved and wrote: image bytes streamed, weights bytes,
-    steps carried out (tasks `changed`), new releases, and the command-channel traffic (commands run,
-    bytes sent and received over SSH).
-Prints the best and median times and the ratio deploy/probe. Goal: 0 bytes of weights or image,
-0 writes, at most 2x the probe's time (medians). Ends with each goal met or MISSED; exits 1 when one missed.
+  - deploy again, timed, counting what it moved and wrote: image and weights bytes from the controller, bytes
+    each host received from another (the image and weights relays), steps carried out (tasks `changed`), new
+    releases, and the command-channel traffic (commands run, bytes sent and received over SSH).
+Prints the best and median times and the ratio deploy/probe. Goal: 0 bytes of weights or image (from the
+controller or host to host), 0 writes, at most 2x the probe's time (medians). Ends with each goal met or MISSED;
+exits 1 when one missed.
 
     tritonops lab up            # the default lab (inventory/lab.yml)
     python bench/deploy_noop.py [-i inventory/lab.yml] [--repeat 5] [--model DIR]
@@ -26,12 +27,11 @@ sys.path.insert(0, str(REPO))
 
 from tritonops.cli.cmd_deploy import default_playbook, default_roles_path  # noqa: E402
 from tritonops.deploy.flow import deploy  # noqa: E402
+from tritonops.deploy.moved import BytesMoved  # noqa: E402
 from tritonops.deploy.run import DeployOptions  # noqa: E402
 from tritonops.facts.probe import probe_hosts  # noqa: E402
 from tritonops.inventory import load_inventory  # noqa: E402
 from tritonops.playbook import load_run_inputs  # noqa: E402
-from tritonops.playbook.host_task import TaskOutcome  # noqa: E402
-from tritonops.weights.transfer import WeightsMoved  # noqa: E402
 from tritonops.sizing.engine_plan import SizingRequest  # noqa: E402
 
 from goals import Goal, verdict  # noqa: E402  (bench/ is the script's folder)
@@ -39,9 +39,13 @@ from goals import Goal, verdict  # noqa: E402  (bench/ is the script's folder)
 GOAL_OVER_PROBE_X = 2.0   # a no-op deploy against a probe of the same hosts, median over median
 
 
-def goals(image_bytes: int, weights_bytes: int, writes: int, deploy_over_probe: float, all_ok: bool) -> list[Goal]:
-    """No byte of image or weights, no write (task changed), at most 2x the probe's time, every deploy ok."""
-    return [Goal("no-op image bytes", image_bytes, 0), Goal("no-op weights bytes", weights_bytes, 0),
+def goals(moved: BytesMoved, writes: int, deploy_over_probe: float, all_ok: bool) -> list[Goal]:
+    """No byte of image or weights from the controller, none relayed host to host, no write (task changed), at most
+    2x the probe's time, every deploy ok."""
+    relayed = ", ".join(f"{host} {count:,}" for host, count in sorted(moved.relayed.items()) if count)
+    return [Goal("no-op image bytes from the controller", moved.image, 0, unit="B"),
+            Goal("no-op weights bytes from the controller", moved.weights, 0, unit="B"),
+            Goal("no-op bytes relayed host to host", moved.relayed_total, 0, unit="B", detail=relayed),
             Goal("no-op writes (tasks changed)", writes, 0),
             Goal("no-op deploy time / probe time (medians)", round(deploy_over_probe, 3), GOAL_OVER_PROBE_X, unit="x"),
             Goal("no-op deploys that failed", 0 if all_ok else 1, 0)]
@@ -108,9 +112,7 @@ def main() -> int:
 
     last = moved[-1]
     writes = sum(r.status == "changed" for report in moved for r in report.results)
-    weights_bytes = sum(outcome.bytes for report in moved for r in report.results
-                        if isinstance(r.payload, TaskOutcome) and r.payload.operation == "model_weights"
-                        for outcome in r.payload.outcomes if isinstance(outcome, WeightsMoved))
+    nothing_moved = sum((BytesMoved.of(report) for report in moved), BytesMoved())
     print(f"hosts: {len(specs)} ({', '.join(h.name for h in hosts)}), repeats: {args.repeat}")
     print(f"probe : best {min(probes):.2f} s, median {statistics.median(probes):.2f} s")
     print(f"deploy: best {min(deploys):.2f} s, median {statistics.median(deploys):.2f} s "
@@ -119,11 +121,11 @@ def main() -> int:
     print(f"as commands (python start-up included): probe best {min(cli_probes):.2f} s, deploy best "
           f"{min(cli_deploys):.2f} s, ratio {min(cli_deploys) / min(cli_probes):.2f}x "
           f"(median {statistics.median(cli_deploys) / statistics.median(cli_probes):.2f}x)")
-    print(f"no-op deploys: image bytes {sum(r.image_bytes for r in moved)}, weights bytes {weights_bytes}, "
+    print(f"no-op deploys: bytes moved: {nothing_moved.summary()}; "
           f"writes (tasks changed) {writes}, all ok: {all(r.ok for r in moved)}")
     print(f"one no-op deploy over SSH command channels: {last.traffic.commands} commands, "
           f"{last.traffic.sent:,} bytes sent, {last.traffic.received:,} bytes received")
-    return verdict(goals(sum(r.image_bytes for r in moved), weights_bytes, writes,
+    return verdict(goals(nothing_moved, writes,
                          statistics.median(deploys) / statistics.median(probes), all(r.ok for r in moved)))
 
 

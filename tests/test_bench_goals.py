@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tritonops.deploy.moved import BytesMoved
+from tritonops.deploy.run import DeployReport
+from tritonops.playbook.host_task import TaskOutcome
+from tritonops.results import HostResult
+from tritonops.weights.relay import WeightsArrival
+from tritonops.weights.transfer import WeightsMoved
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
@@ -60,23 +67,75 @@ def test_overload_goals_the_doors_added_latency_and_its_fast_refusals():
     assert overload.quantile_ms([0.010, 0.020, 0.030], 99) == 30.0
 
 
+def no_op(*, image: int = 0, weights: int = 0, relayed: dict[str, int] | None = None) -> DeployReport:
+    """A deploy's report as the no-op benches read it: the image and the weights phase's bytes from the controller,
+    and each host's arrival in the weights phase (relayed: from another host)."""
+    report = DeployReport(image_bytes=image, weights_bytes=weights)
+    for host, count in (relayed or {}).items():
+        arrival = WeightsArrival(host, "qwen", "relayed", "node-a", bytes_received=count)
+        report.timeline.append((0.0, HostResult(host, "changed", arrival.msg, arrival, task="weights")))
+    return report
+
+
+def test_a_deploy_moved_every_byte_its_report_says_the_image_weights_and_the_relays_did():
+    report = no_op(image=100, weights=1000, relayed={"node-b": 4096})
+    report.image_relayed = {"node-c": 2048, "node-b": 0}
+    pushed = WeightsArrival("node-a", "qwen", "controller", "controller", 1000, 1000)  # in weights_bytes already
+    task = TaskOutcome("model_weights", outcomes=(WeightsMoved(300),))
+    report.timeline += [(0.0, HostResult("node-a", "changed", "", pushed, task="weights")),
+                        (0.0, HostResult("node-a", "changed", "", task, task="weights"))]
+    moved = BytesMoved.of(report)
+    assert moved == BytesMoved(image=100, weights=1300, relayed={"node-b": 4096, "node-c": 2048})
+    assert moved.total == 100 + 1300 + 4096 + 2048
+    assert moved.summary() == ("image 100, weights 1,300 from the controller; 6,144 relayed host to host "
+                               "(node-b 4,096, node-c 2,048)")
+    assert BytesMoved.of(no_op()) == BytesMoved() and BytesMoved().total == 0
+
+
 def test_deploy_fleet_goals_parallel_time_no_op_and_gate_lag():
     fleet = bench("deploy_fleet")
-    good = [(1, 40.0, 30.0, 0.3, "1/1", 2.0, 0, 0, 0), (2, 46.0, 31.0, 0.5, "2/2", 2.5, 0, 0, 0)]
+    nothing = BytesMoved.of(no_op())
+    good = [(1, 40.0, 30.0, 0.3, "1/1", 2.0, 0, 0, nothing), (2, 46.0, 31.0, 0.5, "2/2", 2.5, 0, 0, nothing)]
     assert missed(fleet.fleet_goals(good)) == []
-    bad = [(1, 40.0, 30.0, 0.3, "1/1", 2.0, 0, 0, 0), (3, 52.0, 31.0, math.nan, "0/3", 2.5, 1, 1, 4096)]
+    bad = [(1, 40.0, 30.0, 0.3, "1/1", 2.0, 0, 0, nothing),
+           (3, 52.0, 31.0, math.nan, "0/3", 2.5, 1, 1, BytesMoved.of(no_op(image=4096)))]
     assert missed(fleet.fleet_goals(bad)) == ["3 host(s): deploy time / one host's", "3 host(s): ready -> gate",
-                                              "3 host(s): no-op restarts", "3 host(s): no-op image bytes"]
-    assert missed(fleet.replicas_goals([(1, 30.0, 20.0, 2.0, 0, 0, 0), (4, 90.0, 80.0, 2.2, 0, 0, 0)])) == []
-    assert missed(fleet.replicas_goals([(4, 90.0, 80.0, 2.2, 2, 2, 0)])) == ["4 replica(s): no-op restarts"]
+                                              "3 host(s): no-op restarts", "3 host(s): no-op bytes moved"]
+    assert missed(fleet.replicas_goals([(1, 30.0, 20.0, 2.0, 0, 0, nothing),
+                                        (4, 90.0, 80.0, 2.2, 0, 0, nothing)])) == []
+    assert missed(fleet.replicas_goals([(4, 90.0, 80.0, 2.2, 2, 2, nothing)])) == ["4 replica(s): no-op restarts"]
+
+
+@pytest.mark.parametrize("report", [no_op(weights=2048), no_op(relayed={"node-b": 4096})],
+                         ids=["the weights phase's push", "the weights relay host to host"])
+def test_a_fleet_no_op_that_moved_weights_misses_its_zero_bytes(report):
+    """It read only the image's bytes from the controller: a relay or a weights push still said 0 bytes."""
+    fleet = bench("deploy_fleet")
+    row = (2, 46.0, 31.0, 0.5, "2/2", 2.5, 0, 0, BytesMoved.of(report))
+    assert missed(fleet.fleet_goals([(1, 40.0, 30.0, 0.3, "1/1", 2.0, 0, 0, BytesMoved()), row])) == [
+        "2 host(s): no-op bytes moved"]
+    assert missed(fleet.replicas_goals([(2, 30.0, 20.0, 2.0, 0, 0, BytesMoved.of(report))])) == [
+        "2 replica(s): no-op bytes moved"]
 
 
 def test_deploy_noop_goals_nothing_moved_or_written_within_twice_the_probe():
     noop = bench("deploy_noop")
-    assert missed(noop.goals(0, 0, 0, 1.6, True)) == []
-    assert missed(noop.goals(10, 20, 3, 2.4, False)) == [
-        "no-op image bytes", "no-op weights bytes", "no-op writes (tasks changed)",
+    assert missed(noop.goals(BytesMoved.of(no_op()), 0, 1.6, True)) == []
+    moved = BytesMoved.of(no_op(image=10, weights=20, relayed={"node-b": 30}))
+    assert missed(noop.goals(moved, 3, 2.4, False)) == [
+        "no-op image bytes from the controller", "no-op weights bytes from the controller",
+        "no-op bytes relayed host to host", "no-op writes (tasks changed)",
         "no-op deploy time / probe time (medians)", "no-op deploys that failed"]
+
+
+def test_the_deploy_noop_goal_counts_the_weights_phase_and_each_hosts_relayed_bytes():
+    """A multi-host no-op that relayed weights host to host, or pushed them in the weights phase, moved bytes."""
+    noop = bench("deploy_noop")
+    relayed = noop.goals(BytesMoved.of(no_op(relayed={"node-b": 4096})), 0, 1.6, True)
+    assert missed(relayed) == ["no-op bytes relayed host to host"]
+    assert relayed[2].line() == "goal MISSED: no-op bytes relayed host to host 4096 B, goal <= 0 B (node-b 4,096)"
+    pushed = BytesMoved.of(no_op(weights=2048)) + BytesMoved.of(no_op())   # summed over the repeats
+    assert missed(noop.goals(pushed, 0, 1.6, True)) == ["no-op weights bytes from the controller"]
 
 
 def test_startup_time_goals_the_cached_start_of_help_version_and_a_usage_error():

@@ -122,3 +122,47 @@ def test_a_utilization_leaving_less_than_the_tp2_startup_memory_is_refused():
     assert not tight.fits and any("before vLLM's snapshot" in p for p in tight.problems)
     assert size_engine(qwen, gpus, SizingRequest(tensor_parallel_size=1, gpu_memory_utilization=0.995, **request)).fits
     assert size_engine(qwen, gpus, SizingRequest(tensor_parallel_size=2, gpu_memory_utilization=0.98, **request)).fits
+
+
+def test_the_families_measured_at_tp2_are_those_of_the_fixtures_runs():
+    measured = {_model(r.model).model_type for r in TP2}
+    assert terms.MEASURED_TP_TYPES == {2: frozenset(measured)}
+
+
+def _at(model_ref: str, tp: int):
+    return size_engine(find_catalog_model(model_ref), gpu_spec_from_catalog("h200:2"),
+                       SizingRequest(vllm_version="0.25.0", tensor_parallel_size=tp, max_model_len=8192))
+
+
+def _tp_why(plan) -> str:
+    return next(r.why for r in plan.reasons if r.field == "tensor_parallel_size")
+
+
+def _kv_without_allowance(plan) -> int:
+    m = plan.memory
+    return m.budget - m.weights - m.activation - m.non_torch - m.cudagraph
+
+
+def test_a_family_measured_at_tp2_is_sized_by_the_rules_alone():
+    qwen = _at("Qwen/Qwen2.5-7B-Instruct", 2)
+    assert qwen.memory.safety_margin == 0
+    assert qwen.memory.kv_cache == _kv_without_allowance(qwen)
+    assert "allowance" not in _tp_why(qwen)
+
+
+def test_a_family_not_measured_at_tp2_keeps_a_share_of_the_budget_and_the_plan_says_why():
+    """The TP 2 rules were read off Qwen2 runs only: Llama (measured at TP 1) keeps 0.5 % of the budget at TP 2."""
+    llama = _at("meta-llama/Llama-3.1-8B-Instruct", 2)
+    allowance = int(terms.UNMEASURED_TP_BUDGET_SHARE * llama.memory.budget)
+    assert llama.memory.safety_margin == allowance
+    assert llama.memory.kv_cache == _kv_without_allowance(llama) - allowance
+    assert _tp_why(llama) == ("as requested; TP 2 is measured for vLLM 0.25.0 on qwen2 models only, not llama: "
+                              "the KV figure keeps 0.5% of the budget as an allowance for it")
+    assert not any(n.startswith("uncalibrated") for n in llama.notes)   # TP 1 terms and the GPU were measured
+
+
+@pytest.mark.parametrize("model_ref", ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct"])
+def test_at_tp1_no_family_keeps_the_tp_allowance(model_ref):
+    plan = _at(model_ref, 1)
+    assert plan.memory.safety_margin == 0 and plan.memory.kv_cache == _kv_without_allowance(plan)
+    assert _tp_why(plan) == "as requested"

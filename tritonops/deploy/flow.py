@@ -240,7 +240,7 @@ def _image_phase(pool: SessionPool, hosts, options: DeployOptions, record, repor
                 record(replace(result, status="changed", msg="would build or receive the vllm_env image", task="image"))
         return images
     built = build_images(hosts, forks=options.forks, pool=pool, builders=builders)
-    report.image_bytes = built.bytes_out
+    report.image_bytes, report.image_relayed = built.bytes_out, dict(built.relayed_by_host)
     for result in built.results:
         payload = result.payload or {}
         # a host whose image preflight refused it ("skipped" for `image build`) cannot be deployed to

@@ -68,7 +68,8 @@ class DeployReport:
     plans: dict[str, HostDeployPlan] = field(default_factory=dict)
     host_facts: dict[str, dict] = field(default_factory=dict)  # what the playbook saw per host
     run: PlaybookRun | None = None
-    image_bytes: int = 0
+    image_bytes: int = 0  # bytes of the image that left the controller
+    image_relayed: dict[str, int] = field(default_factory=dict)  # host -> bytes of the image it got from another host
     weights_bytes: int = 0  # bytes of weights from controller folders that left the controller (deploy.weights_phase)
     traffic: Traffic = field(default_factory=Traffic)  # command channels of every host's session
     check: bool = False

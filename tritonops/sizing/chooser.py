@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tritonops.sizing.calibrated_terms import MEASURED_TP, UNMEASURED_TP_BUDGET_SHARE
+from tritonops.sizing.calibrated_terms import (MEASURED_TP, MEASURED_TP_TYPES, UNMEASURED_TP_BUDGET_SHARE,
+                                               tp_measured)
 from tritonops.sizing.dtype_rules import kv_cache_dtype_problem, quantization_problem, resolve_dtype
 from tritonops.sizing.engine_plan import EnginePlan, MemoryBreakdown, Reason, SizingRequest
 from tritonops.sizing.alternatives import alternatives_for
@@ -167,7 +168,7 @@ def _size(model: ModelSpec, gpus: GpuSpec, request: SizingRequest) -> tuple[Engi
     batch_reasons, batch_assumed = _batch_reasons(profile, gpus, request, settings, length)
     auto_length = vllm_auto_fit_length(model, profile, memory)
     reasons = [_tp_reason(model, gpus, request, chosen.tensor_parallel_size, length, target,
-                          _unmeasured_tp(profile, chosen.tensor_parallel_size)),
+                          _unmeasured_tp(profile, model, chosen.tensor_parallel_size)),
                *_pp_reasons(model, gpus, request, chosen.tensor_parallel_size, memory.stage),
                _length_reason(model, profile, request, memory, length, target, accepted=not problems),
                dtype_reason,
@@ -385,12 +386,17 @@ def _pp_reasons(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, tp: int
             Reason("distributed_executor_backend", "ray", "vLLM runs stages on other hosts only through Ray")]
 
 
-def _unmeasured_tp(profile: VllmProfile, tp: int) -> str:
-    """What the plan keeps for a TP whose per-rank terms were not measured for this version."""
-    if not profile.measured_memory or tp in MEASURED_TP:
+def _unmeasured_tp(profile: VllmProfile, model: ModelSpec, tp: int) -> str:
+    """What the plan keeps for a TP whose per-rank terms were not measured for this version, or not on this
+    model's family."""
+    if not profile.measured_memory or tp_measured(model.model_type, tp):
         return ""
-    return (f"; TP {tp} is not measured for vLLM {profile.version} (TP 1 and 2 are): the KV figure keeps "
-            f"{UNMEASURED_TP_BUDGET_SHARE:.1%} of the budget as an allowance for it")
+    keeps = f"the KV figure keeps {UNMEASURED_TP_BUDGET_SHARE:.1%} of the budget as an allowance for it"
+    if tp not in MEASURED_TP:
+        return f"; TP {tp} is not measured for vLLM {profile.version} (TP 1 and 2 are): {keeps}"
+    families = ", ".join(sorted(MEASURED_TP_TYPES[tp]))
+    return (f"; TP {tp} is measured for vLLM {profile.version} on {families} models only, "
+            f"not {model.model_type or 'this family'}: {keeps}")
 
 
 def _tp_reason(model: ModelSpec, gpus: GpuSpec, request: SizingRequest, tp: int, length: int,
@@ -459,7 +465,7 @@ def _notes(model: ModelSpec, profile: VllmProfile, memory: MemoryEstimate,
     if model.rough:
         notes.append("estimate is rough for this architecture (see notes); it errs low")
     if profile.measured_memory and not memory.calibrated:
-        notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on H200s at TP 1 and 2 for "
-                     "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models; for this model, TP or GPU the "
-                     f"figure keeps an allowance ({gib(memory.safety_margin)}) and errs low")
+        notes.append(f"uncalibrated: vLLM {profile.version}'s memory terms were measured on H200s at TP 1 for "
+                     "Llama, Mistral, Qwen2, Qwen3, Phi-3 and Qwen MoE models, at TP 2 for Qwen2 ones; for this model, "
+                     f"TP or GPU the figure keeps an allowance ({gib(memory.safety_margin)}) and errs low")
     return tuple(notes)
