@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from tritonops.errors import InputError
 from tritonops.modes.base import ServingMode
 from tritonops.modes.kserve import KSERVE
+from tritonops.planning.bind import given_bind, private_connection
 from tritonops.planning.entries import host_where
 from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals
 from tritonops.values.names import safe_name
@@ -134,25 +135,17 @@ def _path(host: Host, name: str) -> str | None:
 
 
 def exporter_bind(host: Host) -> str:
-    """The address a balancer's HAProxy exporter binds to, never every address unless asked (module docstring)."""
-    given, where = _value(host, BIND_VAR)
+    """The address a balancer's HAProxy exporter binds to, never every address unless asked (module docstring):
+    the serving hosts' rule (planning.bind) without a replica address."""
+    given = given_bind(host)
     if given is not None:
-        try:
-            return str(ipaddress.ip_address(str(given).strip("[]")))
-        except ValueError:
-            raise InputError(f"{BIND_VAR} {given!r} is not an IP address", where) from None
-    connection, where = _value(host, "ansible_host")
-    try:
-        ip = ipaddress.ip_address(str(connection)) if connection is not None else None
-    except ValueError:
-        ip = None
-    if ip is not None and (ip.is_private or ip.is_loopback):
-        return str(ip)
-    seen = f"ansible_host {connection} is not a private or loopback IP address" if connection is not None else \
-        "it has no ansible_host"
+        return given
+    private, seen = private_connection(host)
+    if private is not None:
+        return private
     raise InputError(f"{host.name}: no private address to bind HAProxy's exporter to ({seen}): set {BIND_VAR} "
                      "(the balancer's private IP, where Prometheus scrapes it; 0.0.0.0 to expose it on every address)",
-                     where)
+                     host_where(host, "ansible_host"))
 
 
 def balancer_globals(host: Host) -> BalancerGlobals:

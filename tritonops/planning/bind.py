@@ -39,12 +39,32 @@ def _ip(value: Any, name: str, where: str | None) -> str:
         raise InputError(f"{name} {value!r} is not an IP address", where) from None
 
 
+def given_bind(host) -> str | None:
+    """The host's `tritonops_bind_address`, checked as an IP address (None: not set)."""
+    given = _given(host, BIND_VAR)
+    return None if given is None else _ip(given, BIND_VAR, host_where(host, BIND_VAR))
+
+
+def private_connection(host) -> tuple[str | None, str]:
+    """(the host's `ansible_host` when it is a private or loopback IP address, else None; what was seen of it, for
+    the error that names what to set instead)."""
+    connection = _given(host, "ansible_host")
+    try:
+        ip = ipaddress.ip_address(str(connection)) if connection is not None else None
+    except ValueError:
+        ip = None
+    if ip is not None and (ip.is_private or ip.is_loopback):
+        return str(ip), ""
+    return None, (f"ansible_host {connection} is not a private or loopback IP address" if connection is not None
+                  else "it has no ansible_host")
+
+
 def replica_bind(host, behind_balancer: bool) -> str:
     """The address `host`'s replicas bind their ports to (module docstring); `behind_balancer`: the inventory has
     hosts in `tritonops_balancers`."""
-    given = _given(host, BIND_VAR)
+    given = given_bind(host)
     if given is not None:
-        return _ip(given, BIND_VAR, host_where(host, BIND_VAR))
+        return given
     if not behind_balancer:
         return WILDCARD
     reached = _given(host, ADDRESS_VAR)
@@ -55,15 +75,9 @@ def replica_bind(host, behind_balancer: bool) -> str:
             raise InputError(f"{host.name}: {ADDRESS_VAR} {reached!r} is a name, not an IP address its replicas can "
                              f"bind to behind the balancer: set {BIND_VAR} to the host's private IP address",
                              host_where(host, ADDRESS_VAR)) from None
-    connection = _given(host, "ansible_host")
-    try:
-        ip = ipaddress.ip_address(str(connection)) if connection is not None else None
-    except ValueError:
-        ip = None
-    if ip is not None and (ip.is_private or ip.is_loopback):
-        return str(ip)
-    seen = f"ansible_host {connection} is not a private or loopback IP address" if connection is not None else \
-        "it has no ansible_host"
+    private, seen = private_connection(host)
+    if private is not None:
+        return private
     raise InputError(f"{host.name}: no private address to bind its replicas to behind the balancer ({seen}): set "
                      f"{ADDRESS_VAR} (the private IP the balancers reach it at) or {BIND_VAR} "
                      f"({WILDCARD} to stay public)", host_where(host, "ansible_host"))
