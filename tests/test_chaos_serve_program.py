@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.serve_records import serve_record
 from tritonops.planning.bind import local_address
 from tritonops.serving import program
 
@@ -385,8 +386,9 @@ def test_the_serve_step_tells_the_program_where_the_replicas_answer_on_the_host(
     from tritonops.operations.serve import ContainerSettings, serve_step
 
     serve = {"models": ["m"], "gpus": [0], "replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}],
-             "weights_dirs": [], "deadline_s": 60}
-    payloads = [serve_step("/opt/tritonops/d", "d", "r1", "img", serve, ContainerSettings(bind_address=bind)).payload
+             "weights_dirs": [], "deadline_s": 60, "kv_cache_tokens": 0}
+    payloads = [serve_step("/opt/tritonops/d", "d", "r1", "img", serve_record(**serve),
+                           ContainerSettings(bind_address=bind)).payload
                 for bind in ("0.0.0.0", "10.0.0.11")]
     assert [(p["bind"], p["address"]) for p in payloads] == [("0.0.0.0", "127.0.0.1"), ("10.0.0.11", "10.0.0.11")]
     assert "10.0.0.11:8000:8000" in payloads[1]["replicas"][0]["run_argv"]

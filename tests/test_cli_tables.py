@@ -14,6 +14,8 @@ import pytest
 import yaml
 from rich.console import Console
 
+from tests.serve_records import serve_record
+from tritonops.planning.serve_record import ReplicaRecord
 from tritonops.cli.main import main
 from tritonops.results import GroupResult, HostResult
 
@@ -44,7 +46,7 @@ def _host(name: str, container: dict, health: dict, replicas=()):
     from tritonops.serving.releases import Deployed, ReleaseRecord
     from tritonops.serving.status import host_status
 
-    release = ReleaseRecord(RELEASE, "20261201T080000Z", "sha256:x", {"models": ["chat"]}, ("chat",),
+    release = ReleaseRecord(RELEASE, "20261201T080000Z", "sha256:x", serve_record(models=["chat"]), ("chat",),
                             ({"passed": True, "kv_cache_tokens": {"predicted": 1000, "reported": 1040}},))
     found = host_status(name, Deployed((release,), RELEASE, container), health, NOW, replicas=replicas)
     return HostResult(name, "ok" if found.ok else "failed", host_said(found, None), found, task="status")
@@ -59,8 +61,8 @@ STOPPED = {"status": "exited", "running": False, "restarts": 0, "restart": "unle
 def _replica(index: int, state: str, health: dict):
     from tritonops.serving.status import replica_status
 
-    return replica_status({"index": index, "gpus": [index], "ports": [8000 + 10 * index, 8001 + 10 * index,
-                                                                      8002 + 10 * index]}, state, health)
+    return replica_status(ReplicaRecord(index=index, gpus=(index,), ports=(8000 + 10 * index, 8001 + 10 * index,
+                                                                          8002 + 10 * index)), state, health)
 
 
 def test_status_shows_a_stopped_replica_as_stopped_beside_the_one_that_serves_and_says_what_starts_it():

@@ -70,10 +70,10 @@ def test_the_first_release_of_a_host_is_whole_new_files(tmp_path):
 
 
 def serve_args(root, release_arguments):
-    return {"release": release_arguments, "deployment": "default", "models": ["chat"], "gpus": [0],
-            "replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
-                         {"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}],
-            "weights_dirs": [], "host_name": "h1"}
+    return {"release": release_arguments, "deployment": "default", "host_name": "h1",
+            "serve": {"models": ["chat"], "replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
+                                                       {"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}],
+                      "weights_dirs": [], "deadline_s": 300, "kv_cache_tokens": 0}}
 
 
 def serve_facts(root, args, containers, current_json, current_model_json):

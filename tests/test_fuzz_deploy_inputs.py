@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from fuzzcount import accepted, fuzzed, tried
 from playbook_model import HOSTS, PLAYBOOKS, PlaybookSpec
+from tests.serve_records import HOST_PORTS
 from tritonops.errors import TritonopsError
 from tritonops.operations.serve import ContainerSettings, serve_step
 from tritonops.playbook import compile_playbook, load_run_inputs, parse_extra_vars
@@ -222,7 +223,7 @@ FACT = st.one_of(VALUE.map(lambda v: json.dumps(v, default=str)), st.text(max_si
 def _fuzz_releases_read_back(stdout, to):
     tried["release.json read back"] += 1
     try:
-        deployed = parse_releases(stdout)
+        deployed = parse_releases(stdout, HOST_PORTS)
         target = rollback_target(deployed, to)
     except TritonopsError as err:
         one_line(err)
@@ -267,7 +268,7 @@ def test_the_host_program_lists_damaged_release_files_as_damaged_and_the_others_
         (folder / name).mkdir(parents=True)
         (folder / name / "release.json").write_bytes(body)
     os.symlink("releases/20261201T000000Z-0000000a", tmp_path / "current")
-    deployed = parse_releases(json.dumps(run_releases_program(tmp_path)))
+    deployed = parse_releases(json.dumps(run_releases_program(tmp_path)), HOST_PORTS)
     by_id = {r.id: r for r in deployed.releases}
     assert by_id["20261201T000000Z-0000000a"].damaged is None and by_id["20261201T000000Z-0000000a"].passed
     for name in ("b", "c", "d", "e", "f"):

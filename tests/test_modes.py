@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.serve_records import serve_record
 from tritonops import host_programs
 from tritonops.errors import InputError
 from tritonops.host_programs import triton_client
 from tritonops.lab.generate import modes_document
 from tritonops.modes.base import Request
-from tritonops.modes.choice import MODES, mode_of_release, serving_mode
+from tritonops.modes.choice import MODES, serving_mode
 from tritonops.modes.kserve import KSERVE, KServe
 from tritonops.operations.serve import ContainerSettings, serve_step
 from tritonops.planning.balancer import ServedHost, balancer_config, Door
@@ -58,11 +59,12 @@ def test_a_mode_is_named_by_tritonops_frontend_with_a_did_you_mean():
     with pytest.raises(InputError, match=r"^inventory/hosts.yml:7: tritonops_frontend 'kserv' is not a serving "
                                          r"mode .*did you mean 'kserve'\?"):
         serving_mode("kserv", "inventory/hosts.yml:7")
-    assert mode_of_release({"models": ["m"]}) is KSERVE  # a release made before modes
+    assert serve_record(models=["m"]).mode is KSERVE  # a release made before modes
 
 
 def test_the_serve_step_gives_the_gate_the_modes_requests_and_each_replica_its_endpoints():
-    step = serve_step("/opt/tritonops/d", "d", "r1", "img", SERVE, ContainerSettings(prompt="Hi", max_tokens=3))
+    step = serve_step("/opt/tritonops/d", "d", "r1", "img", serve_record(**SERVE),
+                      ContainerSettings(prompt="Hi", max_tokens=3))
     assert step.payload["requests"] == KSERVE.host_requests(["chat"], "Hi", 3)
     assert step.payload["replicas"][0]["endpoints"] == {"http": 8000, "grpc": 8001, "metrics": 8002}
     assert step.specs[0].mode is KSERVE

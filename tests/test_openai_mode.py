@@ -13,11 +13,12 @@ import openai
 import pytest
 
 from tests.test_render_haproxy_config import Door, _free_port, _haproxy_check, _write
+from tests.serve_records import serve_record
 from tritonops.errors import InputError
 from tritonops.host_programs.triton_client import answer_text, ask
 from tritonops.image import ngc
 from tritonops.image.preflight import EngineFacts, ImageNeeds, check
-from tritonops.modes.choice import mode_of_release, serving_mode
+from tritonops.modes.choice import serving_mode
 from tritonops.modes.openai import OPENAI
 from tritonops.operations.release import ReleaseArgs, content_digest
 from tritonops.operations.serve import ContainerSettings, ServeArgs, serve_step
@@ -42,7 +43,7 @@ def test_the_frontend_runs_on_the_repository_with_the_models_weights_as_tokenize
 
 def test_the_production_container_publishes_the_openai_port_and_runs_the_frontend_with_no_restricted_flags():
     settings = ContainerSettings(admin_key_file="/opt/tritonops/chat/admin.key")  # the role's default
-    step = serve_step("/opt/tritonops/chat", "chat", "r1", "sha256:img", SERVE, settings)
+    step = serve_step("/opt/tritonops/chat", "chat", "r1", "sha256:img", serve_record(**SERVE), settings)
     argv = run_argv(step.spec)
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--publish"] == [
         "0.0.0.0:8000:8000", "0.0.0.0:8001:8001", "0.0.0.0:9000:9000"]
@@ -54,7 +55,7 @@ def test_the_production_container_publishes_the_openai_port_and_runs_the_fronten
 
 
 def test_check_diff_shows_the_frontends_command_line():
-    step = serve_step("/opt/tritonops/chat", "chat", "r1", "sha256:img", SERVE, ContainerSettings())
+    step = serve_step("/opt/tritonops/chat", "chat", "r1", "sha256:img", serve_record(**SERVE), ContainerSettings())
     said = step.diff_text()
     assert said.startswith("tritonops-chat would run on release r1:\n  docker run --detach --name tritonops-chat ")
     assert said.rstrip().endswith(
@@ -131,13 +132,13 @@ def test_the_gate_reads_a_streamed_answer_to_its_end_over_http():
 
 
 def test_tritonops_frontend_is_checked_with_a_did_you_mean():
-    assert serving_mode("openai") is OPENAI and mode_of_release(SERVE) is OPENAI
+    assert serving_mode("openai") is OPENAI and serve_record(**SERVE).mode is OPENAI
     with pytest.raises(InputError, match=r"^group_vars/all.yml:3: tritonops_frontend 'opneai' .*did you mean "
                                          r"'openai'\?"):
         serving_mode("opneai", "group_vars/all.yml:3")
-    with pytest.raises(ValueError, match="tritonops_frontend 'grpc' is not a serving mode"):
+    with pytest.raises(ValueError, match="serve.frontend: .*'grpc' is not a serving mode"):
         ServeArgs.model_validate({"release": {"root": "/r", "files": {}, "image_id": "i", "created": "c"},
-                                  "deployment": "d", "models": ["m"], "gpus": [0], "frontend": "grpc"})
+                                  "deployment": "d", "serve": {**SERVE, "frontend": "grpc"}})
 
 
 def test_another_mode_makes_another_release():
@@ -162,7 +163,7 @@ class Host:
 
 
 def test_the_door_sends_openai_paths_to_the_replicas_openai_ports_and_answers_in_openais_shape():
-    served = served_host(Host(), SERVE["replicas"], 64, OPENAI)
+    served = served_host(Host(), serve_record(**SERVE), 64)
     assert served.replicas == ((0, 9000, 8001),)
     lines = render_deployment(BalancerConfig("chat", (BalancedReplica("node-a-r0", "10.0.0.1", 9000, 8001, 64),),
                                              keys_file="/etc/tritonops/chat.keys", mode=OPENAI)).splitlines()
@@ -282,8 +283,7 @@ def test_a_check_run_with_diff_of_the_serve_task_shows_the_frontends_command_lin
     args = ServeArgs.model_validate({
         "release": {"root": root, "files": {"chat/config.pbtxt": "backend: \"vllm\"\n"}, "image_id": "sha256:img",
                     "created": "20261202T150000Z"},
-        "deployment": "tritonops-test-openai-check", "models": ["chat"], "gpus": [0], "weights_dirs": [WEIGHTS],
-        "replicas": SERVE["replicas"], "frontend": "openai"})
+        "deployment": "tritonops-test-openai-check", "serve": SERVE})
     session = HostSession(ConnectionSpec(name="h1", host="localhost"), LocalTransport("h1"))
     done = run_host_task(session, serve_release, [args], check=True, diff=True)
     assert done.status == "changed" and done.msg.startswith("would start tritonops-tritonops-test-openai-check")

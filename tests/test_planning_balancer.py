@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.serve_records import serve_record
 from tritonops.errors import InputError
 from tritonops.inventory import load_inventory
 from tritonops.planning import balancer
@@ -68,9 +69,9 @@ def test_replicas_are_reached_at_the_replica_address_else_a_specific_bind_addres
 
 def test_the_config_lists_every_replica_of_every_host_from_its_release_with_max_num_seqs_as_maxconn(tmp_path):
     found = hosts(tmp_path, "          tritonops_queue_timeout_ms: 750")
-    release_a = [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
-                 {"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}]
-    release_b = [{"index": 0, "gpus": [0, 1], "ports": [9000, 9001, 9002]}]
+    release_a = serve_record(replicas=[{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
+                                       {"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}])
+    release_b = serve_record(replicas=[{"index": 0, "gpus": [0, 1], "ports": [9000, 9001, 9002]}])
     served = [balancer.served_host(found["node-a"], release_a, 256), balancer.served_host(found["node-b"], release_b, 64)]
     config = balancer.balancer_config("chat", balancer.door(found["door-1"]), served)
     assert config == BalancerConfig(

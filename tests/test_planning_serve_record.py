@@ -9,14 +9,14 @@ import pytest
 from tritonops.planning.serve_record import ReplicaRecord, ServeRecord, ServeRecordError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "release_json"
-PORTS = (8000, 8001, 8002)
+PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002, "openai": 9000}
 BEFORE_REPLICAS = {"models": ["vllm_model"], "gpus": [1], "weights_dirs": ["/opt/tritonops/default/models/m@1a"],
                    "deadline_s": 300, "kv_cache_tokens": 4096}  # what tritonops wrote before replicas and binds
 
 
 def test_a_release_a_lab_host_wrote_reads_as_the_record_and_writes_back_the_same_serve():
     serve = json.loads((FIXTURES / "lab-2080ti-one-replica.json").read_text())["serve"]
-    record = ServeRecord.from_release(serve, host_ports=(1, 2, 3))  # its own ports win over the host's
+    record = ServeRecord.from_release(serve, host_ports={"http": 1, "grpc": 2, "metrics": 3})  # its own ports win over the host's
     assert record.replicas == (ReplicaRecord(index=0, gpus=(0,), ports=(8000, 8001, 8002)),)
     assert (record.bind, record.frontend, record.cluster, record.gpus) == ("0.0.0.0", "kserve", None, (0,))
     assert record.replicas[0].container("dep-a") == "tritonops-dep-a"
@@ -26,9 +26,13 @@ def test_a_release_a_lab_host_wrote_reads_as_the_record_and_writes_back_the_same
 
 
 def test_a_release_made_before_replicas_is_one_replica_on_its_gpus_at_the_host_s_ports():
-    record = ServeRecord.from_release(BEFORE_REPLICAS, host_ports=(9000, 9001, 9002))
+    record = ServeRecord.from_release(BEFORE_REPLICAS, host_ports={"http": 9000, "grpc": 9001, "metrics": 9002})
     assert record.replicas == (ReplicaRecord(index=0, gpus=(1,), ports=(9000, 9001, 9002)),)
     assert record.bind is None and record.frontend == "kserve" and record.deadline_s == 300.0
+    assert record.mode.name == "kserve"
+    # in the OpenAI mode a replica's third port is its OpenAI port, not a metrics port
+    openai = ServeRecord.from_release({**BEFORE_REPLICAS, "frontend": "openai"}, host_ports=PORTS)
+    assert openai.replicas[0].ports == (8000, 8001, 9000) and openai.mode.name == "openai"
 
 
 def worker_cluster(host: str) -> dict:

@@ -11,6 +11,7 @@ import pytest
 from tritonops.deploy.ray_tokens import cluster_token
 from tritonops.errors import InputError
 from tritonops.modes.openai import OPENAI
+from tritonops.planning.serve_record import ClusterRecord
 from tritonops.serving.container import Ports, ServeSpec, run_argv
 from tritonops.serving.ray_member import (LABEL_RAY, LABEL_RAY_SPEC, NODES_SCRIPT, cluster_view, parse_nodes,
                                           ray_member, token_digest)
@@ -24,8 +25,17 @@ CLUSTER = {"name": "big", "head": "g1", "workers": ["g2"], "tensor_parallel_size
            "host": "g1", "gpus": [0, 1], "token": token_digest("t" * 64), "object_store_bytes": None}
 
 
+def member(cluster: dict, *args):
+    """The member a release's `cluster` entry (its JSON form) says."""
+    return ray_member(ClusterRecord.from_json(cluster), *args)
+
+
+def view(cluster: dict, *args):
+    return cluster_view(ClusterRecord.from_json(cluster), *args)
+
+
 def test_the_heads_node_mounts_its_session_folder_and_carries_the_digest_of_its_run_and_token():
-    head = ray_member(CLUSTER, ROOT, "chat", IMAGE)
+    head = member(CLUSTER, ROOT, "chat", IMAGE)
     argv = node_argv(head.node)
     assert head.role == "head" and head.node.container == "tritonops-chat-ray"
     assert argv[:12] == ("docker", "run", "--detach", "--name", "tritonops-chat-ray", "--network", "host",
@@ -40,7 +50,7 @@ def test_the_heads_node_mounts_its_session_folder_and_carries_the_digest_of_its_
 
 
 def test_a_worker_dials_the_head_and_has_no_driver_nor_session_folder():
-    worker = ray_member({**CLUSTER, "host": "g2"}, ROOT, "chat", IMAGE)
+    worker = member({**CLUSTER, "host": "g2"}, ROOT, "chat", IMAGE)
     argv = node_argv(worker.node)
     assert worker.role == "worker" and worker.driver is None
     assert "--address=10.0.0.1:6379" in argv and "--node-ip-address=10.0.0.2" in argv
@@ -51,26 +61,26 @@ def test_a_worker_dials_the_head_and_has_no_driver_nor_session_folder():
 
 def test_the_nodes_digest_changes_with_its_image_token_or_head_and_not_otherwise():
     worker = {**CLUSTER, "host": "g2"}
-    digest = ray_member(worker, ROOT, "chat", IMAGE).digest
-    assert ray_member(dict(worker), ROOT, "chat", IMAGE).digest == digest
+    digest = member(worker, ROOT, "chat", IMAGE).digest
+    assert member(dict(worker), ROOT, "chat", IMAGE).digest == digest
     moved_head = [{**CLUSTER["members"][0], "address": "10.0.0.9"}, CLUSTER["members"][1]]
-    others = [ray_member(worker, ROOT, "chat", "sha256:" + "6" * 64),
-              ray_member({**worker, "token": token_digest("u" * 64)}, ROOT, "chat", IMAGE),
-              ray_member({**worker, "members": moved_head}, ROOT, "chat", IMAGE)]
+    others = [member(worker, ROOT, "chat", "sha256:" + "6" * 64),
+              member({**worker, "token": token_digest("u" * 64)}, ROOT, "chat", IMAGE),
+              member({**worker, "members": moved_head}, ROOT, "chat", IMAGE)]
     assert len({digest, *(m.digest for m in others)}) == 4
     # the head's node runs the same whatever its workers' addresses (Triton restarts: another release)
     moved_worker = [CLUSTER["members"][0], {**CLUSTER["members"][1], "address": "10.0.0.8"}]
-    assert ray_member({**CLUSTER, "members": moved_worker}, ROOT, "chat", IMAGE).digest == \
-        ray_member(CLUSTER, ROOT, "chat", IMAGE).digest
+    assert member({**CLUSTER, "members": moved_worker}, ROOT, "chat", IMAGE).digest == \
+        member(CLUSTER, ROOT, "chat", IMAGE).digest
 
 
 def test_an_incomplete_cluster_entry_is_one_line():
     with pytest.raises(InputError, match="the release's cluster entry is incomplete"):
-        ray_member({k: v for k, v in CLUSTER.items() if k != "members"}, ROOT, "chat", IMAGE)
+        member({**CLUSTER, "host": "g3"}, ROOT, "chat", IMAGE)
 
 
 def test_the_heads_triton_is_the_ray_driver_on_the_hosts_network_in_the_nodes_pid_namespace():
-    head = ray_member(CLUSTER, ROOT, "chat", IMAGE)
+    head = member(CLUSTER, ROOT, "chat", IMAGE)
     spec = ServeSpec(deployment="chat", release="r1", release_dir=f"{ROOT}/releases/r1", image_id=IMAGE, gpus=(0, 1),
                      ports=Ports(8000, 8001, 8002, "10.0.0.1"), ray=head.driver)
     argv = run_argv(spec)
@@ -88,18 +98,18 @@ def test_the_heads_triton_is_the_ray_driver_on_the_hosts_network_in_the_nodes_pi
 
 
 def test_the_heads_view_names_the_members_ray_does_not_list():
-    whole = cluster_view(CLUSTER, "running", [{"ip": "10.0.0.1", "gpus": 2.0}, {"ip": "10.0.0.2", "gpus": 2.0}])
+    whole = view(CLUSTER, "running", [{"ip": "10.0.0.1", "gpus": 2.0}, {"ip": "10.0.0.2", "gpus": 2.0}])
     assert whole.whole and whole.missing == () and whole.said() == "pipeline head of cluster big, 2 members in Ray"
-    short = cluster_view(CLUSTER, "running", [{"ip": "10.0.0.1", "gpus": 2.0}, {"ip": "10.0.0.2", "gpus": 1.0}])
+    short = view(CLUSTER, "running", [{"ip": "10.0.0.1", "gpus": 2.0}, {"ip": "10.0.0.2", "gpus": 1.0}])
     assert not short.whole and short.missing == ("g2",)
     assert short.said() == ("cluster big degraded: Ray lists 1 of 2 members, missing g2 (10.0.0.2) (the next deploy "
                             "heals it)")
-    assert cluster_view(CLUSTER, "running", None).said() == "cluster big: Ray did not answer on the head"
-    worker = cluster_view({**CLUSTER, "host": "g2"}, "exited", None)
+    assert view(CLUSTER, "running", None).said() == "cluster big: Ray did not answer on the head"
+    worker = view({**CLUSTER, "host": "g2"}, "exited", None)
     assert worker.role == "worker" and not worker.whole
     assert worker.said() == ("its Ray node is exited: the pipeline of cluster big cannot serve (the next deploy "
                              "restarts it)")
-    assert cluster_view({**CLUSTER, "host": "g2"}, "running", None).whole
+    assert view({**CLUSTER, "host": "g2"}, "running", None).whole
 
 
 def test_the_nodes_answer_is_its_last_json_line():

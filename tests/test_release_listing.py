@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+from tests.serve_records import HOST_PORTS, serve_record
 from tritonops.operations.release import GATES_KEY, ReleaseArgs, release_id, release_json
 from tritonops.serving import releases
 from tritonops.serving.releases import (Deployed, ListedRelease, ReleaseListing, ReleaseRecord, engine_args_digest,
@@ -38,7 +39,7 @@ def read_back(root) -> Deployed:
     done = subprocess.run([sys.executable, "-c", releases.SOURCE, str(root), "tritonops-listing-no-such-container"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return parse_releases(done.stdout)
+    return parse_releases(done.stdout, HOST_PORTS)
 
 
 def digest_of(model_json: str) -> str:
@@ -103,9 +104,9 @@ def test_nothing_kept_is_an_empty_listing(tmp_path):
 
 
 def test_a_release_gated_again_after_it_served_shows_its_last_gate_and_is_still_gone_back_to():
-    served_then_failed = ReleaseRecord("20261201T080000Z-1", "20261201T080000Z", IMAGE_A, SERVE, ("chat",),
+    served_then_failed = ReleaseRecord("20261201T080000Z-1", "20261201T080000Z", IMAGE_A, serve_record(**SERVE), ("chat",),
                                        ({"passed": True}, {"passed": False, "why": "not ready in 300 s"}))
-    current = ReleaseRecord("20261201T090000Z-2", "20261201T090000Z", IMAGE_A, SERVE, ("chat",), ({"passed": True},))
+    current = ReleaseRecord("20261201T090000Z-2", "20261201T090000Z", IMAGE_A, serve_record(**SERVE), ("chat",), ({"passed": True},))
     listing = release_listing(Deployed((served_then_failed, current), current.id))
     assert listing.previous == served_then_failed.id  # it served once: a rollback may go back to it
     assert (listing.releases[1].gate, listing.releases[1].why) == ("failed", "not ready in 300 s")

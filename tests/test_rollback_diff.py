@@ -2,14 +2,16 @@
 releases' records (operations.restarts.rollback_lines, pure)."""
 
 from tritonops.operations.restarts import rollback_lines
+from tritonops.planning.serve_record import ServeRecord
 from tritonops.serving.releases import ReleaseRecord
 
 REPLICA = {"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}
 
 
 def release(id_, image="sha256:" + "a" * 64, seqs=(256,), engine="e1", replicas=(REPLICA,), **serve):
-    return ReleaseRecord(id_, None, image, {"models": ["m"], "replicas": list(replicas), **serve}, ("m",),
-                         max_num_seqs=seqs, engine_args=engine)
+    record = ServeRecord.from_json({"models": ["m"], "replicas": list(replicas), "weights_dirs": ["/w"],
+                                    "deadline_s": 300, "kv_cache_tokens": 0, **serve})
+    return ReleaseRecord(id_, None, image, record, ("m",), max_num_seqs=seqs, engine_args=engine)
 
 
 def test_a_rollback_names_the_image_max_num_seqs_and_engine_arguments_that_go_back():

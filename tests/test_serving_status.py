@@ -2,6 +2,8 @@
 
 from datetime import datetime, timezone
 
+from tests.serve_records import HOST_PORTS, serve_record
+from tritonops.planning.serve_record import ReplicaRecord
 from tritonops.serving.releases import Deployed, ReleaseRecord, parse_releases, rollback_target
 from tritonops.serving.status import ModelMetrics, host_status, parse_metrics
 
@@ -34,7 +36,7 @@ def test_metrics_are_summed_over_versions_and_averaged_per_request():
 
 
 def deployed(**container):
-    release = ReleaseRecord("20261201T080000Z-aaaa1111", "20261201T080000Z", "sha256:x", {"models": ["chat"]},
+    release = ReleaseRecord("20261201T080000Z-aaaa1111", "20261201T080000Z", "sha256:x", serve_record(models=["chat"]),
                             ("chat",), ({"passed": True, "kv_cache_tokens": {"predicted": 1000, "reported": 1040}},))
     return Deployed((release,), release.id, container or None)
 
@@ -60,7 +62,7 @@ def test_the_releases_fact_and_the_rollback_target():
             ' {"id": "20261130T120000Z-22222222", "gates": [{"passed": false}]},'
             ' {"id": "20261201T000000Z-33333333", "gates": [{"passed": true}]}],'
             ' "current": "releases/20261201T000000Z-33333333", "container": null}')
-    found = parse_releases(text)
+    found = parse_releases(text, HOST_PORTS)
     assert found.current == "20261201T000000Z-33333333"
     assert rollback_target(found, None).id == "20261130T000000Z-11111111"  # the failed one in between is skipped
     assert rollback_target(found, "20261130T120000Z-22222222").id == "20261130T120000Z-22222222"
@@ -112,21 +114,26 @@ SERVE = {"models": ["m"], "gpus": [0], "weights_dirs": ["/opt/w"], "deadline_s":
 
 
 @pytest.mark.parametrize("replicas, damaged", [
-    (None, False),
+    (None, None),
     ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}, {"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}],
-     False),
-    ([{"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}], True),            # indices not 0..n-1
-    ([{"index": 0, "gpus": [], "ports": [8000, 8001, 8002]}], True),             # no GPU
-    ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 70000]}], True),           # not a port
-    ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002], "cmd": "x"}], True),  # a key tritonops never writes
-    ([], True), ("0-3", True),
+     None),
+    ([{"index": 1, "gpus": [1], "ports": [8010, 8011, 8012]}],
+     "serve: replicas must be numbered 0, 1, ... in order"),
+    ([{"index": 0, "gpus": [], "ports": [8000, 8001, 8002]}], "serve.replicas.0.gpus: Tuple should have at least 1"),
+    ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 70000]}],
+     "serve.replicas.0.ports: ports must be three distinct numbers from 1 to 65535"),
+    ([{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002], "cmd": "x"}],  # a key tritonops never writes
+     "serve.replicas.0.cmd: Extra inputs are not permitted"),
+    ([], "serve: replicas must place at least one replica"),
+    ("0-3", "serve.replicas: Input should be a valid tuple"),
 ])
 def test_a_releases_recorded_placement_is_checked_before_anything_starts_from_it(replicas, damaged):
     serve = dict(SERVE, **({"replicas": replicas} if replicas is not None else {}))
-    (record,) = parse_releases(_with_serve(serve)).releases
-    assert bool(record.damaged) == damaged, record.damaged
-    if damaged:
-        assert record.damaged == "release.json: serve.replicas is not what tritonops wrote"
+    (record,) = parse_releases(_with_serve(serve), HOST_PORTS).releases
+    if damaged is None:
+        assert record.damaged is None and record.serve is not None
+    else:  # one line naming the field, and nothing to start from
+        assert record.damaged.startswith("release.json: " + damaged) and record.serve is None, record.damaged
 
 
 def test_with_replicas_the_host_serves_only_when_every_replica_does():
@@ -135,12 +142,13 @@ def test_with_replicas_the_host_serves_only_when_every_replica_does():
     states = parse_container_states("/tritonops-d running\n/tritonops-d-1 exited\nError: No such object: x\n")
     assert states == {"tritonops-d": "running", "tritonops-d-1": "exited"}
     ready = {"live": True, "ready": True, "models": {"chat": True}, "metrics": METRICS}
-    zero = replica_status({"index": 0, "gpus": [0, 1], "ports": [8000, 8001, 8002]}, states["tritonops-d"], ready)
+    zero = replica_status(ReplicaRecord(index=0, gpus=(0, 1), ports=(8000, 8001, 8002)), states["tritonops-d"],
+                          ready)
     assert (zero.index, zero.gpus, zero.http_port, zero.container, zero.ready, zero.requests) == \
         (0, (0, 1), 8000, "running", True, 4)
-    one = replica_status({"index": 1, "gpus": [2, 3], "ports": [8010, 8011, 8012]}, states["tritonops-d-1"],
+    one = replica_status(ReplicaRecord(index=1, gpus=(2, 3), ports=(8010, 8011, 8012)), states["tritonops-d-1"],
                          {"live": False, "ready": False, "models": {"chat": False}, "metrics": None})
-    not_loaded = replica_status({"index": 1, "gpus": [2, 3], "ports": [8010, 8011, 8012]}, "running",
+    not_loaded = replica_status(ReplicaRecord(index=1, gpus=(2, 3), ports=(8010, 8011, 8012)), "running",
                                 {"live": True, "ready": True, "models": {"chat": False}, "metrics": None})
     assert (one.ready, one.requests, not_loaded.ready) == (False, 0, False)
     now = datetime(2026, 12, 1, 9, 0, 0, tzinfo=timezone.utc)
@@ -175,7 +183,7 @@ def test_a_stopped_replica_leaves_the_host_ok_while_the_others_serve_and_a_crash
     from tritonops.serving.status import replica_status
 
     def replica(index, state, health):
-        return replica_status({"index": index, "gpus": [index], "ports": [8000, 8001, 8002]}, state, health)
+        return replica_status(ReplicaRecord(index=index, gpus=(index,), ports=(8000, 8001, 8002)), state, health)
 
     def host(*replicas):
         return host_status("h", running, ready, now, replicas=replicas)
@@ -197,11 +205,11 @@ def test_a_stopped_replica_leaves_the_host_ok_while_the_others_serve_and_a_crash
 def test_status_reaches_the_replicas_where_the_release_recorded_their_bind_else_where_the_variables_say():
     from tritonops.planning.bind import serving_address
 
-    (recorded,) = parse_releases(_with_serve(dict(SERVE, bind="10.0.0.11"))).releases
-    (older,) = parse_releases(_with_serve(SERVE)).releases
+    (recorded,) = parse_releases(_with_serve(dict(SERVE, bind="10.0.0.11")), HOST_PORTS).releases
+    (older,) = parse_releases(_with_serve(SERVE), HOST_PORTS).releases
     assert (recorded.bind, older.bind) == ("10.0.0.11", None)
     assert serving_address(recorded.bind, "0.0.0.0") == "10.0.0.11"  # api.status(hosts=...) without the balancers
     assert serving_address(older.bind, "10.0.0.12") == "10.0.0.12"
     assert serving_address(None, "0.0.0.0") == "127.0.0.1"
-    (tampered,) = parse_releases(_with_serve(dict(SERVE, bind="10.0.0.11; reboot"))).releases
-    assert tampered.damaged == "release.json: serve.bind is not an IP address"
+    (tampered,) = parse_releases(_with_serve(dict(SERVE, bind="10.0.0.11; reboot")), HOST_PORTS).releases
+    assert tampered.damaged == "release.json: serve.bind: '10.0.0.11; reboot' is not an IP address"

@@ -130,9 +130,11 @@ class Recap:
 
 def json_data(value: Any) -> Any:
     """A typed payload as JSON data: dataclasses as objects (fields in their order), tuples as lists,
-    mapping keys as strings; None and plain values as they are."""
+    mapping keys as strings, records (pydantic models) as their JSON form; None and plain values as they are."""
     if is_dataclass(value) and not isinstance(value, type):
         value = asdict(value)
+    if callable(getattr(value, "model_dump", None)) and not isinstance(value, type):  # pydantic, not imported here
+        return value.model_dump(mode="json")
     if isinstance(value, Mapping):
         return {str(key): json_data(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

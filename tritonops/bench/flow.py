@@ -22,7 +22,7 @@ from tritonops.bench.runner import aiperf_command, run_aiperf
 from tritonops.errors import InputError, TritonopsError, one_line
 from tritonops.exit_codes import ExitCode
 from tritonops.modes.base import ServingMode
-from tritonops.modes.choice import mode_of_release
+from tritonops.modes.choice import host_ports
 from tritonops.modes.kserve import KSERVE
 from tritonops.planning.bench import (Endpoint, KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload,
                                       door_endpoints, release_key, replica_endpoints)
@@ -186,7 +186,7 @@ def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str,
     def phase(session: HostSession):
         from tritonops.results import HostResult
         root, name = deployment_of(by_name[session.name])
-        release = read_deployed(session.transport, root, name).current_release
+        release = read_deployed(session.transport, root, name, host_ports(by_name[session.name].vars)).current_release
         return HostResult(session.name, "ok", "", release)
 
     read = pool.run(phase, [host.name for host in hosts], task="bench")
@@ -198,8 +198,8 @@ def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str,
     releases = {r.host: r.payload for r in read if r.payload is not None}
     if not releases:
         raise InputError(f"deployment {deployment}: no selected host serves a release: deploy first")
-    served = sorted({m for release in releases.values() for m in (release.serve or {}).get("models")
-                     or release.models})
+    served = sorted({m for release in releases.values() for m in (release.serve.models if release.serve
+                                                                  else release.models)})
     if model and model not in served:
         hint = close_matches(model, served)
         raise InputError(f"model {model!r} is not served by {deployment} (it serves: {', '.join(served)})"
@@ -208,7 +208,7 @@ def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str,
         if len(served) != 1:
             raise InputError(f"{deployment} serves {len(served)} models ({', '.join(served)}): name one", "--model")
         model = served[0]
-    modes = {mode_of_release(release.serve).name: mode_of_release(release.serve) for release in releases.values()}
+    modes = {release.mode.name: release.mode for release in releases.values()}
     if len(modes) > 1:
         raise InputError(f"deployment {deployment}: its hosts serve in several modes ({', '.join(sorted(modes))}): "
                          "bench them apart (--limit)")
@@ -279,9 +279,8 @@ def tokenizer_for(pool: SessionPool, root: Path, hosts, fleet: Fleet) -> str:
                 if found:
                     return found
     name, release = next(iter(fleet.releases.items()))
-    serve = release.serve or {}
-    dirs = list(serve.get("weights_dirs") or ())
-    models = list(serve.get("models") or release.models)
+    dirs = list(release.serve.weights_dirs if release.serve else ())
+    models = list(release.serve.models if release.serve else release.models)
     if not dirs:
         raise InputError(f"{name}: release {release.id} names no weights folder to read the tokenizer from",
                          "--tokenizer")

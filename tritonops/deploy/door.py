@@ -26,7 +26,6 @@ from tritonops.deploy.served import read_current
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.queries import FileQuery
 from tritonops.facts.query_program import read_facts
-from tritonops.modes.choice import mode_of_release
 from tritonops.modes.kserve import KSERVE
 from tritonops.planning.balancer import Door, ServedHost, balancer_config, balancer_globals, door, served_host
 from tritonops.planning.deployment import deployment_of
@@ -78,13 +77,12 @@ def update_doors(pool: SessionPool, balancers, fleet, record: Record, *, check: 
             release = found.payload
             if release is None:
                 continue
-            replicas = (release.serve or {}).get("replicas")
-            if not replicas:
-                notes.append(f"{deployment}: {host.name}'s release {release.id} records no replicas (made before "
-                             "tritonops placed them): redeploy it to balance it")
+            if release.serve is None:
+                notes.append(f"{deployment}: {host.name}'s release {release.id} records no serve settings (made "
+                             "by an older tritonops): redeploy it to balance it")
                 continue
-            hosts_of[deployment].append(served_host(host, replicas, release.capacity or DEFAULT_CAPACITY,
-                                                    mode_of_release(release.serve)))
+            if release.serve.replicas:  # none: a pipeline's worker (Triton runs on the head)
+                hosts_of[deployment].append(served_host(host, release.serve, release.capacity or DEFAULT_CAPACITY))
 
     def apply(session: HostSession) -> HostResult:
         settings = doors[session.name]

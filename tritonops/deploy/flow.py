@@ -50,8 +50,6 @@ from tritonops.deploy.targets import write_targets
 from tritonops.deploy.weights_phase import weights_phase
 from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
-from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
-from tritonops.modes.choice import serving_mode
 from tritonops.operations.serve import serve_release
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
 from tritonops.planning.balancer import ServedHost, served_host, server_name
@@ -59,6 +57,7 @@ from tritonops.planning.cluster_plan import object_store_bytes
 from tritonops.planning.cluster_rollout import (cluster_members, incomplete, mixed_images, outside_limit,
                                                 split_by_batches)
 from tritonops.planning.deployment import deployment_of
+from tritonops.planning.serve_record import ClusterRecord, ReplicaRecord, ServeRecord
 from tritonops.planning.gpu_choice import describe
 from tritonops.planning.host_values import check_host_values
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
@@ -185,12 +184,13 @@ def _door_changes(report: DeployReport, by_name) -> tuple[dict[str, ServedHost],
                and result.payload.operation == serve_release.name]
     planned, draining = {}, {}
     for name in dict.fromkeys(changed):
-        plan, serve = report.plans[name], report.host_facts[name]["tritonops_deploy"]["serve"]
-        if not serve["replicas"]:
+        plan = report.plans[name]
+        serve = ServeRecord.from_release(report.host_facts[name]["tritonops_deploy"]["serve"], host_ports={})
+        if not serve.replicas:
             continue  # a pipeline's worker: Triton runs on the head
         capacity = sum(model.plan.max_num_seqs for model in plan.models)
-        planned[name] = served_host(by_name[name], serve["replicas"], capacity, serving_mode(plan.frontend))
-        draining[name] = [server_name(name, int(replica["index"])) for replica in serve["replicas"]]
+        planned[name] = served_host(by_name[name], serve, capacity)
+        draining[name] = [server_name(name, replica.index) for replica in serve.replicas]
     return planned, draining
 
 
@@ -265,27 +265,26 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
     engines = [model.plan for model in plan.models]
     weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
-    replicas = [{"index": r.index, "gpus": list(r.gpus), "ports": list(r.ports.all())}
-                for r in plan.placement.replicas]
-    gpus = sorted({gpu for r in replicas for gpu in r["gpus"]})
-    serve = {  # what starting this release needs; kept in release.json too, so a rollback needs only the host
-        "models": sorted({m["name"] for m in models}),
-        "gpus": replicas[0]["gpus"],   # replica 0's (what a tritonops before replicas reads)
-        "replicas": replicas,          # the placement: each replica's GPUs and host ports
-        "bind": plan.bind,             # the address those ports bind to (private behind a balancer)
-        "weights_dirs": sorted({m["weights_dir"] for m in models}),
-        "deadline_s": gate_deadline_s(weights_bytes),
-        "kv_cache_tokens": min(engine.kv_cache_tokens for engine in engines),
-    }
-    if plan.frontend != DEFAULT_MODE:  # the serving mode; none recorded: kserve (releases made before modes)
-        serve["frontend"] = plan.frontend
-    token = ""
+    replicas = tuple(ReplicaRecord(index=r.index, gpus=tuple(r.gpus), ports=tuple(r.ports.all()))
+                     for r in plan.placement.replicas)
+    gpus = sorted({gpu for r in replicas for gpu in r.gpus})
+    token, cluster = "", None
     if plan.cluster is not None:  # a pipeline's member: its Ray node (serving.ray_member), Triton on the head only
         token = (tokens or {}).get(plan.cluster.name, "")
-        serve["cluster"] = {**plan.cluster.to_release(), "host": host.name, "gpus": replicas[0]["gpus"],
-                            "token": token_digest(token), "object_store_bytes": object_store_bytes(host)}
-        if plan.cluster.head.host != host.name:
-            serve["replicas"] = []   # a worker serves through the head
+        cluster = ClusterRecord.from_json({**plan.cluster.to_release(), "host": host.name, "gpus": replicas[0].gpus,
+                                           "token": token_digest(token), "object_store_bytes": object_store_bytes(host)})
+        if cluster.worker:
+            replicas = ()   # a worker serves through the head
+    record = ServeRecord(  # what starting this release needs; kept in release.json too, so a rollback needs only the host
+        models=tuple(sorted({m["name"] for m in models})),
+        replicas=replicas,                # the placement: each replica's GPUs and host ports
+        bind=plan.bind,                   # the address those ports bind to (private behind a balancer)
+        weights_dirs=tuple(sorted({m["weights_dir"] for m in models})),
+        deadline_s=float(gate_deadline_s(weights_bytes)),
+        kv_cache_tokens=min(engine.kv_cache_tokens for engine in engines),
+        frontend=plan.frontend,
+        cluster=cluster)
+    serve = record.to_release()
     held = [{"gpu": gpu.index, "pid": process.pid, "bytes": process.used_memory_bytes or 0}
             for gpu in (probed.nvidia.gpus if probed is not None and probed.nvidia else ()) if gpu.index in gpus
             for process in gpu.processes]

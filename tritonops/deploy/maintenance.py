@@ -21,17 +21,15 @@ from tritonops.deploy.event_log import audit_results
 from tritonops.deploy.run import LockedRunOptions, locked
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.query_program import read_facts
-from tritonops.modes.choice import mode_of_release
+from tritonops.modes.choice import host_ports
 from tritonops.planning.bind import replica_bind, serving_address
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
-from tritonops.reading.status import host_ports
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving import container_commands as commands
 from tritonops.serving.releases import read_deployed
 from tritonops.serving.status import container_states_query, health_query, parse_container_states, parse_health
 from tritonops.transport.sessions import HostSession, SessionPool
-from tritonops.values.containers import replica_container
 
 ACTIONS = ("stop", "start")
 STOP_TIMEOUT_S = 60         # docker stop's grace before it kills Triton
@@ -104,33 +102,34 @@ def maintain(inputs: RunInputs, options: MaintenanceOptions, clock=time.time) ->
 def _on_host(session: HostSession, host, deployment: tuple[str, str], bind: str, options: MaintenanceOptions,
              doors) -> HostResult:
     root, name = deployment
-    release = read_deployed(session.transport, root, name).current_release
+    release = read_deployed(session.transport, root, name, host_ports(host.vars)).current_release
     if release is None:
         return HostResult(session.name, "failed", f"{name}: no current release here: nothing to {options.action}")
-    serve = release.serve or {}
-    mode = mode_of_release(serve)
+    if release.serve is None:
+        return HostResult(session.name, "failed", f"release {release.id} does not say how to start it (made by an "
+                                                  f"older tritonops?): nothing to {options.action}")
+    serve, mode = release.serve, release.mode
     address = serving_address(release.bind, bind)  # where the replicas answer on the host
-    placement = list(serve.get("replicas") or ()) or [{"index": 0, "ports": list(host_ports(host.vars, mode))}]
-    indices = [int(r["index"]) for r in placement]
+    placement = serve.replicas
+    indices = [r.index for r in placement]
     if options.replica is not None:
         if options.replica not in indices:
             return HostResult(session.name, "failed", f"release {release.id} places no replica {options.replica} "
                                                       f"(its replicas: {', '.join(map(str, indices))})")
-        placement = [r for r in placement if int(r["index"]) == options.replica]
-    names = tuple(replica_container(name, int(r["index"])) for r in placement)
+        placement = tuple(r for r in placement if r.index == options.replica)
+    names = tuple(r.container(name) for r in placement)
     states_query = container_states_query(names)
     states = parse_container_states(read_facts(session.transport, [states_query]).command(states_query.argv).stdout)
-    models = tuple(serve.get("models") or release.models)
-    deadline_s = float(serve.get("deadline_s") or DEFAULT_READY_S)
+    models, deadline_s = serve.models, serve.deadline_s
     changes, said = [], []
     try:
         for replica, container in zip(placement, names):
-            index, before = int(replica["index"]), states.get(container, "absent")
+            index, before = replica.index, states.get(container, "absent")
             if options.action == "stop":
                 change = _stop(session, doors, index, container, before, options.check)
             else:
                 change = _start(session, doors, index, container, before, options.check,
-                                health_query(mode, replica["ports"], models, address), models, deadline_s)
+                                health_query(mode, replica.ports, models, address), models, deadline_s)
             changes.append(change)
     except TritonopsError as err:
         said.append(str(err))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tritonops.deploy.event_log import audit_results
@@ -24,6 +25,7 @@ from tritonops.image.host_objects import read_docker_objects
 from tritonops.image.ids import short_image_id
 from tritonops.operations.execute import run_step
 from tritonops.operations.prune import prune_steps
+from tritonops.modes.choice import host_ports
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.prune import (DEFAULT_KEEP, DeploymentOnHost, ImageDecision, PrunePlan, ReleaseDecision,
                                       ReleaseOnHost, checked_keep, decide_prune)
@@ -71,12 +73,14 @@ def prune(inputs: RunInputs, options: PruneOptions, clock=time.time) -> GroupRes
                          "--limit" if inputs.limit else "-i")
     names = [host.name for host in hosts]
     deployments = {host.name: deployment_of(host) for host in hosts}  # checked before any host is contacted
+    ports = {host.name: host_ports(host.vars) for host in hosts}
     started = clock()
     refused: list[HostResult] = []
     with SessionPool([host.connection for host in hosts], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         with locked(pool, names, deployments, options, refused.append) as held:
-            done = pool.run(lambda session: _on_host(session, deployments[session.name], options), held, task=TASK)
+            done = pool.run(lambda session: _on_host(session, deployments[session.name], ports[session.name], options),
+                            held, task=TASK)
     results = GroupResult.of(sorted([*done, *(r for r in refused if r.failed)], key=lambda r: names.index(r.host)))
     if options.audit_log is not None and not options.check:
         audit_results(options.audit_log, results, deployments, command=TASK, started=started, finished=clock())
@@ -94,14 +98,15 @@ def read_index(transport: Transport) -> tuple[IndexedDeployment, ...] | None:
     return parse_index(found.text).deployments
 
 
-def read_host(transport: Transport, root: str, deployment: str):
-    """(index read?, each deployment as the decision needs it, images, containers)."""
+def read_host(transport: Transport, root: str, deployment: str, ports: Mapping[str, int]):
+    """(index read?, each deployment as the decision needs it, images, containers); `ports`: the host's port
+    variables (modes.choice.host_ports)."""
     index = read_index(transport)
     mine = IndexedDeployment(root, deployment)
     entries = sorted({*(index or ()), mine})
     on_host = []
     for entry in entries:
-        deployed = read_deployed(transport, entry.root, entry.deployment)
+        deployed = read_deployed(transport, entry.root, entry.deployment, ports)
         previous = deployed.previous
         on_host.append(DeploymentOnHost(
             entry.root, entry.deployment,
@@ -111,10 +116,11 @@ def read_host(transport: Transport, root: str, deployment: str):
     return index is not None, tuple(on_host), images, containers
 
 
-def _on_host(session: HostSession, deployment: tuple[str, str], options: PruneOptions) -> HostResult[Pruned]:
+def _on_host(session: HostSession, deployment: tuple[str, str], ports: Mapping[str, int],
+             options: PruneOptions) -> HostResult[Pruned]:
     root, name = deployment
     try:
-        indexed, on_host, images, containers = read_host(session.transport, root, name)
+        indexed, on_host, images, containers = read_host(session.transport, root, name, ports)
     except TritonopsError as err:
         return HostResult(session.name, "failed", f"{err}: nothing removed", task=TASK)
     plan = decide_prune(on_host, images, containers, options.keep)

@@ -5,6 +5,7 @@ Prometheus targets (deploy.targets) and the balancers' doors (deploy.door)."""
 from __future__ import annotations
 
 
+from tritonops.modes.choice import host_ports
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult
 from tritonops.serving.releases import ReleaseRecord, read_deployed
@@ -17,7 +18,8 @@ def read_current(pool: SessionPool, hosts, task: str) -> dict[str, HostResult]:
 
     def phase(session: HostSession) -> HostResult:
         root, deployment = deployment_of(by_name[session.name])
-        release: ReleaseRecord | None = read_deployed(session.transport, root, deployment).current_release
+        release: ReleaseRecord | None = read_deployed(session.transport, root, deployment,
+                                                      host_ports(by_name[session.name].vars)).current_release
         return HostResult(session.name, "ok", "", release)
 
     return {result.host: result for result in pool.run(phase, [host.name for host in hosts], task=task)}

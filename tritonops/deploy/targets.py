@@ -31,7 +31,6 @@ from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups
 from tritonops.planning.balancer import BIND_VAR, door, exporter_bind
 from tritonops.planning.bind import replica_bind
 from tritonops.planning.deployment import deployment_of
-from tritonops.modes.choice import mode_of_release
 from tritonops.render.haproxy_config import BalancerGlobals
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
@@ -164,12 +163,11 @@ def _read_served(pool: SessionPool, hosts):
     for name, result in read_current(pool, hosts, TASK).items():
         release = result.payload if result.ok else None
         if result.ok:
-            models = tuple((release.serve or {}).get("models") or release.models) if release else ()
-            mode = mode_of_release(release.serve if release else None)  # its metrics page: openai, the OpenAI port
-            ports = tuple(mode.endpoints(r["ports"])[mode.metrics().port]
-                          for r in (release.serve or {}).get("replicas") or ()) if release else ()
-            cluster = (release.serve or {}).get("cluster") if release else None
-            worker = isinstance(cluster, dict) and cluster.get("host") != cluster.get("head")  # no Triton there
+            serve = release.serve if release else None
+            models = serve.models if serve else release.models if release else ()
+            mode = release.mode if release else None  # its metrics page: openai, the OpenAI port
+            ports = tuple(mode.endpoints(r.ports)[mode.metrics().port] for r in serve.replicas) if serve else ()
+            worker = bool(serve and serve.cluster and serve.cluster.worker)  # no Triton there
             result = HostResult(name, "ok", "", (release.id if release else None, models, ports, worker))
         read[name] = result
     return read

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tritonops.errors import InputError
@@ -26,6 +27,8 @@ def serving_mode(name: Any = None, where: str | None = None) -> ServingMode:
     raise InputError(f"{FRONTEND_VAR} {name!r} is not a serving mode (known: {', '.join(MODES)}){hint}", where)
 
 
-def mode_of_release(serve: dict | None) -> ServingMode:
-    """The mode a release was started in (release.json's `serve.frontend`; none recorded: the default)."""
-    return serving_mode((serve or {}).get("frontend"), "release.json serve.frontend")
+def host_ports(host_vars: Mapping[str, Any]) -> dict[str, int]:
+    """Each port role of every mode (http, grpc, metrics, openai) -> the host's port: its `tritonops_<role>_port`,
+    else the mode's default (for a release that recorded none: one made before replicas)."""
+    return {role: int(host_vars.get(f"tritonops_{role}_port", port))
+            for mode in MODES.values() for role, port in mode.ports}

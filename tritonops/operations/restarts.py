@@ -129,20 +129,20 @@ def rollback_lines(current: Any, target: Any) -> list[str]:
     if current.engine_args != target.engine_args:
         said.append(f"engine arguments (model.json) {current.engine_args or '(unknown)'} -> "
                     f"{target.engine_args or '(unknown)'}")
-    before, after = _serve_of(current), _serve_of(target)
-    placed = [len(before.get("replicas") or ()) or 1, len(after.get("replicas") or ()) or 1]
-    if placed[0] != placed[1]:
-        said.append(f"replicas {placed[0]} -> {placed[1]}")
-    elif [r.get("gpus") for r in before.get("replicas") or ()] != [r.get("gpus") for r in after.get("replicas") or ()]:
-        said.append("replicas' GPUs " + str([r.get("gpus") for r in before.get("replicas") or ()]) + " -> "
-                    + str([r.get("gpus") for r in after.get("replicas") or ()]))
-    for field, default in (("frontend", "kserve"), ("bind", None)):
-        if before.get(field, default) != after.get(field, default):
-            said.append(f"{field} {before.get(field, default)} -> {after.get(field, default)}")
+    before, after = _gpus(current), _gpus(target)
+    if len(before) != len(after):
+        said.append(f"replicas {len(before) or 1} -> {len(after) or 1}")
+    elif before != after:
+        said.append(f"replicas' GPUs {before} -> {after}")
+    if current.mode.name != target.mode.name:
+        said.append(f"frontend {current.mode.name} -> {target.mode.name}")
+    if current.bind != target.bind:
+        said.append(f"bind {current.bind} -> {target.bind}")
     what = "; ".join(said) if said else "the same image, engine arguments and replicas"
     return [f"back from release {current.id} to {target.id}: {what}"]
 
 
-def _serve_of(release: Any) -> Mapping[str, Any]:
-    return release.serve if isinstance(release.serve, dict) else {}
+def _gpus(release: Any) -> list[list[int]]:
+    """Each replica's GPUs, as a release records its placement."""
+    return [list(r.gpus) for r in release.serve.replicas] if release.serve is not None else []
 

@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationInfo, field_validator
+from collections.abc import Mapping
 from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
@@ -30,7 +31,7 @@ from tritonops.operations.release import (RELEASE_FILE, REPOSITORY_DIR, ReleaseA
 from tritonops.operations.restarts import restart_lines, rollback_lines
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
-from tritonops.modes.choice import DEFAULT, mode_of_release, serving_mode
+from tritonops.planning.serve_record import ServeRecord, ServeRecordError
 from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container_commands import inspect_serving, list_deployment
@@ -111,36 +112,28 @@ class ContainerSettings(Args):
 class ServeArgs(ContainerSettings):
     release: ReleaseArgs            # the same arguments the release task had: they name the release
     deployment: str
-    models: list[str]               # Triton model names to gate
-    gpus: list[int]
-    weights_dirs: list[str] = []
-    deadline_s: float = 300.0
-    kv_cache_tokens: int = 0        # the plan's prediction, compared with vLLM's own line
+    serve: ServeRecord              # what the release serves: models, replicas, weights, gate, mode, pipeline
     gpu_processes: list[dict] = []  # {gpu, pid, bytes} the probe saw on the release's GPUs
-    replicas: list[dict] = []       # the placement: {index, gpus, ports: [http, grpc, metrics]}; none: one on gpus
-    frontend: str = "kserve"        # the serving mode (tritonops/modes), as the plan checked tritonops_frontend
-    cluster: dict | None = None     # a pipeline member's cluster (serving.ray_member): its Ray node, the head's driver
 
-    @field_validator("frontend")
+    @field_validator("serve", mode="before")
     @classmethod
-    def _a_mode(cls, name: str) -> str:
-        try:
-            return serving_mode(name).name
-        except TritonopsError as err:
+    def _a_record(cls, serve: Any, info: ValidationInfo) -> ServeRecord:
+        if isinstance(serve, ServeRecord):
+            return serve
+        try:  # release.json's `serve` as the plan wrote it (deploy.flow)
+            return ServeRecord.from_release(serve, host_ports=settings_ports(info.data))
+        except ServeRecordError as err:
             raise ValueError(str(err)) from None
+
+
+def settings_ports(settings: Mapping[str, Any]) -> dict[str, int]:
+    """The task's port arguments by role, for a release made before replicas (one replica at the host's ports)."""
+    return {role: settings[f"{role}_port"] for role in ("http", "grpc", "metrics") if f"{role}_port" in settings}
 
 
 def _inspect(deployment: str, index: int) -> tuple[str, ...]:
     """What replica `index`'s container runs (serving.container_commands.inspect_serving)."""
     return inspect_serving(replica_container(deployment, index))
-
-
-def replicas_of(serve: dict, settings: "ContainerSettings") -> list[dict]:
-    """A release's replicas; one on its `gpus` and the host's ports for a release made before replicas."""
-    if serve.get("replicas"):
-        return list(serve["replicas"])
-    return [{"index": 0, "gpus": list(serve["gpus"]),
-             "ports": [settings.http_port, settings.grpc_port, settings.metrics_port]}]
 
 
 @dataclass(frozen=True)
@@ -220,8 +213,7 @@ class ServeOperation:
 
     def facts(self, args: ServeArgs) -> Iterable[Query]:
         releases = posixpath.join(args.release.root, "releases")
-        inspects = [CommandQuery(_inspect(args.deployment, r["index"]))
-                    for r in replicas_of(args.model_dump(), args)]
+        inspects = [CommandQuery(_inspect(args.deployment, r.index)) for r in args.serve.replicas]
         current = posixpath.join(args.release.root, "current")
         return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
                 CommandQuery(list_deployment(args.deployment)), FileQuery(current),
@@ -237,27 +229,23 @@ class ServeOperation:
             release = f"{args.release.created}-{digest[:8]}"
         current = facts.file(posixpath.join(args.release.root, "current"))
         logging = logging_digest(args.shipping(args.deployment))
-        replicas = replicas_of(args.model_dump(), args)
-        names = {replica_container(args.deployment, r["index"]) for r in replicas}
+        replicas = args.serve.replicas
+        names = {r.container(args.deployment) for r in replicas}
         listed = facts.command(list_deployment(args.deployment))
         surplus = [n for n in listed.stdout.split() if n not in names and "--" not in n] if listed.ok else []
 
         def serving(replica) -> bool:
-            running = facts.command(_inspect(args.deployment, replica["index"]))
+            running = facts.command(_inspect(args.deployment, replica.index))
             words = running.stdout.split() if running.ok else []
             return (len(words) == 5 and words[0] == release and words[1] == "true"
                     and words[2] == args.release.image_id and words[4] == logging)
 
         # a pipeline's member is always asked (its program re-gates and answers found_serving when all is well):
         # a worker's node can die and come back while the head's Triton still runs, its engine broken
-        if (args.cluster is None and all(serving(r) for r in replicas) and not surplus and current.kind == "link"
-                and current.link_target == f"releases/{release}"):
+        if (args.serve.cluster is None and all(serving(r) for r in replicas) and not surplus
+                and current.kind == "link" and current.link_target == f"releases/{release}"):
             return
-        serve = {"models": args.models, "gpus": args.gpus, "replicas": replicas, "weights_dirs": args.weights_dirs,
-                 "deadline_s": args.deadline_s, "kv_cache_tokens": args.kv_cache_tokens,
-                 **({"frontend": args.frontend} if args.frontend != DEFAULT else {}),
-                 **({"cluster": args.cluster} if args.cluster is not None else {})}
-        step = serve_step(args.release.root, args.deployment, release, args.release.image_id, serve, args,
+        step = serve_step(args.release.root, args.deployment, release, args.release.image_id, args.serve, args,
                           gpu_processes=args.gpu_processes)
         yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging)))
 
@@ -283,36 +271,36 @@ def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logg
                          weights_digest(args.release, facts))
 
 
-def serve_step(root: str, deployment: str, release: str, image_id: str, serve: dict,
+def serve_step(root: str, deployment: str, release: str, image_id: str, serve: ServeRecord,
                settings: ContainerSettings, gpu_processes: Iterable[dict] = ()) -> "ServeStep":
-    """The step that starts `release` (its serve settings: models, gpus or replicas, weights_dirs, deadline_s,
-    kv_cache_tokens) on each of its replicas, with the host's gate settings (`settings`: the task's
-    arguments). `gpu_processes`: what the probe saw on the GPUs, each replica refusing those on its own."""
+    """The step that starts `release` (what it serves: its record) on each of its replicas, with the host's gate
+    settings (`settings`: the task's arguments). `gpu_processes`: what the probe saw on the GPUs, each replica
+    refusing those on its own."""
     log = settings.shipping(deployment)
-    mode = mode_of_release(serve)
+    mode = serve.mode
     admin_key_file = settings.admin_key_file if mode.restricts_apis else None
-    member = ray_member(serve["cluster"], root, deployment, image_id) if serve.get("cluster") else None
+    member = ray_member(serve.cluster, root, deployment, image_id) if serve.cluster is not None else None
     if member is not None:
         gpu_processes = ()  # a pipeline's GPUs are its Ray node's: the node's workers hold them, not Triton
     specs, replicas = [], []
-    for replica in (replicas_of(serve, settings) if member is None or member.role == "head" else ()):
-        http, grpc, metrics = replica["ports"]
+    for replica in (serve.replicas if member is None or member.role == "head" else ()):
+        http, grpc, metrics = replica.ports
         spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
-                         image_id=image_id, gpus=tuple(replica["gpus"]), weights_dirs=tuple(serve["weights_dirs"]),
+                         image_id=image_id, gpus=replica.gpus, weights_dirs=serve.weights_dirs,
                          ports=Ports(http, grpc, metrics, settings.bind_address),
                          shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
                          triton_args=tuple(settings.triton_args),
                          admin_key_file=admin_key_file, log=log,
                          logger_path=posixpath.join(root, "bin", "container_logger.py"),
-                         host_name=settings.host_name, models=tuple(serve["models"]),
-                         replica=replica_label(replica["index"]), mode=mode,
+                         host_name=settings.host_name, models=serve.models,
+                         replica=replica_label(replica.index), mode=mode,
                          ray=member.driver if member is not None else None)
         specs.append(spec)
-        replicas.append({"name": replica["index"], "container": spec.container, "run_argv": list(run_argv(spec)),
+        replicas.append({"name": replica.index, "container": spec.container, "run_argv": list(run_argv(spec)),
                          "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)), "http_port": http,
-                         "ports": [http, grpc, metrics], "endpoints": mode.endpoints(replica["ports"]),
-                         "gpus": list(replica["gpus"]),
-                         "gpu_processes": [p for p in gpu_processes if p.get("gpu") in replica["gpus"]]})
+                         "ports": [http, grpc, metrics], "endpoints": mode.endpoints(replica.ports),
+                         "gpus": list(replica.gpus),
+                         "gpu_processes": [p for p in gpu_processes if p.get("gpu") in replica.gpus]})
     if len(replicas) == 1:
         replicas[0]["name"] = None  # one container: said as before replicas
     logger_path = posixpath.join(root, "bin", "container_logger.py")
@@ -322,14 +310,14 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: d
                "logger_path": logger_path, "logger_source": LOGGER_SOURCE,
                "admin_key_file": admin_key_file,
                "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
-               "models": list(serve["models"]), "deadline_s": serve["deadline_s"],
+               "models": list(serve.models), "deadline_s": serve.deadline_s,
                "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
-               "requests": mode.host_requests(serve["models"], settings.prompt, settings.max_tokens),
-               "predicted_kv_tokens": serve.get("kv_cache_tokens", 0), "kv_patterns": list(KV_PATTERNS),
+               "requests": mode.host_requests(list(serve.models), settings.prompt, settings.max_tokens),
+               "predicted_kv_tokens": serve.kv_cache_tokens, "kv_patterns": list(KV_PATTERNS),
                "keep": settings.keep_releases}
     if member is not None:
-        payload["ray"] = member.program_input(serve["deadline_s"])
-    return ServeStep(tuple(specs), payload, tuple(serve["models"]), serve.get("kv_cache_tokens", 0))
+        payload["ray"] = member.program_input(serve.deadline_s)
+    return ServeStep(tuple(specs), payload, serve.models, serve.kv_cache_tokens)
 
 
 class RollbackArgs(ContainerSettings):
@@ -349,7 +337,8 @@ class RollbackOperation:
         return [releases_query(args.root, args.deployment)]
 
     def steps(self, args: RollbackArgs, facts: Facts) -> Iterable[Step]:
-        deployed = parse_releases(facts.command(releases_query(args.root, args.deployment).argv).stdout)
+        deployed = parse_releases(facts.command(releases_query(args.root, args.deployment).argv).stdout,
+                                  settings_ports(args.model_dump()))
         target = rollback_target(deployed, args.to)
         container = deployed.container or {}
         if deployed.current == target.id and container.get("running") and container.get("release") == target.id:

@@ -19,7 +19,7 @@ Pure: no I/O; a bad value is an InputError naming the variable and where it was 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +28,7 @@ from tritonops.modes.base import ServingMode
 from tritonops.modes.kserve import KSERVE
 from tritonops.planning.bind import given_bind, private_connection
 from tritonops.planning.entries import host_where
+from tritonops.planning.serve_record import ServeRecord
 from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals
 from tritonops.values.names import safe_name
 from tritonops.values.numbers import whole_number
@@ -198,11 +199,10 @@ def balancer_config(deployment: str, settings: Door, hosts: Iterable[ServedHost]
                           keys_file=settings.keys_file, tls_pem=settings.tls_pem)
 
 
-def served_host(host: Host, release_replicas: Iterable[Mapping[str, Any]], max_num_seqs: int,
-                mode: ServingMode = KSERVE) -> ServedHost:
-    """A serving host from its current release's `serve.replicas` ([{index, gpus, ports: [http, grpc, metrics]}],
-    as serving/releases checks them when read back), served in `mode`."""
-    replicas = tuple((int(r["index"]), int(mode.endpoints(r["ports"])[mode.http_door_role]),
-                      int(mode.endpoints(r["ports"])["grpc"])) for r in release_replicas)
+def served_host(host: Host, serve: ServeRecord, max_num_seqs: int) -> ServedHost:
+    """A serving host from its release's serve record: each replica's HTTP door port and gRPC port, in its mode."""
+    mode = serve.mode
+    replicas = tuple((r.index, mode.endpoints(r.ports)[mode.http_door_role], mode.endpoints(r.ports)["grpc"])
+                     for r in serve.replicas)
     return ServedHost(host.name, replica_address(host), replicas,
                       whole_number(max_num_seqs, f"{host.name}: max_num_seqs", None), mode)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ipaddress
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tritonops.modes.base import ServingMode
 from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
 from tritonops.modes.choice import MODES
 from tritonops.values.containers import replica_container
@@ -32,6 +33,11 @@ class ServeRecordError(ValueError):
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    @classmethod
+    def from_json(cls, data: Any):
+        """The record from its JSON form (lists for its tuples); pydantic's ValidationError when it is not one."""
+        return cls.model_validate(_as_tuples(data))
 
 
 class ReplicaRecord(_Record):
@@ -138,6 +144,11 @@ class ServeRecord(_Record):
         return self
 
     @property
+    def mode(self) -> ServingMode:
+        """How its replicas are started, checked and called (tritonops/modes)."""
+        return MODES[self.frontend]
+
+    @property
     def gpus(self) -> tuple[int, ...]:
         """Replica 0's GPUs (a pipeline worker's: its Ray node's), what release.json's `gpus` says to a tritonops
         that reads no replicas."""
@@ -146,13 +157,18 @@ class ServeRecord(_Record):
         return self.cluster.gpus if self.cluster is not None else ()
 
     def to_release(self) -> dict[str, Any]:
-        """release.json's `serve`, with `gpus` for the readers that came before replicas."""
-        return {**self.model_dump(mode="json", exclude_none=True), "gpus": list(self.gpus)}
+        """release.json's `serve`, with `gpus` for the readers that came before replicas (no `cluster` key off a
+        pipeline)."""
+        written = self.model_dump(mode="json")
+        if self.cluster is None:
+            del written["cluster"]
+        return {**written, "gpus": list(self.gpus)}
 
     @classmethod
-    def from_release(cls, data: Any, *, host_ports: Sequence[int]) -> ServeRecord:
-        """A release's `serve` as any tritonops wrote it; `host_ports` (HTTP, gRPC, metrics): the host's ports from
-        its variables now, where a release made before replicas recorded none. ServeRecordError when it is none."""
+    def from_release(cls, data: Any, *, host_ports: Mapping[str, int]) -> ServeRecord:
+        """A release's `serve` as any tritonops wrote it; `host_ports`: each port role (http, grpc, metrics, openai)
+        to the host's port from its variables now, for a release made before replicas, which recorded none.
+        ServeRecordError when it is none."""
         if not isinstance(data, Mapping):
             raise ServeRecordError("serve is not a mapping")
         version = data.get("version", 1)
@@ -167,13 +183,15 @@ class ServeRecord(_Record):
             raise ServeRecordError(_one_line(err)) from None
 
 
-def _migrated(data: Mapping[str, Any], host_ports: Sequence[int]) -> dict[str, Any]:
-    """A version 1 `serve`: its keys as they are; one replica on `gpus` at the host's ports when it has none
-    (a pipeline's worker keeps its empty list)."""
+def _migrated(data: Mapping[str, Any], host_ports: Mapping[str, int]) -> dict[str, Any]:
+    """A version 1 `serve`: its keys as they are; one replica on `gpus` at the host's ports (in its mode's order)
+    when it has none (a pipeline's worker keeps its empty list)."""
     fields = {key: value for key, value in data.items() if key != "gpus"}
     fields["version"] = VERSION
     if "replicas" not in data:
-        fields["replicas"] = [{"index": 0, "gpus": data.get("gpus"), "ports": list(host_ports)}]
+        mode = MODES.get(data.get("frontend") or DEFAULT_MODE, MODES[DEFAULT_MODE])  # a bad name: said by the check
+        fields["replicas"] = [{"index": 0, "gpus": data.get("gpus"),
+                               "ports": [host_ports.get(role, port) for role, port in mode.ports]}]
     return fields
 
 
@@ -189,4 +207,5 @@ def _as_tuples(value: Any) -> Any:
 def _one_line(err: ValidationError) -> str:
     first = err.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
-    return f"serve.{where}: {first['msg']}" if where else f"serve: {first['msg']}"
+    said = first["msg"].removeprefix("Value error, ")  # a validator's own message, as it says it
+    return f"serve.{where}: {said}" if where else f"serve: {said}"

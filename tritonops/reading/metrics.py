@@ -22,7 +22,7 @@ from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.door import door_rows
 from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
-from tritonops.modes.choice import mode_of_release
+from tritonops.modes.choice import host_ports, serving_mode
 from tritonops.serving.releases import parse_releases, releases_query
 from tritonops.transport.sessions import HostSession
 from tritonops.values.numbers import whole_number
@@ -30,7 +30,7 @@ from tritonops.values.numbers import whole_number
 
 def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFigures]:
     """One result per selected host: ok with HostFigures, or failed with the one-line problem."""
-    queries, addresses, releases_queries = {}, {}, {}
+    queries, addresses, releases_queries, ports_of = {}, {}, {}, {}
     for host in inputs.hosts:  # every value checked before any host is contacted
         port = whole_number(host.vars.get("tritonops_metrics_port", 8002), "tritonops_metrics_port",
                             host_where(host, "tritonops_metrics_port"), minimum=1, maximum=65535)
@@ -40,21 +40,22 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
         addresses[host.name] = bind
         root, deployment = deployment_of(host)  # the current release's replicas: each one's metrics port
         releases_queries[host.name] = releases_query(posixpath.join(root, deployment), deployment)
+        ports_of[host.name] = host_ports(host.vars)
 
     def phase(session: HostSession) -> HostResult:
         port, query = queries[session.name]
         planned, releases = addresses[session.name], releases_queries[session.name]
         read = read_facts(session.transport, [releases, query])  # the host's port with the releases: one trip
         try:
-            deployed = parse_releases(read.command(releases.argv).stdout)
+            deployed = parse_releases(read.command(releases.argv).stdout, ports_of[session.name])
         except TritonopsError:  # no release to read: the host's one metrics port, as it answers
             deployed = None
         release = deployed.current_release if deployed else None
         # each replica's metrics page, at the port its serving mode says (kserve's :8002; the openai mode's OpenAI
         # port, where the frontend serves /metrics), as the release recorded its ports
-        mode = mode_of_release(release.serve if release else None)
-        ports = [mode.endpoints(r["ports"])[mode.metrics().port] for r in (release.serve or {}).get("replicas") or ()] \
-            if release else []
+        mode = release.mode if release else serving_mode(None)
+        ports = [mode.endpoints(r.ports)[mode.metrics().port] for r in release.serve.replicas] \
+            if release and release.serve else []
         # where the replicas answer: the bind their release recorded, else the variables' (read with the releases)
         address = serving_address(release.bind if release else None, planned)
         fetches = [(p, fetch_query(address, p)) for p in (ports if ports else [port])]

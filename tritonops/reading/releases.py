@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
+from tritonops.modes.choice import host_ports
 from tritonops.reading.sessions import ReadOptions, read_each
 from tritonops.results import GroupResult, HostResult
 from tritonops.serving.releases import ReleaseListing, read_deployed, release_listing
@@ -17,10 +18,11 @@ TASK = "releases"
 def releases(inputs: RunInputs, options: ReadOptions) -> GroupResult:
     """One result per selected host: ok with its ReleaseListing (none kept is ok too: nothing deployed yet)."""
     deployments = {host.name: deployment_of(host) for host in inputs.hosts}  # checked before any host is contacted
+    ports = {host.name: host_ports(host.vars) for host in inputs.hosts}
 
     def phase(session: HostSession) -> HostResult[ReleaseListing]:
         root, deployment = deployments[session.name]
-        listing = release_listing(read_deployed(session.transport, root, deployment))
+        listing = release_listing(read_deployed(session.transport, root, deployment, ports[session.name]))
         return HostResult(session.name, "ok", said(listing, deployment), listing, task=TASK)
 
     return read_each(inputs, options, phase, TASK)

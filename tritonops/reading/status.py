@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from tritonops.balancer.door_servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
-from tritonops.modes.choice import mode_of_release
+from tritonops.modes.choice import host_ports, serving_mode
 from tritonops.facts.query_program import read_facts
 from tritonops.planning.bind import replica_bind, serving_address
 from tritonops.planning.deployment import deployment_of
+from tritonops.planning.serve_record import ClusterRecord
 from tritonops.playbook.inputs import RunInputs
 from tritonops.reading.door import door_rows
 from tritonops.reading.sessions import ReadOptions, reading_pool
@@ -19,7 +20,6 @@ from tritonops.serving.releases import read_deployed
 from tritonops.serving.status import (STOPPED, HostStatus, container_states_query, health_query, host_status,
                                       parse_container_states, parse_containers, parse_health, replica_state,
                                       replica_status, utc_now)
-from tritonops.values.containers import replica_container
 from tritonops.serving.verdict import kv_warning
 from tritonops.transport.sessions import HostSession
 
@@ -34,15 +34,16 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
     def phase(session: HostSession) -> HostResult:
         host = by_name[session.name]
         root, deployment = deployment_of(host)
-        deployed = read_deployed(session.transport, root, deployment)
+        deployed = read_deployed(session.transport, root, deployment, host_ports(host.vars))
         release = deployed.current_release
         address = serving_address(release.bind if release else None, planned[session.name])
-        models = tuple((release.serve or {}).get("models", ())) if release else ()
-        placement = list((release.serve or {}).get("replicas") or ()) if release else []
-        mode = mode_of_release(release.serve if release else None)
+        serve = release.serve if release else None
+        models = serve.models if serve else ()
+        placement = serve.replicas if serve else ()
+        mode = release.mode if release else serving_mode(None)
         if len(placement) > 1:  # every replica of the current release, on its own ports
-            probes = [health_query(mode, r["ports"], models, address) for r in placement]
-            names = tuple(replica_container(deployment, r["index"]) for r in placement)
+            probes = [health_query(mode, r.ports, models, address) for r in placement]
+            names = tuple(r.container(deployment) for r in placement)
             states_query = container_states_query(names)
             read = read_facts(session.transport, [*probes, states_query])
             containers = parse_containers(read.command(states_query.argv).stdout)
@@ -50,12 +51,12 @@ def status(inputs: RunInputs, options: ReadOptions) -> GroupResult:
             replicas = tuple(replica_status(r, replica_state(containers.get(name), deployed.current), h)
                              for r, name, h in zip(placement, names, healths))
             health = healths[0]
-        else:  # one replica: at the ports its release recorded, else (made before placement) the variables'
-            ports = placement[0]["ports"] if placement else host_ports(host.vars, mode)
+        else:  # one replica: at the ports its release recorded, else (nothing deployed) the variables'
+            ports = placement[0].ports if placement else tuple(host_ports(host.vars)[role] for role in mode.port_roles)
             probe = health_query(mode, ports, models, address)
             health = parse_health(read_facts(session.transport, [probe]).command(probe.argv).stdout)
             replicas = ()
-        cluster = (release.serve or {}).get("cluster") if release else None
+        cluster = serve.cluster if serve else None
         view = _cluster_view(session, cluster, deployment) if cluster else None
         found = host_status(session.name, deployed, health, utc_now(), shipping_of(host.vars, deployment), replicas,
                             view)
@@ -94,23 +95,18 @@ def host_said(found: HostStatus, view: ClusterView | None) -> str:
     return "; ".join(said)
 
 
-def _cluster_view(session: HostSession, cluster: dict, deployment: str) -> ClusterView:
+def _cluster_view(session: HostSession, cluster: ClusterRecord, deployment: str) -> ClusterView:
     """A pipeline member's Ray node and, on the head, the members its Ray lists alive."""
     container = node_container(deployment)
     states = container_states_query((container,))
     read = read_facts(session.transport, [states])
     node = parse_container_states(read.command(states.argv).stdout).get(container, "absent")
     nodes = None
-    if node == "running" and cluster.get("host") == cluster.get("head"):
+    if node == "running" and not cluster.worker:
         asked = CommandQuery(("docker", "exec", container, "python3", "-c", NODES_SCRIPT))
         answer = read_facts(session.transport, [asked]).command(asked.argv)
         nodes = parse_nodes(answer.stdout) if answer.ok else None
     return cluster_view(cluster, node, nodes)
-
-
-def host_ports(host_vars: dict, mode) -> tuple[int, ...]:
-    """A host's ports from its variables, in the mode's order, for a release that recorded none (one replica)."""
-    return tuple(int(host_vars.get(f"tritonops_{role}_port", port)) for role, port in mode.ports)
 
 
 def _door(session: HostSession, deployments: set[str]) -> HostResult[DoorStatus]:

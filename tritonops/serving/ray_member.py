@@ -16,6 +16,7 @@ import posixpath
 from dataclasses import dataclass, replace
 
 from tritonops.errors import InputError
+from tritonops.planning.serve_record import ClusterRecord
 from tritonops.serving.container import RayDriver
 from tritonops.serving.ray_node import RayNodeSpec, RayPorts, run_argv
 from tritonops.values.containers import container_name
@@ -59,30 +60,26 @@ class RayMember:
                 "nodes_script": NODES_SCRIPT}
 
 
-def ray_member(cluster: dict, root: str, deployment: str, image_id: str) -> RayMember:
-    """The member `cluster["host"]` of the cluster its release records; InputError when the entry is not one."""
-    try:
-        host = cluster["host"]
-        members = {m["host"]: m for m in cluster["members"]}
-        me, head = members[host], members[cluster["head"]]
-        role = "head" if host == cluster["head"] else "worker"
-        tp = int(cluster["tensor_parallel_size"])
-        gpus = tuple(int(g) for g in cluster.get("gpus") or range(tp))
-        token_digest = str(cluster["token"])
-        store = cluster.get("object_store_bytes")
-    except (KeyError, TypeError, ValueError) as err:
-        raise InputError(f"the release's cluster entry is incomplete ({err})", "release.json") from None
-    spec = RayNodeSpec(role=role, node_ip=me["address"], image=image_id, token_file=token_path(root),
-                       num_gpus=tp, head_ip=None if role == "head" else head["address"], gpus=gpus,
-                       nccl_ifname=me.get("interface"), gloo_ifname=me.get("interface"),
-                       object_store_bytes=store, container=node_container(deployment),
+def ray_member(cluster: ClusterRecord, root: str, deployment: str, image_id: str) -> RayMember:
+    """The member `cluster.host` of the cluster its release records; InputError when it is not one of its members."""
+    members = {m.host: m for m in cluster.members}
+    if cluster.host not in members or cluster.head not in members:
+        missing = cluster.host if cluster.host not in members else cluster.head
+        raise InputError(f"the release's cluster entry is incomplete (no member {missing!r})", "release.json")
+    me, head = members[cluster.host], members[cluster.head]
+    role = "worker" if cluster.worker else "head"
+    tp = cluster.tensor_parallel_size
+    spec = RayNodeSpec(role=role, node_ip=me.address, image=image_id, token_file=token_path(root),
+                       num_gpus=tp, head_ip=None if role == "head" else head.address,
+                       gpus=cluster.gpus or tuple(range(tp)), nccl_ifname=me.interface, gloo_ifname=me.interface,
+                       object_store_bytes=cluster.object_store_bytes, container=node_container(deployment),
                        temp_dir=posixpath.join(ray_dir(root), "session") if role == "head" else None,
                        ports=RayPorts())
-    digest = hashlib.sha256(json.dumps([run_argv(spec), token_digest]).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(json.dumps([run_argv(spec), cluster.token]).encode()).hexdigest()[:16]
     spec = replace(spec, labels=((LABEL_RAY, deployment), (LABEL_RAY_SPEC, digest)))
     driver = RayDriver(node_container=spec.container, token_file=spec.token_file, temp_dir=str(spec.temp_dir),
                        node_ip=spec.node_ip, gcs_address=spec.gcs_address) if role == "head" else None
-    return RayMember(role, spec, digest, tuple(m["address"] for m in cluster["members"]), tp, driver)
+    return RayMember(role, spec, digest, tuple(m.address for m in cluster.members), tp, driver)
 
 
 def token_digest(token: str) -> str:
@@ -129,13 +126,12 @@ class ClusterView:
         return f"pipeline head of cluster {self.name}, {len(self.members)} members in Ray"
 
 
-def cluster_view(cluster: dict, node: str, nodes: list | None) -> ClusterView:
+def cluster_view(cluster: ClusterRecord, node: str, nodes: list | None) -> ClusterView:
     """From the current release's cluster entry, the node container's state and NODES_SCRIPT's answer. Pure."""
-    members = tuple((m["host"], m["address"]) for m in cluster["members"])
-    role = "head" if cluster.get("host") == cluster["head"] else "worker"
-    want = int(cluster.get("tensor_parallel_size", 1))
+    members = tuple((m.host, m.address) for m in cluster.members)
+    want = cluster.tensor_parallel_size
     alive = None if nodes is None else tuple(n["ip"] for n in nodes if float(n.get("gpus") or 0) >= want)
-    return ClusterView(cluster["name"], role, node, members, alive)
+    return ClusterView(cluster.name, "worker" if cluster.worker else "head", node, members, alive)
 
 
 def parse_nodes(stdout: str) -> list | None:

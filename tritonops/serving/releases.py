@@ -9,9 +9,9 @@ needs is on the host: no network beyond SSH.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,9 @@ from tritonops import host_programs
 from tritonops.errors import TritonopsError
 from tritonops.facts.queries import CommandQuery
 from tritonops.facts.query_program import read_facts
-from tritonops.modes.choice import MODES
+from tritonops.modes.base import ServingMode
+from tritonops.modes.choice import serving_mode
+from tritonops.planning.serve_record import ServeRecord, ServeRecordError
 from tritonops.text import printable
 from tritonops.values.containers import container_name
 
@@ -34,7 +36,7 @@ class ReleaseRecord:
     id: str
     created: str | None
     image_id: str | None
-    serve: dict | None
+    serve: ServeRecord | None     # how to start it (release.json's `serve`, read into the record)
     models: tuple[str, ...] = ()
     gates: tuple[dict, ...] = ()
     damaged: str | None = None   # why its release.json cannot be used (it is never gone back to)
@@ -52,8 +54,12 @@ class ReleaseRecord:
     def bind(self) -> str | None:
         """The address its replicas bind their ports to, as release.json records it (`serve.bind`, checked when
         read); None for a release made before it was recorded."""
-        bind = (self.serve or {}).get("bind")
-        return bind if isinstance(bind, str) and bind else None
+        return self.serve.bind if self.serve is not None else None
+
+    @property
+    def mode(self) -> ServingMode:
+        """The mode it was started in (none recorded: the default)."""
+        return self.serve.mode if self.serve is not None else serving_mode(None)
 
     @property
     def passed(self) -> bool:
@@ -96,22 +102,23 @@ def releases_query(root: str, deployment: str) -> CommandQuery:
     return CommandQuery(("python3", "-c", SOURCE, root, container_name(deployment)))
 
 
-def read_deployed(transport: Transport, root: str, deployment: str) -> Deployed:
-    """What is deployed under root/deployment on the host `transport` reaches."""
+def read_deployed(transport: Transport, root: str, deployment: str, host_ports: Mapping[str, int]) -> Deployed:
+    """What is deployed under root/deployment on the host `transport` reaches; `host_ports`: its port variables
+    (modes.choice.host_ports), where a release made before replicas runs its one replica."""
     query = releases_query(posixpath.join(root, deployment), deployment)
-    return parse_releases(read_facts(transport, [query]).command(query.argv).stdout)
+    return parse_releases(read_facts(transport, [query]).command(query.argv).stdout, host_ports)
 
 
-def parse_releases(stdout: str) -> Deployed:
+def parse_releases(stdout: str, host_ports: Mapping[str, int]) -> Deployed:
     """The releases fact's output -> Deployed; TritonopsError when the output is not the program's.
     A release whose release.json is damaged (tampered, truncated, not ours) is kept with the reason
-    in `damaged`: listed, never gone back to."""
+    in `damaged`: listed, never gone back to. `host_ports`: as read_deployed's."""
     try:
         data: Any = json.loads(stdout)
         listed = data["releases"]
         if not isinstance(listed, list):
             raise TypeError("releases is not a list")
-        releases = tuple(_record(item) for item in listed)
+        releases = tuple(_record(item, host_ports) for item in listed)
     except (ValueError, KeyError, TypeError) as err:
         raise TritonopsError(f"cannot read the deployed releases: {printable(str(err))}") from None
     current = data.get("current")
@@ -120,7 +127,7 @@ def parse_releases(stdout: str) -> Deployed:
                     container if isinstance(container, dict) else None)
 
 
-def _record(item: Any) -> ReleaseRecord:
+def _record(item: Any, host_ports: Mapping[str, int]) -> ReleaseRecord:
     if not isinstance(item, dict) or not isinstance(item.get("id"), str):
         raise TypeError("a release without an id")
     release_id = item["id"]
@@ -128,7 +135,7 @@ def _record(item: Any) -> ReleaseRecord:
         return ReleaseRecord(release_id, None, None, None, damaged=str(item["damaged"]))
     who = item.get("who") if isinstance(item.get("who"), str) else None
     engine_args = engine_args_digest(item.get("files"))
-    why = _serve_problem(item.get("serve"))
+    serve, why = _serve(item.get("serve"), host_ports)
     image = item.get("image_id")
     if image is not None and not isinstance(image, str):
         why = why or "image_id is not a string"
@@ -141,7 +148,7 @@ def _record(item: Any) -> ReleaseRecord:
     seqs = item.get("max_num_seqs") or ()
     seqs = tuple(n for n in seqs if isinstance(n, int) and not isinstance(n, bool) and n > 0) \
         if isinstance(seqs, list) and len(seqs) == len(models) else ()
-    return ReleaseRecord(release_id, created, image, item.get("serve"), models, gates, max_num_seqs=seqs, who=who,
+    return ReleaseRecord(release_id, created, image, serve, models, gates, max_num_seqs=seqs, who=who,
                          engine_args=engine_args)
 
 
@@ -158,55 +165,15 @@ def engine_args_digest(files: Any) -> str | None:
     return hashlib.sha256("".join(f"{path}={sha}\n" for path, sha in named).encode()).hexdigest()[:12]
 
 
-def _serve_problem(serve: Any) -> str | None:
-    """Why the `serve` part of release.json cannot start the release (None: it can, or it is absent)."""
-    if serve is None:
-        return None
-    if not isinstance(serve, dict):
-        return "serve is not a mapping"
-    checks = {"models": lambda v: isinstance(v, list) and v and all(isinstance(m, str) and m for m in v),
-              "gpus": lambda v: isinstance(v, list) and all(isinstance(g, int) and not isinstance(g, bool)
-                                                            and 0 <= g < 1024 for g in v),
-              "weights_dirs": lambda v: isinstance(v, list) and all(isinstance(d, str) and d.startswith("/")
-                                                                    for d in v),
-              "deadline_s": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 86400,
-              "kv_cache_tokens": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0}
-    for key, good in checks.items():
-        if key not in serve or not good(serve[key]):
-            return f"serve.{key} is missing or not what tritonops wrote"
-    cluster = serve.get("cluster")
-    if cluster is not None and not (isinstance(cluster, dict) and isinstance(cluster.get("members"), list)
-                                    and isinstance(cluster.get("host"), str) and isinstance(cluster.get("head"), str)):
-        return "serve.cluster is not what tritonops wrote"
-    worker = cluster is not None and cluster["host"] != cluster["head"]   # a pipeline's worker runs no replica
-    if "replicas" in serve and not (worker and serve["replicas"] == []) and not _good_replicas(serve["replicas"]):
-        return "serve.replicas is not what tritonops wrote"
-    if serve.get("bind") is not None and not _ip_address(serve["bind"]):
-        return "serve.bind is not an IP address"
-    if "frontend" in serve and serve["frontend"] not in MODES:
-        return "serve.frontend is not a serving mode tritonops knows"
-    return None
-
-
-def _ip_address(value: Any) -> bool:
+def _serve(data: Any, host_ports: Mapping[str, int]) -> tuple[ServeRecord | None, str | None]:
+    """release.json's `serve` as the record (None when absent: a release made before it was recorded), or why it
+    cannot start the release."""
+    if data is None:
+        return None, None
     try:
-        return isinstance(value, str) and str(ipaddress.ip_address(value)) == value
-    except ValueError:
-        return False
-
-
-def _whole(value, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def _good_replicas(replicas: Any) -> bool:
-    """The placement a release records: [{index, gpus, ports: [http, grpc, metrics]}], indices 0..n-1."""
-    return (isinstance(replicas, list) and bool(replicas)
-            and all(isinstance(r, dict) and set(r) == {"index", "gpus", "ports"} and _whole(r["index"], 0, 1023)
-                    and isinstance(r["gpus"], list) and r["gpus"] and all(_whole(g, 0, 1023) for g in r["gpus"])
-                    and isinstance(r["ports"], list) and len(r["ports"]) == 3
-                    and all(_whole(p, 1, 65535) for p in r["ports"]) for r in replicas)
-            and [r["index"] for r in replicas] == list(range(len(replicas))))
+        return ServeRecord.from_release(data, host_ports=host_ports), None
+    except ServeRecordError as err:
+        return None, printable(str(err))
 
 
 def rollback_target(deployed: Deployed, to: str | None) -> ReleaseRecord:

@@ -18,6 +18,7 @@ from tritonops.serving.container_commands import inspect_states
 from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
 from tritonops.modes.base import ServingMode
+from tritonops.planning.serve_record import ReplicaRecord
 from tritonops.serving.container import logging_digest
 from tritonops.serving.ray_member import ClusterView
 from tritonops.serving.releases import Deployed
@@ -100,11 +101,11 @@ class ReplicaStatus:
         return self.container == "running" and self.ready
 
 
-def replica_status(replica: dict, container: str, health: dict) -> ReplicaStatus:
+def replica_status(replica: ReplicaRecord, container: str, health: dict) -> ReplicaStatus:
     """One replica of the current release's placement: its container's state (replica_state) and its Triton's
     readiness. Pure."""
     requests = sum(m.requests for m in parse_metrics(health.get("metrics") or "").values())
-    return ReplicaStatus(int(replica["index"]), tuple(replica["gpus"]), int(replica["ports"][0]), container,
+    return ReplicaStatus(replica.index, replica.gpus, replica.ports[0], container,
                          bool(health.get("ready")) and all((health.get("models") or {}).values()), requests)
 
 
