@@ -4,6 +4,7 @@ changes shown, and for each replica whether its container restarts and which fie
 import json
 import os
 
+from tests.serve_records import serve_record
 from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
 from tritonops.facts.query_program import read_facts
 from tritonops.operations.execute import run_step
@@ -22,7 +23,7 @@ ENGINE = {"model": "/opt/tritonops/default/models/m@main", "max_num_seqs": 256, 
 def release_args(root, created, **engine):
     files = {"chat/config.pbtxt": 'backend: "vllm"\n', "chat/1/model.json": json.dumps({**ENGINE, **engine}) + "\n"}
     return {"root": str(root), "files": files, "image_id": "sha256:abc", "created": created,
-            "metadata": {"who": "me", "serve": {"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}]}}}
+            "metadata": {"who": "me", "serve": serve_record(models=["chat"]).to_release()}}
 
 
 def steps_and_facts(name, arguments):
@@ -98,8 +99,9 @@ def test_each_replica_says_whether_it_restarts_and_which_field_makes_it(tmp_path
     current = {"id": "20261201T080000Z-aaaaaaaa", "files": {
         "chat/config.pbtxt": __import__("hashlib").sha256(old["files"]["chat/config.pbtxt"].encode()).hexdigest(),
         "chat/1/model.json": "0" * 64},
-        "serve": {"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
-                               {"index": 1, "gpus": [2], "ports": [8010, 8011, 8012]}]}}
+        "serve": {"models": ["chat"], "replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
+                                                   {"index": 1, "gpus": [2], "ports": [8010, 8011, 8012]}],
+                  "weights_dirs": [], "deadline_s": 300, "kv_cache_tokens": 0}}
     containers = {0: ["20261201T080000Z-aaaaaaaa", "true", "sha256:abc", "0", "{logging}"],
                   1: ["20261201T080000Z-aaaaaaaa", "false", "sha256:old", "3", "{logging}"]}
     step = serve_facts(tmp_path, serve_args(tmp_path, new), containers, json.dumps(current),

@@ -142,9 +142,9 @@ def test_tritonops_frontend_is_checked_with_a_did_you_mean():
 
 
 def test_another_mode_makes_another_release():
-    args = ReleaseArgs(root="/r", files={}, image_id="i", created="c", metadata={"serve": {"replicas": []}})
-    openai_args = args.model_copy(update={"metadata": {"serve": {"replicas": [], "frontend": "openai"}}})
-    kserve_args = args.model_copy(update={"metadata": {"serve": {"replicas": [], "frontend": "kserve"}}})
+    args = ReleaseArgs(root="/r", files={}, image_id="i", created="c", metadata={"serve": serve_record().to_release()})
+    openai_args = args.model_copy(update={"metadata": {"serve": serve_record(frontend="openai").to_release()}})
+    kserve_args = args.model_copy(update={"metadata": {"serve": serve_record(frontend="kserve").to_release()}})
     assert content_digest(openai_args, "w") != content_digest(args, "w") == content_digest(kserve_args, "w")
 
 

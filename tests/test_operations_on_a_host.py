@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.serve_records import serve_record
 from tritonops.errors import HostError
 from tritonops.facts.queries import Facts
 from tritonops.facts.query_program import read_facts
@@ -79,9 +80,7 @@ def test_a_step_that_fails_on_the_host_says_which_and_why(tmp_path):
 
 def test_a_bind_address_other_than_0_0_0_0_is_part_of_what_makes_a_release_the_same():
     def release(bind=None, where=None):
-        serve = {"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}]}
-        if bind:
-            serve["bind"] = bind
+        serve = serve_record(replicas=[{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}], bind=bind).to_release()
         args = operation_named("release").Args.model_validate(release_args(Path(where or "/tmp/r"),
                                                                            metadata={"serve": serve}))
         return content_digest(args, "w")

@@ -75,3 +75,39 @@ def test_the_record_cannot_be_changed_once_made():
     record = ServeRecord.from_release(BEFORE_REPLICAS, host_ports=PORTS)
     with pytest.raises(Exception):
         record.bind = "10.0.0.1"
+
+
+# What content_digest gave these releases before it read the record (computed with the dict reader of commit
+# a8b789a): a release's digest is its identity on the host, so a no-op redeploy after an upgrade must find the same
+# release (0 restarts). Each case stands for a serve that tritonops writes.
+CLUSTER_WORKER = {"name": "big", "head": "h1", "workers": ["h2"], "tensor_parallel_size": 1,
+                  "pipeline_parallel_size": 2, "host": "h2", "gpus": [0], "token": "k:0123456789ab",
+                  "object_store_bytes": None,
+                  "members": [{"host": "h1", "address": "10.0.0.1", "stage": 0, "layers": [0, 39], "interface": None},
+                              {"host": "h2", "address": "10.0.0.2", "stage": 1, "layers": [40, 79],
+                               "interface": "ens1"}]}
+DIGESTS_BEFORE_THE_RECORD = [
+    ({"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}], "bind": "0.0.0.0"},
+     "b18722ba575eb463b97ddd4d9bb9dbe08a1b37ef09516a09605cd494ff6b3dc3"),
+    ({"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]},
+                   {"index": 1, "gpus": [1, 2], "ports": [8010, 8011, 8012]}], "bind": "10.0.0.11"},
+     "af0973e84c89b8d6a1682f92312dcb4ed8701803a326beed7186df0b115e006a"),
+    ({"replicas": [{"index": 0, "gpus": [0], "ports": [8000, 8001, 9000]}], "bind": None, "frontend": "openai"},
+     "fa31b31534d3f94e921655cbab6265b60bb0104169b28600da76b88cdd692bd8"),
+    ({"replicas": [], "bind": "10.0.0.2", "cluster": CLUSTER_WORKER},
+     "9a451c9b2d54eda9f70fe28c0aac5e4c0a132500e0c29af02ed3549e953a57ea"),
+]
+
+
+@pytest.mark.parametrize("fields, digest", DIGESTS_BEFORE_THE_RECORD)
+def test_a_release_s_digest_read_from_the_record_is_the_one_tritonops_gave_it_before(fields, digest):
+    from tests.serve_records import serve_record
+    from tritonops.operations.release import ReleaseArgs, content_digest
+
+    record = serve_record(**fields)
+    args = ReleaseArgs(root="/opt/tritonops/chat", files={"chat/config.pbtxt": 'backend: "vllm"\n'},
+                       image_id="sha256:" + "1" * 64, created="20261206T000000Z",
+                       metadata={"serve": record.to_release()})
+    assert content_digest(args, "w" * 64) == digest
+    moved = record.model_copy(update={"bind": "10.9.9.9"})  # and it still tells releases apart
+    assert content_digest(args.model_copy(update={"metadata": {"serve": moved.to_release()}}), "w" * 64) != digest

@@ -17,10 +17,12 @@ from typing import Any, ClassVar, Iterable
 
 from pydantic import field_validator
 
-from tritonops.errors import InputError
+from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.queries import DirQuery, Facts, FileQuery, Query
+from tritonops.modes.choice import DEFAULT as DEFAULT_MODE
 from tritonops.operations.base import Args
 from tritonops.operations.steps import MakeDir, PutFile, Rename, Step
+from tritonops.planning.serve_record import ServeRecord, ServeRecordError
 from tritonops.values.names import safe_name
 
 REPOSITORY_DIR = "model_repository"
@@ -80,19 +82,31 @@ def content_digest(args: ReleaseArgs, weights: str) -> str:
     starts a new release bound privately, one without stays the release it was. A release made before replicas
     has no placement in its metadata."""
     digest = hashlib.sha256()
-    serve = args.metadata.get("serve") if isinstance(args.metadata.get("serve"), dict) else {}
-    placement = [json.dumps(serve["replicas"], sort_keys=True)] if serve.get("replicas") else []
-    if serve.get("bind") not in (None, "0.0.0.0"):
-        placement.append("bind " + str(serve["bind"]))
-    if serve.get("frontend") not in (None, "kserve"):  # another serving mode is another release
-        placement.append("frontend " + str(serve["frontend"]))
-    if isinstance(serve.get("cluster"), dict):  # a pipeline's members, stages and addresses (not its token)
-        placement.append("cluster " + json.dumps({k: v for k, v in serve["cluster"].items() if k != "token"},
+    placement = []
+    serve = _serve_of(args.metadata)
+    if serve is not None and serve.replicas:
+        placement.append(json.dumps([r.model_dump(mode="json") for r in serve.replicas], sort_keys=True))
+    if serve is not None and serve.bind not in (None, "0.0.0.0"):
+        placement.append("bind " + serve.bind)
+    if serve is not None and serve.frontend != DEFAULT_MODE:  # another serving mode is another release
+        placement.append("frontend " + serve.frontend)
+    if serve is not None and serve.cluster is not None:  # a pipeline's members, stages and addresses (not its token)
+        placement.append("cluster " + json.dumps(serve.cluster.model_dump(mode="json", exclude={"token"}),
                                                  sort_keys=True))
     for part in (json.dumps(args.files, sort_keys=True), args.image_id, weights, *placement):
         encoded = part.encode()
         digest.update(len(encoded).to_bytes(8, "big") + encoded)
     return digest.hexdigest()
+
+
+def _serve_of(metadata: dict[str, Any]) -> ServeRecord | None:
+    """The release's serve record, as the deploy wrote it into the metadata (None: no serve recorded)."""
+    if "serve" not in metadata:
+        return None
+    try:
+        return ServeRecord.from_release(metadata["serve"], host_ports={})
+    except ServeRecordError as err:
+        raise TritonopsError(f"the release's serve settings are not a serve record: {err}") from None
 
 
 def release_id(args: ReleaseArgs, weights: str) -> str:

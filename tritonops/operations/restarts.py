@@ -9,24 +9,29 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tritonops.planning.serve_record import ReplicaRecord, ServeRecord
+
 MAX_FIELDS = 6  # changed keys named per file; more are counted
 
 
-def restart_lines(replicas: Sequence[Mapping], containers: Mapping[int, Sequence[str]], release: str, image_id: str,
-                  logging: str, new_files: Mapping[str, str], current: Mapping[str, Any] | None,
+def restart_lines(replicas: Sequence[ReplicaRecord], deployment: str, containers: Mapping[int, Sequence[str]],
+                  release: str, image_id: str, logging: str, new_files: Mapping[str, str],
+                  current: Mapping[str, Any] | None, current_serve: ServeRecord | None,
                   current_texts: Mapping[str, str | None], weights: str | None = None) -> list[str]:
     """One line per replica. `containers`: each replica index's `docker inspect` words (release, running, image,
     restarts, logging digest), absent when it has no container; `current`: the serving release's release.json,
-    None without one; `current_texts`: its model repository files by path, where read."""
+    None without one, and `current_serve` its serve record where it has one; `current_texts`: its model repository
+    files by path, where read."""
     changes = _release_changes(new_files, current, current_texts)
     if current and weights and current.get("weights_digest") not in (None, weights):
         changes.append("the weights change (their manifests' digest)")
+    placed = {r.index: r for r in (current_serve.replicas if current_serve is not None else ())}
     lines = []
     for replica in replicas:
-        index = replica["index"]
+        index = replica.index
         words = list(containers.get(index) or ())
-        name = replica.get("container", f"replica {index}")
-        why = _replica_reasons(replica, words, release, image_id, logging, changes, current)
+        name = replica.container(deployment)
+        why = _replica_reasons(replica, words, release, image_id, logging, changes, placed.get(index))
         if why:
             lines.append(f"replica {index} ({name}) restarts: " + "; ".join(why))
         else:
@@ -34,8 +39,8 @@ def restart_lines(replicas: Sequence[Mapping], containers: Mapping[int, Sequence
     return lines
 
 
-def _replica_reasons(replica: Mapping, words: list[str], release: str, image_id: str, logging: str,
-                     changes: list[str], current: Mapping[str, Any] | None) -> list[str]:
+def _replica_reasons(replica: ReplicaRecord, words: list[str], release: str, image_id: str, logging: str,
+                     changes: list[str], placed: ReplicaRecord | None) -> list[str]:
     if len(words) != 5:
         return ["no container yet"]
     reasons = []
@@ -43,11 +48,11 @@ def _replica_reasons(replica: Mapping, words: list[str], release: str, image_id:
         reasons.append("its container is not running")
     if words[0] != release:
         reasons.append(f"release {words[0] or '(none)'} -> {release}" + (f" ({', '.join(changes)})" if changes else ""))
-        placed = _placement(current, replica["index"])
-        if placed is not None:
-            for field in ("gpus", "ports"):
-                if list(placed.get(field) or ()) != list(replica.get(field) or ()):
-                    reasons.append(f"{field} {placed.get(field)} -> {list(replica.get(field) or ())}")
+        if placed is not None:  # where the serving release placed this replica
+            if placed.gpus != replica.gpus:
+                reasons.append(f"gpus {list(placed.gpus)} -> {list(replica.gpus)}")
+            if placed.ports != replica.ports:
+                reasons.append(f"ports {list(placed.ports)} -> {list(replica.ports)}")
     if words[2] != image_id:
         reasons.append(f"image {_short(words[2])} -> {_short(image_id)}")
     if words[4] != logging:
@@ -98,16 +103,6 @@ def _value(data: dict, key: str) -> str:
         return "(unset)"
     text = json.dumps(data[key])
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _placement(current: Mapping[str, Any] | None, index: int) -> Mapping | None:
-    serve = (current or {}).get("serve")
-    if not isinstance(serve, dict):
-        return None
-    for replica in serve.get("replicas") or ():
-        if isinstance(replica, dict) and replica.get("index") == index:
-            return replica
-    return None
 
 
 def _short(image_id: str) -> str:

@@ -252,23 +252,26 @@ class ServeOperation:
 
 def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logging: str) -> list[str]:
     current = posixpath.join(args.release.root, "current")
+    replicas = args.serve.replicas if step.specs else ()  # a pipeline's worker starts none
     containers = {}
-    for replica in step.payload["replicas"]:
-        index = int(replica["name"] or 0)
-        running = facts.command(_inspect(args.deployment, index))
+    for replica in replicas:
+        running = facts.command(_inspect(args.deployment, replica.index))
         if running.ok:
-            containers[index] = running.stdout.split()
+            containers[replica.index] = running.stdout.split()
     try:
         document = json.loads(facts.file(posixpath.join(current, RELEASE_FILE)).text or "")
     except ValueError:
         document = None
     texts = {path: facts.file(posixpath.join(current, REPOSITORY_DIR, path)).text
              for path in args.release.files if path.endswith(".json")}
-    replicas = [{"index": int(r["name"] or 0), "container": r["container"], "gpus": r["gpus"], "ports": r["ports"]}
-                for r in step.payload["replicas"]]
-    return restart_lines(replicas, containers, release, args.release.image_id, logging, args.release.files,
-                         document if isinstance(document, dict) else None, texts,
-                         weights_digest(args.release, facts))
+    document = document if isinstance(document, dict) else None
+    try:  # where the serving release placed its replicas
+        current_serve = ServeRecord.from_release(document["serve"], host_ports=settings_ports(args.model_dump())) \
+            if document and "serve" in document else None
+    except ServeRecordError:
+        current_serve = None
+    return restart_lines(replicas, args.deployment, containers, release, args.release.image_id, logging,
+                         args.release.files, document, current_serve, texts, weights_digest(args.release, facts))
 
 
 def serve_step(root: str, deployment: str, release: str, image_id: str, serve: ServeRecord,
