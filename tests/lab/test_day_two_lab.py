@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from tests.lab.test_serve_lab import cli, full_host_inventory, full_host_shell
+from tritonops.cli.main import main
 from tritonops.deploy.lock import LockOwner, acquire
 from tritonops.lab.testing import FULL_2080TI
 from tritonops.transport.sessions import open_transport
@@ -64,6 +65,9 @@ def test_releases_after_two_deploys_name_the_current_and_the_previous(capsys, in
     code, checked = cli(capsys, "rollback", "-i", inventory, "--check", "--diff")  # says what goes back, no change
     said = "".join(r["diff"] or "" for r in checked["results"])
     assert code == 0 and f"back from release {newer} to {older}: " in said and "max_num_seqs 8 -> " in said, said
+    assert main(["rollback", "-i", inventory, "--check", "--diff"]) == 0  # and as a person reads it
+    shown = capsys.readouterr().out
+    assert f"back from release {newer} to {older}: " in shown and "ROLLBACK RECAP (check" in shown, shown
     assert clean(f"readlink {ROOT}/{DEPLOYMENT}/current").stdout.strip().endswith(newer)
     code, back = cli(capsys, "rollback", "-i", inventory)  # the previous `releases` named is where rollback goes
     assert code == 0, back["results"]

@@ -228,20 +228,22 @@ class _Progress:
 
 
 def _print_report(out, report, args, title: str = "DEPLOY RECAP") -> None:
-    for host, plan in report.plans.items():
-        if not plan.ok:
+    results = report.run.results if report.run else ()
+    # each planned host (a deploy), then each other host with a --diff to show (a rollback plans nothing)
+    for host in dict.fromkeys([*report.plans, *(result.host for result in results)]):
+        plan = report.plans.get(host)
+        diffs = [result for result in results if result.host == host and result.diff] if args.diff else []
+        if (plan is not None and not plan.ok) or (plan is None and not diffs):
             continue
         out.print(styled(f"\n== {host}", "bold"))
-        for model in plan.models:
+        for model in plan.models if plan is not None else ():
             engine = model.plan
             out.print(f"{model.name} v{model.version}: {model.model} on {engine.gpu_count} x {engine.gpu_name}: "
                       f"TP {engine.tensor_parallel_size}, max_model_len {engine.max_model_len}, {engine.dtype}, "
                       f"KV cache {engine.kv_cache_tokens:,} tokens, vLLM {engine.vllm_version}")
-        if args.diff:
-            for result in report.run.results if report.run else ():
-                if result.host == host and result.diff:
-                    out.print(styled(f"--- {result.task}", "dim"))
-                    out.print(styled(result.diff.rstrip("\n")))
+        for result in diffs:
+            out.print(styled(f"--- {result.task}", "dim"))
+            out.print(styled(result.diff.rstrip("\n")))
     if report.run and report.run.stopped_reason:
         out.print(line(styled("stopped: ", "red"), report.run.stopped_reason))
     out.print(recap_table(report.recap, f"{title} (check: nothing was changed)" if report.check else title))
