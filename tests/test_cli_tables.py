@@ -79,12 +79,23 @@ def test_status_shows_a_stopped_replica_as_stopped_beside_the_one_that_serves_an
     ])
     text = shown(_tables(results))
     rows = table_lines(text)
+    header = rows[0]
+    # compact by default (issue #45 item 2): the release whole, to paste into rollback --to; no container column
+    assert [c.strip() for c in header.strip("┃").split("┃")] == [
+        "host", "status", "release", "replicas", "model", "KV plan / vLLM", "requests"], header
     gpu1 = next(row for row in rows if "gpu1" in row)
-    assert "│ ok " in gpu1 and RELEASE in gpu1 and "running" in gpu1 and "1/2 ready," in gpu1
+    assert "│ ok " in gpu1 and f" {RELEASE} " in gpu1 and "running" not in gpu1 and "1/2 ready," in gpu1
+    verbose = shown(_tables(results, verbose=True))  # -v: and each host's container, and its models' times
+    details = table_lines(verbose.split("CONTAINERS", 1)[1])
+    assert [c.strip() for c in details[0].strip("┃").split("┃")] == [
+        "host", "container", "up", "restarts", "logs", "model", "ms request", "ms queue", "ms infer"]
+    assert [c.strip() for c in next(row for row in details if "gpu1" in row).strip("│").split("│")] == [
+        "gpu1", "running", "60 min", "0", "json-file", "chat", "1,000.0", "-", "-"]
+    assert "│ stopped " in next(row for row in details if "gpu2" in row)
     assert "gpu1 ok: serving: 1 of 2 replicas ready; replica 1 stopped (tritonops stop or docker stop): " \
            "`tritonops start --limit gpu1` starts it again" in text.replace("\n", " ").replace("  ", " ")
     gpu2 = next(row for row in rows if "gpu2" in row)
-    assert "│ ok " in gpu2 and gpu2.count("stopped") == 2  # the container, and the replicas column
+    assert "│ ok " in gpu2 and gpu2.count("stopped") == 1  # the replicas column
     assert "gpu2 ok: stopped (tritonops stop or docker stop): `tritonops start --limit gpu2` starts it again" in text
     gpu3 = next(row for row in rows if "gpu3" in row)
     assert "│ failed " in gpu3  # a crashed replica still fails the host

@@ -24,7 +24,9 @@ def register(subparsers, common) -> None:
                     "health and model readiness, vLLM's KV-cache size against the plan's, and from :8002/metrics "
                     "the request count and average request / queue / compute times. With balancers "
                     "(tritonops_balancers): per replica, its state in each door's HAProxy (UP, DRAIN, DOWN, MAINT), "
-                    "its sessions and queue, read from HAProxy's runtime API over SSH.")
+                    "its sessions and queue, read from HAProxy's runtime API over SSH. The table is compact (the "
+                    "release id whole, for rollback --to); -v adds each host's container and its models' times, "
+                    "--json everything.")
     add_reading_options(parser)
     parser.set_defaults(run=run)
 
@@ -33,16 +35,16 @@ def run(args, out) -> int:
     from tritonops.reading.status import status
 
     results = status(*reading_inputs(args))
-    return show_host_results(out, args, results, "status", _tables)
+    return show_host_results(out, args, results, "status", lambda found: _tables(found, verbose=args.verbose > 0))
 
 
 def _ms(value) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
-def _tables(results) -> Table | Group:
+def _tables(results, verbose: bool = False) -> Table | Group:
     """STATUS for the hosts and, when the run has balancers, DOOR for what their HAProxy sees."""
-    return hosts_then_doors(results, _table, _door_table)
+    return hosts_then_doors(results, lambda hosts: _table(hosts, verbose), _door_table)
 
 
 def _door_table(results) -> Table | Group:
@@ -71,52 +73,62 @@ def _door_table(results) -> Table | Group:
     return with_notes(table, notes)
 
 
-def _table(results) -> Table | Group:
-    """STATUS: a row per host and model (green when ready), and under the table, what a host that does not simply serve said (a
-    replica down or stopped, the KV cache below the plan, a pipeline's cluster)."""
+def _table(results, verbose: bool = False) -> Table | Group:
+    """STATUS: a row per host and model (green when ready), and under the table, what a host that does not simply
+    serve said (a replica down or stopped, the KV cache below the plan, a pipeline's cluster). Compact, the release
+    id whole (what `rollback --to` takes); -v adds a table of each host's container and its models' times."""
+    from rich.console import Group
     from rich.table import Table
 
     table = Table(title="STATUS", title_justify="left")
-    for column in ("host", "status", "release", "container", "replicas", "model", "KV plan / vLLM", "requests",
-                   "ms req / queue / infer"):
-        table.add_column(column, no_wrap=column in ("status", "release"),
+    for column in ("host", "status", "release", "replicas", "model", "KV plan / vLLM", "requests"):
+        table.add_column(column, no_wrap=column in ("status", "release", "KV plan / vLLM"),
                          justify="right" if column in ("requests", "KV plan / vLLM") else "left")
     notes = []
     for result in results:
         found = result.payload
         if found is None:
-            table.add_row(styled(result.host), status_text(result.status), *("",) * 7)
+            table.add_row(styled(result.host), status_text(result.status), *("",) * 5)
             notes.append(said(result))
             continue
         if result.status != "ok" or found.stopped or found.kv_shortfall is not None or found.cluster is not None:
             notes.append(said(result))
-        rows = found.models or (None,)
-        for index, model in enumerate(rows):
+        for index, model in enumerate(found.models or (None,)):
             head = (styled(result.host), status_text(result.status), styled(found.current or "-"),
-                    _container(found), _replicas(found)) if index == 0 else ("",) * 5
+                    _replicas(found)) if index == 0 else ("",) * 4
             kv = f"{found.kv_predicted or 0:,} / {found.kv_reported or 0:,}" if found.kv_predicted else "-"
             if found.kv_shortfall is not None:
                 kv = styled(kv, "yellow")
             if model is None:
-                table.add_row(*head, "-", kv, "-", "-")
+                table.add_row(*head, "-", kv, "-")
                 continue
-            avg = model.metrics.average_ms
             name = styled(model.name, "green") if model.ready else line(styled(model.name, "red"), " (not ready)")
-            table.add_row(*head, name, kv, f"{model.metrics.requests:,}",
-                          f"{_ms(avg.get('request'))} / {_ms(avg.get('queue'))} / {_ms(avg.get('compute_infer'))}")
-    return with_notes(table, notes)
+            table.add_row(*head, name, kv, f"{model.metrics.requests:,}")
+    shown = with_notes(table, notes)
+    return Group(shown, _details(results)) if verbose else shown
 
 
-def _container(found) -> Text:
-    """The (first replica's) container: its state, uptime and restarts, a line each, and where its logs go."""
-    parts = [styled(found.container, CONTAINER_STATES.get(found.container, "red"))]
-    if found.uptime_s is not None:
-        parts += ["\n", f"{found.uptime_s / 60:.0f} min"]
-    if found.restarts:
-        parts += ["\n", styled(f"{found.restarts} restarts", "yellow")]
-    if found.logs != "-":
-        parts += ["\n", styled(f"logs {found.logs}", "dim")]
-    return line(*parts)
+def _details(results) -> Table:
+    """-v: each host's (first replica's) container, and each model's average request, queue and compute times."""
+    from rich.table import Table
+
+    table = Table(title="CONTAINERS", title_justify="left")
+    for column in ("host", "container", "up", "restarts", "logs", "model", "ms request", "ms queue", "ms infer"):
+        table.add_column(column, justify="right" if column in ("up", "restarts") or column.startswith("ms")
+                         else "left")
+    for result in results:
+        found = result.payload
+        if found is None:
+            continue
+        for index, model in enumerate(found.models or (None,)):
+            head = (styled(result.host), styled(found.container, CONTAINER_STATES.get(found.container, "red")),
+                    "-" if found.uptime_s is None else f"{found.uptime_s / 60:.0f} min",
+                    styled(str(found.restarts), "yellow") if found.restarts else "0",
+                    found.logs) if index == 0 else ("",) * 5
+            avg = model.metrics.average_ms if model is not None else {}
+            table.add_row(*head, model.name if model is not None else "-", _ms(avg.get("request")),
+                          _ms(avg.get("queue")), _ms(avg.get("compute_infer")))
+    return table
 
 
 def _replicas(found) -> Text:
