@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.serve_records import serve_record
 from tritonops.errors import InputError, TritonopsError
 from tritonops.metrics.figures import ModelFigures
-from tritonops.modes.openai import OpenAI
 from tritonops.planning.bench import (KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload, door_endpoints,
                                       parse_levels, release_key, replica_endpoints)
 from tritonops.planning.bench_results import (BenchSummary, ServerTimes, compare, level_from_aiperf, previous_run,
@@ -69,12 +69,12 @@ def test_replicas_are_reached_where_the_balancer_reaches_them_at_the_ports_their
     host = Host("s1", (), {"ansible_host": "127.0.0.1", "tritonops_replica_address": "172.18.0.4"})
     replicas = [{"index": 0, "gpus": [0], "ports": [18300, 18301, 18302]},
                 {"index": 1, "gpus": [1], "ports": [18310, 18311, 18312]}]
-    assert [(e.name, e.url) for e in replica_endpoints(host, replicas, 8000)] == [
+    assert [(e.name, e.url) for e in replica_endpoints(host, serve_record(replicas=replicas), 8000)] == [
         ("s1-r0", "http://172.18.0.4:18300"), ("s1-r1", "http://172.18.0.4:18310")]
     assert [e.url for e in replica_endpoints(Host("s2", (), {"ansible_host": "fd00::2"}), None, 8000)] == [
         "http://[fd00::2]:8000"]
     # in the openai mode a release records [http, grpc, openai]: requests go to the OpenAI frontend's port
-    assert [e.url for e in replica_endpoints(host, replicas, 8000, OpenAI())] == [
+    assert [e.url for e in replica_endpoints(host, serve_record(replicas=replicas, frontend="openai"), 8000)] == [
         "http://172.18.0.4:18302", "http://172.18.0.4:18312"]
 
 

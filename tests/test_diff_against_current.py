@@ -3,6 +3,9 @@ changes shown, and for each replica whether its container restarts and which fie
 
 import json
 import os
+from pathlib import Path
+
+import pytest
 
 from tests.serve_records import serve_record
 from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
@@ -77,14 +80,19 @@ def serve_args(root, release_arguments):
                       "weights_dirs": [], "deadline_s": 300, "kv_cache_tokens": 0}}
 
 
-def serve_facts(root, args, containers, current_json, current_model_json):
+PROC_NET = Path(__file__).parent / "fixtures" / "proc_net"  # a lab host's socket tables: sshd on :22
+
+
+def serve_facts(root, args, containers, current_json, current_model_json, tcp=None, running=""):
     operation = operation_named("serve_release")
     parsed = operation.Args.model_validate(args)
     logging = logging_digest(parsed.shipping("default"))
     facts = [DirFact(f"{root}/releases", True, ()), FileFact(f"{root}/current", "link", link_target="releases/old"),
              FileFact(f"{root}/current/release.json", "file", text=current_json),
              FileFact(f"{root}/current/model_repository/chat/1/model.json", "file", text=current_model_json),
-             CommandFact(list_deployment("default"), 0, "")]
+             CommandFact(list_deployment("default"), 0, running),
+             FileFact("/proc/net/tcp", "file", text=tcp or (PROC_NET / "lab-host-tcp").read_text()),
+             FileFact("/proc/net/tcp6", "file", text=(PROC_NET / "lab-host-tcp6").read_text())]
     for index, words in containers.items():
         line = " ".join(words).replace("{logging}", logging)
         facts.append(CommandFact(inspect_serving(replica_container("default", index)), 0 if words else 1, line))
@@ -125,3 +133,27 @@ def test_a_replica_already_on_the_release_keeps_running(tmp_path):
     assert step.restarts == (f"replica 0 ({replica_container('default', 0)}) keeps running release {release}: "
                              "nothing it runs changes",
                              f"replica 1 ({replica_container('default', 1)}) restarts: no container yet")
+
+
+def test_a_port_another_process_binds_refuses_the_serve_task_before_anything_stops_in_check_mode_too(tmp_path):
+    """Issue #45 item 16: what the serve program would refuse on the host (a replica's port bound by a process that
+    is none of the deployment's replicas) is refused by the task itself, read-only, so --check says it."""
+    from tritonops.errors import TritonopsError
+
+    old = release_args(tmp_path, "20261201T080000Z")
+    new = release_args(tmp_path, "20261202T080000Z", max_num_seqs=128)
+    current = {"id": "20261201T080000Z-aaaaaaaa", "files": {}, "serve": serve_record(replicas=[
+        {"index": 0, "gpus": [0], "ports": [8000, 8001, 8002]}]).to_release()}
+    # replica 0 runs (its own ports are its own); replica 1 has no container and 8010 has a listener
+    containers = {0: ["20261201T080000Z-aaaaaaaa", "true", "sha256:abc", "0", "{logging}"], 1: []}
+    taken = (PROC_NET / "lab-host-tcp").read_text() + \
+        "   9: 00000000:1F4A 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n"  # :8010
+    held_by_replica_0 = (PROC_NET / "lab-host-tcp").read_text() + \
+        "   9: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n"  # :8000
+    with pytest.raises(TritonopsError, match=r"^refused, nothing stopped: replica 1: port in use: 8010 is bound by "
+                                             r"another process$"):
+        serve_facts(tmp_path, serve_args(tmp_path, new), containers, json.dumps(current),
+                    old["files"]["chat/1/model.json"], tcp=taken, running="tritonops-default\n")
+    step = serve_facts(tmp_path, serve_args(tmp_path, new), containers, json.dumps(current),
+                       old["files"]["chat/1/model.json"], tcp=held_by_replica_0, running="tritonops-default\n")
+    assert len(step.specs) == 2  # :8000 is replica 0's own (Docker publishes it): no refusal

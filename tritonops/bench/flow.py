@@ -228,7 +228,7 @@ def read_fleet(pool: SessionPool, hosts, balancers, deployment: str, model: str,
                 continue
             port = whole_number(host.vars.get("tritonops_http_port", 8000), "tritonops_http_port",
                                 host_where(host, "tritonops_http_port"), minimum=1, maximum=65535)
-            endpoints += replica_endpoints(host, (release.serve or {}).get("replicas"), port, mode)
+            endpoints += replica_endpoints(host, release.serve, port)
     key = _door_key(pool, doors[0]) if through == "balancer" and doors[0].keys_file else None
     return Fleet(deployment, releases, tuple(endpoints), through, model, key, mode)
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
+from tritonops.facts.listeners import TABLES, binds, parse_listeners
 from tritonops.facts.queries import CommandQuery, DirQuery, Facts, FileQuery, Query
 from tritonops.logs.ecs import LOGGER_SOURCE
 from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
@@ -38,6 +39,7 @@ from tritonops.serving.container_commands import inspect_serving, list_deploymen
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
 from tritonops.serving.outcome import serve_outcome
 from tritonops.serving.ray_member import ray_member
+from tritonops.serving.replica_rollout import ContainerFact, HostFacts, plan_rollout
 from tritonops.serving.verdict import KV_PATTERNS
 from tritonops.transport.base import Transport
 from tritonops.values.containers import replica_container, replica_label
@@ -217,6 +219,7 @@ class ServeOperation:
         current = posixpath.join(args.release.root, "current")
         return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
                 CommandQuery(list_deployment(args.deployment)), FileQuery(current),
+                *(FileQuery(table, content=True) for table in TABLES),  # who listens on the replicas' ports
                 # what the serving release holds, for --diff's why a replica restarts
                 FileQuery(posixpath.join(current, RELEASE_FILE), content=True),
                 *(FileQuery(posixpath.join(current, REPOSITORY_DIR, path), content=True)
@@ -245,9 +248,43 @@ class ServeOperation:
         if (args.serve.cluster is None and all(serving(r) for r in replicas) and not surplus
                 and current.kind == "link" and current.link_target == f"releases/{release}"):
             return
+        refused = _refusals(args, facts, release, listed.stdout.split() if listed.ok else [])
+        if refused:  # in --check too: what the real run would refuse, said before anything changes
+            raise TritonopsError("refused, nothing stopped: " + "; ".join(refused))
         step = serve_step(args.release.root, args.deployment, release, args.release.image_id, args.serve, args,
                           gpu_processes=args.gpu_processes)
         yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging)))
+
+
+def _refusals(args: ServeArgs, facts: Facts, release: str, running: list[str]) -> tuple[str, ...]:
+    """Why the rollout cannot start (serving.replica_rollout's refusals): a port of a replica that is not running
+    bound by a process that is none of the deployment's running replicas (read from the kernel's socket tables).
+    A GPU another process holds is refused by the serve program on the host (it tells a replica's processes apart)."""
+    texts = [facts.file(table).text for table in TABLES]
+    serving = _current_serve(args, facts)
+    if any(text is None for text in texts) or (running and serving is None):
+        return ()  # who holds what is not known here: the serve program checks on the host
+    ours = {port for r in (serving.replicas if serving else ()) if r.container(args.deployment) in running
+            for port in r.ports}
+    listeners = frozenset().union(*(parse_listeners(text) for text in texts))
+    held = frozenset(port for r in args.serve.replicas for port in r.ports if port not in ours
+                     and any(binds(listener, args.bind_address, port) for listener in listeners))
+    containers = {}
+    for r in args.serve.replicas:
+        words = facts.command(_inspect(args.deployment, r.index)).stdout.split()
+        if len(words) == 5:
+            containers[r.container(args.deployment)] = ContainerFact(words[0] or None, words[1] == "true")
+    plan = plan_rollout(args.deployment, release, args.serve, HostFacts(containers, held_ports=held))
+    return plan.refusals
+
+
+def _current_serve(args: ServeArgs, facts: Facts) -> ServeRecord | None:
+    """The serve record of the release `current` names (None: none, or not one tritonops can read)."""
+    try:
+        document = json.loads(facts.file(posixpath.join(args.release.root, "current", RELEASE_FILE)).text or "")
+        return ServeRecord.from_release(document["serve"], host_ports=settings_ports(args.model_dump()))
+    except (ValueError, KeyError, TypeError, ServeRecordError):
+        return None
 
 
 def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logging: str) -> list[str]:

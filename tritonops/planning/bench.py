@@ -21,8 +21,7 @@ from tritonops.errors import InputError
 from tritonops.planning.balancer import TLS_VAR, balancers_among, door, replica_address, _address
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import host_where
-from tritonops.modes.base import ServingMode
-from tritonops.modes.kserve import KSERVE
+from tritonops.planning.serve_record import ServeRecord
 
 DOOR_ADDRESS_VAR = "tritonops_door_address"  # where clients reach a balancer's door (default: its ansible_host)
 MODES = ("kserve", "openai")  # the serving modes (tritonops/modes): read from the current release
@@ -129,17 +128,15 @@ def door_endpoints(hosts: Iterable[Any], deployment: str) -> list[Endpoint]:
     return found
 
 
-def replica_endpoints(host: Any, release_replicas: Iterable[Mapping[str, Any]] | None,
-                      http_port: int, mode: ServingMode = KSERVE) -> list[Endpoint]:
-    """A serving host's replicas as its current release placed them ([{index, gpus, ports}], in the mode's port
-    order), each at the port its mode serves requests on; a release made before replicas: the host's own HTTP
-    port."""
+def replica_endpoints(host: Any, serve: ServeRecord | None, http_port: int) -> list[Endpoint]:
+    """A serving host's replicas as its current release placed them, each at the port its serving mode serves
+    requests on; a release that recorded no serve settings: the host's own HTTP port."""
     address = _url_host(replica_address(host))
-    replicas = list(release_replicas or ())
-    if not replicas:
+    if serve is None or not serve.replicas:
         return [Endpoint(host.name, host.name, f"http://{address}:{http_port}")]
-    return [Endpoint(f"{host.name}-r{int(r['index'])}", host.name,
-                     f"http://{address}:{int(mode.endpoints(r['ports'])[mode.http_door_role])}") for r in replicas]
+    mode = serve.mode
+    return [Endpoint(f"{host.name}-r{r.index}", host.name,
+                     f"http://{address}:{mode.endpoints(r.ports)[mode.http_door_role]}") for r in serve.replicas]
 
 
 def _url_host(address: str) -> str:

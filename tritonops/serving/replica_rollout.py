@@ -137,7 +137,7 @@ def _replica(deployment: str, release: str, replica: ReplicaRecord, facts: HostF
         if release not in facts.passed:  # found running with no passed gate on record (its run was cut off)
             steps += (Step("record_gate", name, release=release),)
         return ReplicaPlan(replica.index, "unchanged", steps)
-    refusal = _refusal(replica, found, facts)
+    refusal = _refusal(replica, facts)
     if refusal:
         return ReplicaPlan(replica.index, "refused", refusal=refusal)
     previous = found.release if found is not None else None
@@ -185,12 +185,12 @@ def _cleared(name: str | None, facts: HostFacts) -> tuple[Step, ...]:
     return (Step("remove", name),) if name is not None and name in facts.containers else ()
 
 
-def _refusal(replica: ReplicaRecord, found: ContainerFact | None, facts: HostFacts) -> str | None:
+def _refusal(replica: ReplicaRecord, facts: HostFacts) -> str | None:
     held = sorted(set(replica.gpus) & facts.held_gpus)
     if held:
         return "GPU busy: " + ", ".join(f"GPU {gpu} is held by another process" for gpu in held)
-    bound = sorted(set(replica.ports) & facts.held_ports)
-    if bound and not (found is not None and found.running):
+    bound = sorted(set(replica.ports) & facts.held_ports)  # its own container's ports are not among them
+    if bound:
         return "port in use: " + ", ".join(f"{port} is bound by another process" for port in bound)
     return None
 
