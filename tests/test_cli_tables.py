@@ -214,3 +214,34 @@ def test_lock_release_prints_its_table_from_the_command_line(capsys, tmp_path):
     code = main(["lock", "release", "-i", str(path), "--force", "dave@ctl", "--audit-log", "none"])
     out = capsys.readouterr().out
     assert code == 0 and "LOCK RELEASE" in out and "not locked: nothing to release" in out
+
+
+# --- -v and -vv (issue #45 item 3) --------------------------------------------------------------------------------
+
+def test_minus_v_in_check_mode_says_each_step_the_task_would_carry_out():
+    from tritonops.cli.cmd_deploy import _Progress
+    from tritonops.cli.output import Output
+    from tritonops.playbook.events import HostDone
+    from tritonops.playbook.host_task import TaskOutcome
+
+    def progress(verbosity: int) -> str:
+        err = io.StringIO()
+        done = HostResult("gpu1", "changed", "would start tritonops-chat", TaskOutcome(
+            "serve_release", steps=("start tritonops-chat on release r2 (GPUs [0]) and gate it",), check=True),
+            task="serve")
+        _Progress(Output(verbosity=verbosity, file=io.StringIO(), err_file=err))(HostDone("deploy", done))
+        return err.getvalue()
+
+    assert "would start tritonops-chat on release r2 (GPUs [0]) and gate it" in progress(1)
+    assert "on release r2" not in progress(0)
+
+
+def test_minus_vv_shows_a_host_programs_json_answer_a_field_a_line():
+    from tritonops.cli.cmd_deploy import output_lines
+
+    answer = json.dumps({"status": "switched", "release": "r2", "replicas": [{"name": None, "log": ["x" * 300] * 40}]})
+    assert len(answer) > 4000  # what -vv printed as one line
+    shown = output_lines(answer)
+    assert shown[0] == "{" and '  "status": "switched",' in shown and len(shown) > 40
+    assert all(len(row) <= 200 for row in shown) and any(row.endswith("…") for row in shown)
+    assert output_lines("line one\nline two\n") == ["line one", "line two"]

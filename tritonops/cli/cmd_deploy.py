@@ -210,21 +210,39 @@ class _Progress:
             self._steps(event.result)
 
     def _steps(self, result) -> None:
-        """-v: each step the task carried out (its command) and its time; -vv: what it printed too."""
+        """-v: each step the task carried out (its command) and its time, in --check each step it would carry out;
+        -vv: what each printed too, a line per line (a JSON answer, a line per field)."""
         from tritonops.playbook.host_task import TaskOutcome
 
         if self.out.verbosity < 1 or not isinstance(result.payload, TaskOutcome):
             return
+        if result.payload.check:
+            for step in result.payload.steps:
+                self.out.info(line(styled("    would ", "dim"), step))
         for run in result.payload.runs:
             self.out.info(line(styled(f"    {run.seconds:6.2f}s ", "dim"), run.said))
             if self.out.verbosity >= 2 and run.output:
-                for text in run.output.splitlines():
+                for text in output_lines(run.output):
                     self.out.info(line(styled(f"           | {text}", "dim")))
 
     def _line(self, phase: str, result) -> None:
         prefix = f"{phase:<6} " if phase else "  "
         self.out.info(line(prefix, styled(f"{result.host}", "bold"), " ", status_text(result.status),
                            f" {result.elapsed_s:.1f}s ", result.msg))
+
+
+def output_lines(output: str, width: int = 200) -> list[str]:
+    """What a step printed, for -vv: its lines; a JSON document (a host program's answer) a line per field, nested
+    fields indented; each line cut at `width` characters."""
+    import json
+
+    text = output.strip()
+    if text.startswith("{"):
+        try:
+            text = json.dumps(json.loads(text), indent=2)
+        except ValueError:
+            pass
+    return [row if len(row) <= width else row[:width - 1] + "…" for row in text.splitlines()]
 
 
 def _print_report(out, report, args, title: str = "DEPLOY RECAP") -> None:
