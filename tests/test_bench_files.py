@@ -56,3 +56,23 @@ def test_without_aiperf_the_error_says_how_to_install_it_in_one_line(tmp_path, m
     script.write_text("#!/bin/sh\n")
     with pytest.raises(AiperfMissing, match="not aiperf's console script"):
         aiperf_command()
+
+
+def test_without_matplotlib_the_bench_stops_before_aiperf_runs_and_says_how_to_get_it(tmp_path, monkeypatch):
+    """Issue #45 item 5: installed without the [bench] extra, the bench ran aiperf to the end and then crashed
+    on `import matplotlib`."""
+    import sys
+
+    from tritonops.bench.flow import BenchRequest, run_bench
+    from tritonops.errors import InputError
+    from tritonops.planning.bench import Workload
+    from tritonops.reading.sessions import ReadOptions
+
+    script = tmp_path / "aiperf"
+    script.write_text("#!/opt/aiperf/bin/python3\nfrom aiperf.cli import app\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("TRITONOPS_AIPERF", str(script))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what Python's import system holds when it is absent
+    request = BenchRequest(Workload(model="", concurrency=(1,)), None, None)
+    with pytest.raises(InputError, match=r"plots need matplotlib.*pip install 'tritonops\[bench\]'.*--no-plots"):
+        run_bench(None, ReadOptions(), request, root=tmp_path)

@@ -16,7 +16,7 @@ from tritonops.metrics.figures import ModelFigures
 from tritonops.planning.bench import (KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload, door_endpoints,
                                       parse_levels, release_key, replica_endpoints)
 from tritonops.planning.bench_results import (BenchSummary, ServerTimes, compare, level_from_aiperf, previous_run,
-                                              server_times, summary_from_json)
+                                              server_times, summary_from_json, workload_said)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "aiperf"
 
@@ -158,8 +158,9 @@ def test_server_times_are_the_differences_over_the_level_not_the_averages_since_
     assert server_times([], after, "m") is None
 
 
-def summary(release: str, started: str, levels, through: str = "balancer") -> BenchSummary:
-    return BenchSummary("dep", release, "vllm_model", through, ("door-1",), {}, tuple(levels), started, "0.13.0")
+def summary(release: str, started: str, levels, through: str = "balancer", tokens=(128, 128)) -> BenchSummary:
+    return BenchSummary("dep", release, "vllm_model", through, ("door-1",),
+                        {"input_tokens": tokens[0], "output_tokens": tokens[1]}, tuple(levels), started, "0.13.0")
 
 
 def test_a_slower_release_is_flagged_where_it_got_worse_and_nowhere_else():
@@ -190,6 +191,10 @@ def test_the_previous_run_is_the_newest_comparable_one_of_another_release():
     assert previous_run([first, direct], summary("r2", "x", [level4], through="replicas")) is None  # no level shared
     assert previous_run([first, direct, again, now], now, "r1") is again
     assert previous_run([now], now) is None
+    # another workload is another measurement (issue #45 item 5: a 16/32-token run flagged against a 128/128 one)
+    short = summary("r1", "2026-12-02T15:07:00Z", [level1, level4], tokens=(16, 32))
+    assert previous_run([first, short], now) is first and previous_run([short], now) is None
+    assert workload_said(short) == "vllm_model through balancer, 16 tokens in / 32 out"
 
 
 def test_a_kept_summary_reads_back_as_it_was_written():

@@ -10,6 +10,7 @@ through SSH, reading/metrics.py) are read before and after each level for Triton
 
 from __future__ import annotations
 
+import importlib.util
 import time
 import urllib.error
 import urllib.request
@@ -86,6 +87,9 @@ def run_bench(inputs: RunInputs, options: ReadOptions, request: BenchRequest,
               root: Path | None = None) -> BenchReport:
     workload = check_workload(request.workload)
     aiperf = aiperf_command()  # before any host is contacted: a missing aiperf is said at once
+    if request.plots and importlib.util.find_spec("matplotlib") is None:  # before aiperf runs, not after
+        raise InputError("the bench's plots need matplotlib, which is not installed: pip install 'tritonops[bench]'"
+                         " (or bench with --no-plots)", "--no-plots")
     root = root or store.bench_root()
     hosts = list(inputs.hosts)
     if not hosts:

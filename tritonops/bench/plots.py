@@ -5,9 +5,10 @@ dashed with square markers, named in the legend."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-from tritonops.planning.bench_results import BenchSummary
+from tritonops.planning.bench_results import BenchSummary, workload_said
 
 NOW = {"linestyle": "-", "marker": "o", "color": "#1f77b4"}
 BEFORE = {"linestyle": "--", "marker": "s", "color": "#d62728"}
@@ -20,11 +21,15 @@ def write_plots(folder: Path, summary: BenchSummary, other: BenchSummary | None 
     from matplotlib import pyplot
 
     runs = [(summary, NOW)] + ([(other, BEFORE)] if other is not None else [])
-    role = {id(summary): "this run", id(other): "compared"}
+    role = {id(summary): "this run", id(other): f"compared: {short_release(other.release)}" if other else ""}
     written = []
+    # the whole release names (through a door, every host's: A+B+C) under the axes, never in the legend
+    footer = "\n".join(textwrap.fill(f"{'this run' if run is summary else 'compared'}: release {run.release}", 110)
+                       for run, _ in runs)
 
     def save(figure, name: str) -> None:
-        figure.tight_layout()
+        figure.text(0.01, 0.01, footer, fontsize=7, color="#555555", va="bottom", ha="left")
+        figure.tight_layout(rect=(0, 0.04 + 0.035 * footer.count("\n"), 1, 1))
         path = folder / name
         figure.savefig(path, dpi=110)
         pyplot.close(figure)
@@ -35,9 +40,9 @@ def write_plots(folder: Path, summary: BenchSummary, other: BenchSummary | None 
         return [x for x, _ in points], [y for _, y in points]
 
     def label(run: BenchSummary, what: str = "") -> str:
-        return f"release {run.release} ({role[id(run)]}){' ' + what if what else ''}"
+        return f"{role[id(run)]}{' ' + what if what else ''}"
 
-    title = f"{summary.deployment} / {summary.model} through {summary.through}"
+    title = f"{summary.deployment}: {workload_said(summary)}"
     figure, axes = pyplot.subplots(figsize=(7, 4.5))
     for run, style in runs:
         axes.plot(*levels(run, "output_tokens_per_s"), label=label(run), **style)
@@ -76,6 +81,13 @@ def write_plots(folder: Path, summary: BenchSummary, other: BenchSummary | None 
     axes.legend()
     save(figure, "latency_throughput.png")
     return written
+
+
+def short_release(release: str) -> str:
+    """A release as a legend names it: its id, or for a door's several hosts (A+B+C) the first id and how many
+    more."""
+    ids = release.split("+")
+    return ids[0] if len(ids) == 1 else f"{ids[0]} +{len(ids) - 1}"
 
 
 def _concurrency_axis(axes, summary: BenchSummary) -> None:

@@ -81,7 +81,10 @@ def run(args, out) -> int:
         return code
     out.print(_table(report))
     if report.comparison is None and request.compare_to:
-        out.print(f"compared with: nothing (no other release of {report.summary.deployment} benched this way yet)")
+        from tritonops.planning.bench_results import workload_said
+
+        out.print(f"compared with: nothing (no other release of {report.summary.deployment} benched so yet: "
+                  f"{workload_said(report.summary)})")
     elif report.comparison is not None:
         worse = report.comparison.regressions
         out.print(f"compared with release {report.comparison.against}: "

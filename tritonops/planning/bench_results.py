@@ -188,12 +188,24 @@ def compare(now: BenchSummary, before: BenchSummary, threshold: float = DEFAULT_
     return Comparison(now.release, before.release, threshold, tuple(changes))
 
 
+WORKLOAD_SHAPE = ("input_tokens", "output_tokens", "request_rate")  # two runs are compared only when these match
+
+
 def comparable(run: BenchSummary, other: BenchSummary) -> bool:
     """Whether two runs measured the same thing: the same model in the same serving mode, the same way in (the
-    door, or the replicas), at least one concurrency level in common."""
+    door, or the replicas), the same workload (tokens in and out per request, request rate), at least one
+    concurrency level in common."""
     return (run.model == other.model and run.through == other.through
             and run.workload.get("mode", "kserve") == other.workload.get("mode", "kserve")
+            and all(run.workload.get(key) == other.workload.get(key) for key in WORKLOAD_SHAPE)
             and bool({level.concurrency for level in run.levels} & {level.concurrency for level in other.levels}))
+
+
+def workload_said(run: BenchSummary) -> str:
+    """The workload in a few words: what a run is compared on."""
+    rate = run.workload.get("request_rate")
+    return (f"{run.model} through {run.through}, {run.workload.get('input_tokens', '?')} tokens in / "
+            f"{run.workload.get('output_tokens', '?')} out" + (f", {rate} requests/s" if rate else ""))
 
 
 def previous_run(runs: Iterable[BenchSummary], now: BenchSummary, release: str | None = None) -> BenchSummary | None:
