@@ -56,8 +56,8 @@ def test_the_production_container_publishes_the_openai_port_and_runs_the_fronten
 
 def test_check_diff_shows_the_frontends_command_line():
     step = serve_step("/opt/tritonops/chat", "chat", "r1", "sha256:img", serve_record(**SERVE), ContainerSettings())
-    said = step.diff_text()
-    assert said.startswith("tritonops-chat would run on release r1:\n  docker run --detach --name tritonops-chat ")
+    (said,) = step.details()  # -v shows it (issue #45 item 1: --diff says only what changes and why)
+    assert said.startswith("tritonops-chat on release r1: docker run --detach --name tritonops-chat ")
     assert said.rstrip().endswith(
         "python3 /opt/tritonserver/python/openai/openai_frontend/main.py --model-repository "
         f"{REPO} --tokenizer {WEIGHTS} --openai-port 9000 --enable-kserve-frontends --kserve-http-port 8000 "
@@ -288,6 +288,6 @@ def test_a_check_run_with_diff_of_the_serve_task_shows_the_frontends_command_lin
     done = run_host_task(session, serve_release, [args], check=True, diff=True)
     assert done.status == "changed" and done.msg.startswith("would start tritonops-tritonops-test-openai-check")
     assert "python3 /opt/tritonserver/python/openai/openai_frontend/main.py --model-repository " \
-           f"{root}/releases/" in done.diff
-    assert f"--tokenizer {WEIGHTS} --openai-port 9000 --enable-kserve-frontends" in done.diff
+           f"{root}/releases/" in "".join(done.payload.details)
+    assert f"--tokenizer {WEIGHTS} --openai-port 9000 --enable-kserve-frontends" in done.payload.details[0]
     assert not (tmp_path / "chat").exists()

@@ -219,6 +219,8 @@ class _Progress:
         if result.payload.check:
             for step in result.payload.steps:
                 self.out.info(line(styled("    would ", "dim"), step))
+        for detail in result.payload.details:  # what a step starts, whole (a replica's docker run)
+            self.out.info(line(styled("    runs ", "dim"), detail))
         for run in result.payload.runs:
             self.out.info(line(styled(f"    {run.seconds:6.2f}s ", "dim"), run.said))
             if self.out.verbosity >= 2 and run.output:

@@ -167,11 +167,13 @@ class ServeStep:
         return f"start release {self.spec.release} on {len(self.specs)} replicas one at a time and gate each: {each}"
 
     def diff_text(self) -> str:
-        """For --diff: per replica, whether its container restarts and why, then each container as it would start
-        (its `docker run`, the server's command line last)."""
-        return "".join(f"{line}\n" for line in self.restarts) + \
-            "".join(f"{spec.container} would run on release {spec.release}:\n  {shlex.join(run_argv(spec))}\n"
-                    for spec in self.specs)
+        """For --diff: per replica, whether its container restarts and why."""
+        return "".join(f"{line}\n" for line in self.restarts)
+
+    def details(self) -> tuple[str, ...]:
+        """For -v: each container as it starts (its `docker run`, the server's command line last)."""
+        return tuple(f"{spec.container} on release {spec.release}: {shlex.join(run_argv(spec))}"
+                     for spec in self.specs)
 
     def run_on(self, transport: Transport) -> Learned:
         stepped, learned = self._run(transport, self.payload)

@@ -51,6 +51,7 @@ class TaskOutcome:
     check: bool = False
     outcomes: tuple[object, ...] = ()
     runs: tuple[StepRun, ...] = ()   # the steps carried out (none in check mode), for -v and -vv
+    details: tuple[str, ...] = ()    # for -v: what the steps start, in full (a replica's `docker run`)
 
     def outcome(self, kind: type):
         """The last outcome of that type, or None."""
@@ -81,6 +82,7 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     diffs: list[str] = []
     learned: list[object] = []
     runs: list[StepRun] = []
+    details: list[str] = []
     for args in args_list:
         queries = list(operation.facts(args))
         prefetched = session.extras.get(PREFETCH)
@@ -91,6 +93,7 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
             diffs.append(file_diffs(session.transport, steps, facts))
         for step in steps:
             said = step.describe()
+            details += step.details() if hasattr(step, "details") else ()
             if not check:
                 session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
                 started = time.monotonic()
@@ -111,7 +114,7 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     if hasattr(operation, "message"):  # an operation that says something of its own (debug)
         msg = "; ".join(filter(None, [*(operation.message(args) for args in args_list), msg]))
     return HostResult(session.name, status, msg,
-                      TaskOutcome(operation.name, tuple(done), check, tuple(learned), tuple(runs)),
+                      TaskOutcome(operation.name, tuple(done), check, tuple(learned), tuple(runs), tuple(details)),
                       "".join(diffs) or None)
 
 
