@@ -180,3 +180,23 @@ def test_plan_behind_a_balancer_binds_each_host_privately_and_refuses_one_withou
     assert out["results"][0]["payload"]["bind"] == "10.0.0.3"
     assert main(["plan", "-i", str(inventory), "--facts", str(facts), "--limit", "inside"]) == 0
     assert "binds to: 10.0.0.3" in capsys.readouterr().out
+
+
+def test_plan_names_the_files_and_shows_them_with_files_each_text_once(tmp_path, capsys):
+    """Issue #45 item 1: `plan` printed the same config.pbtxt and model.json for every host (345 lines for the
+    lab's three)."""
+    inventory = tmp_path / "lab.yml"
+    inventory.write_text("all:\n  hosts:\n    a: {ansible_host: 127.0.0.3}\n    b: {ansible_host: 127.0.0.4}\n"
+                         "  vars: {tritonops_model: Qwen/Qwen2.5-7B-Instruct}\n")
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=tuple(
+        HostProbe(host=name, status="ok", facts=host_facts(8)) for name in ("a", "b"))))))
+    assert main(["plan", "-i", str(inventory), "--facts", str(facts)]) == 0
+    names = capsys.readouterr().out
+    assert names.count("files: vllm_model/config.pbtxt, vllm_model/1/model.json (--files shows them)") == 2
+    assert 'backend: "vllm"' not in names
+    assert main(["plan", "-i", str(inventory), "--facts", str(facts), "--files"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.count('backend: "vllm"') == 1 and shown.count('"max_num_seqs"') == 1  # the same text: once
+    assert "--- vllm_model/config.pbtxt: the same as a's" in shown and "--- vllm_model/1/model.json: the same as a's" \
+        in shown

@@ -41,6 +41,9 @@ def register(subparsers, common) -> None:
     parser.add_argument("--facts", type=Path, metavar="FILE",
                         help="a saved `tritonops probe --json` report instead of probing")
     parser.add_argument("--no-metrics", action="store_true", help="leave REPORT_CUSTOM_METRICS out")
+    parser.add_argument("--files", action="store_true",
+                        help="show each file the deploy would write (model.json, config.pbtxt); a file the same as "
+                             "an earlier host's is named, not shown again (by default: their names)")
     add_extra_vars_option(parser, "extra variables, as deploy takes them (highest precedence; repeatable)")
     add_host_key_option(parser)
     add_engine_options(parser)
@@ -75,8 +78,9 @@ def run(args, out) -> int:
 
         out.json(document("plan", results, payload=lambda result: _host_json(result.payload)))
     else:
+        shown: dict[tuple[str, str], str] = {}  # (path, text) -> the first host it was shown for
         for result in results:
-            _print_host(out, result.payload)
+            _print_host(out, result.payload, shown if args.files else None)
     return exit_code_of(result.status for result in results)
 
 
@@ -107,7 +111,9 @@ def cluster_line(cluster, host: str) -> str:
             f"{cluster.tensor_parallel_size} on each): this host is {role}, stage {me.stage + 1}; {stages}")
 
 
-def _print_host(out, hp: HostDeployPlan) -> None:
+def _print_host(out, hp: HostDeployPlan, shown: dict[tuple[str, str], str] | None = None) -> None:
+    """A host's plan; its files whole when `shown` is given (those shown for an earlier host only named), else
+    their names."""
     from tritonops.planning.gpu_choice import describe
 
     out.print(styled(f"\n== {hp.host}", "bold"))
@@ -130,6 +136,14 @@ def _print_host(out, hp: HostDeployPlan) -> None:
         out.print(line(styled("idle:", "bold"), " ", f"GPU {','.join(map(str, hp.placement.idle))}"))
     for note in hp.notes:
         out.print(line(styled("note:", "yellow"), " ", note))
+    if shown is None:
+        if hp.files:
+            out.print(line(styled("files:", "bold"), " ", ", ".join(hp.files), styled(" (--files shows them)", "dim")))
+        return
     for path, text in hp.files.items():
+        if (path, text) in shown:
+            out.print(styled(f"--- {path}: the same as {shown[(path, text)]}'s", "dim"))
+            continue
+        shown[(path, text)] = hp.host
         out.print(styled(f"--- {path}", "dim"))
         out.print(styled(text.rstrip("\n")))
