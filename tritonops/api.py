@@ -171,10 +171,11 @@ def status(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, v
 
 def run_inputs(shipped: str, playbook: str | None = None, roles_path: Sequence[str] = (), inventory=None, hosts=None,
                vars=None, limit: str | None = None, extra_vars: Mapping[str, Any] | None = None,
-               ansible=None) -> RunInputs:
+               ansible=None, defaults: Mapping[str, Any] | None = None) -> RunInputs:
     """A run's inputs, read once (playbook.inputs.RunInputs), for the CLI's commands and this module's: the playbook
     (`playbook`, else ./playbooks/`shipped` of a project of one's own, else the shipped one) with its roles (beside
-    it, then `roles_path`, then the shipped ones), the hosts, `limit` and `extra_vars`."""
+    it, then `roles_path`, then the shipped ones), the hosts, `limit` and `extra_vars`; `defaults`: variables under
+    the inventory's (the command line's -u, --private-key, -b)."""
     from tritonops.playbook.inputs import load_run_inputs, run_inputs_of
     from tritonops.playbook.shipped import playbook_path, roles_path as shipped_roles
 
@@ -183,7 +184,7 @@ def run_inputs(shipped: str, playbook: str | None = None, roles_path: Sequence[s
     extra = dict(extra_vars or {})
     if hosts is None and inventory is not None and not vars:
         return load_run_inputs(path, _paths(inventory), roles_path=roles, limit=limit, extra_vars=extra,
-                               ansible=ansible)
+                               ansible=ansible, defaults=defaults)
     return run_inputs_of(path, _inventory(inventory, hosts, vars, extra), roles_path=roles, limit=limit,
                          extra_vars=extra)
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.engine_options import add_engine_options, request_from_args
 from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
-from tritonops.cli.selection import (add_extra_vars_option, add_host_key_option, become_vars, inventory_paths,
-                                     inventory_reading)
+from tritonops.cli.selection import (add_extra_vars_option, add_host_key_option, become_vars, connection_defaults,
+                                     inventory_paths, inventory_reading)
 from tritonops.exit_codes import exit_code_of
 from tritonops.values.names import safe_name
 
@@ -80,7 +80,7 @@ def run_inputs(args, playbook: str, more_vars: dict | None = None):
     return api_run_inputs("", playbook=playbook, roles_path=tuple(getattr(args, "roles_path", ())),
                           inventory=inventory_paths(args.inventory), limit=args.limit,
                           extra_vars={**parse_extra_vars(args.extra_vars), **(more_vars or {}), **become_vars(args)},
-                          ansible=inventory_reading(args))
+                          ansible=inventory_reading(args), defaults=connection_defaults(args))
 
 
 def reading_inputs(args):

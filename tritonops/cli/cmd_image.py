@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import status_text
-from tritonops.cli.selection import add_host_key_option, become_vars, inventory_paths, inventory_reading, selected_hosts
+from tritonops.cli.selection import (add_host_key_option, become_vars, connection_defaults, inventory_paths,
+                                      inventory_reading, selected_hosts)
 from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.errors import InputError
 from tritonops.image.ids import short_image_id
@@ -39,7 +40,7 @@ def run_build(args, out) -> int:
     from tritonops.planning.balancer import serving_hosts
 
     inventory = load_inventory(inventory_paths(args.inventory), extra_vars=become_vars(args),
-                               ansible=inventory_reading(args))
+                               defaults=connection_defaults(args), ansible=inventory_reading(args))
     hosts = serving_hosts(inventory.select(args.limit))
     if not hosts:
         raise InputError(f"no host matches {args.limit!r}", "--limit")

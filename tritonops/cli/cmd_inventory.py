@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.output import styled
-from tritonops.cli.selection import add_extra_vars_option, inventory_paths, inventory_reading
+from tritonops.cli.selection import add_extra_vars_option, connection_defaults, inventory_paths, inventory_reading
 from tritonops.redact import SecretText, is_secret_name, redact_text, redact_value
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def run(args, out) -> int:
     from tritonops.inventory import load_inventory
 
     inventory = load_inventory(inventory_paths(args.inventory), extra_vars=_extra_vars(args.extra_vars),
-                               ansible=inventory_reading(args))
+                               defaults=connection_defaults(args), ansible=inventory_reading(args))
     for warning in inventory.warnings:
         out.info(f"warning: {warning}")
     if args.host:

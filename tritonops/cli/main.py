@@ -22,7 +22,7 @@ import sys
 
 from tritonops import __version__
 from tritonops.cli.commands import COMMANDS
-from tritonops.cli.selection import add_inventory_source_options
+from tritonops.cli.selection import add_connection_options, add_inventory_source_options, apply_ansible_config
 from tritonops.errors import TritonopsError
 from tritonops.exit_codes import ExitCode
 
@@ -44,12 +44,13 @@ def _global_options(suppress_defaults: bool) -> argparse.ArgumentParser:
                         help="inventory file or folder (repeatable)")
     parent.add_argument("--limit", "-l", default=default(None), metavar="PATTERN",
                         help="Ansible host pattern: group, host, a:b, a:&b, a:!b, wildcards")
-    parent.add_argument("--forks", "-f", type=int, default=default(10), metavar="N",
-                        help="hosts worked on at once (default 10)")
+    parent.add_argument("--forks", "-f", type=int, default=default(None), metavar="N",
+                        help="hosts worked on at once (default: ansible.cfg's forks, else 10)")
     parent.add_argument("--json", action="store_true", default=default(False),
                         help="machine-readable output")
     parent.add_argument("-v", "--verbose", action="count", default=default(0))
     add_inventory_source_options(parent, default)
+    add_connection_options(parent, default)
     return parent
 
 
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return ExitCode.BAD_INPUT
     try:
+        apply_ansible_config(args)
         return args.run(args, out)
     except TritonopsError as err:
         out.error(str(err))

@@ -62,13 +62,14 @@ class RunInputs:
 
 def load_run_inputs(playbook_path: str, inventory_paths: Sequence[str], *, roles_path: Sequence[str] = (),
                     limit: str | None = None, extra_vars: Mapping[str, Any] | None = None,
-                    ssh_config_file: str | None = None, ansible: AnsibleOptions | None = None) -> RunInputs:
+                    ssh_config_file: str | None = None, ansible: AnsibleOptions | None = None,
+                    defaults: Mapping[str, Any] | None = None) -> RunInputs:
     """Every static mistake (playbook, roles, inventory, -e, --limit) raises here, before any host is
-    contacted."""
+    contacted. `defaults`: variables under the inventory's (the command line's connection settings)."""
     playbook = load_playbook(playbook_path, roles_path=roles_path)
     extra_vars = dict(extra_vars or {})
     loaded = load_inventory(list(inventory_paths), ssh_config_file=ssh_config_file, extra_vars=extra_vars,
-                            ansible=ansible)
+                            ansible=ansible, defaults=defaults)
     return _run_inputs(playbook, loaded, tuple(inventory_paths), limit, extra_vars)
 
 
