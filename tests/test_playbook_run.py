@@ -206,3 +206,43 @@ def test_handlers_run_after_every_task_of_the_play(first):
     h1 = [result.task for result in run.results if result.host == "h1"]
     assert h1[-1] == "restart app" and h1.count("restart app") == 1
     assert (tmp_path / "h1/app/restarted.txt").read_text() == "one\n"
+
+
+# --- --start-at-task and --step (issue #45 item 7) --------------------------------------------------------------
+
+def tasks_run(run) -> list[str]:
+    return list(dict.fromkeys(result.task for result in run.results))
+
+
+def test_start_at_task_leaves_out_the_tasks_before_the_first_it_names_across_plays(tmp_path):
+    run = play(tmp_path, start_at_task="play marker")
+    assert run.ok and tasks_run(run) == ["play marker", "db marker"]  # the role's tasks before it are not run
+    assert not (tmp_path / "h1" / "app" / "config.txt").exists() and (tmp_path / "h3" / "db.txt").exists()
+    # a glob, against the name or "role : name"
+    assert tasks_run(play(tmp_path / "b", start_at_task="app : current*"))[0] == "current link"
+    from tritonops.errors import InputError
+    with pytest.raises(InputError, match=r"^--start-at-task: no task of .*site.yml is named 'no such task'$"):
+        play(tmp_path, start_at_task="no such task")
+
+
+def test_step_asks_before_each_task_no_skips_it_continue_stops_asking(tmp_path):
+    from argparse import Namespace
+
+    from tritonops.cli.cmd_deploy import step_options
+
+    asked, answers = [], iter(["", "maybe", "y", "c"])  # no (the default), a word it does not take, yes, continue
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        return next(answers)
+
+    confirm = step_options(Namespace(step=True, start_at_task=None), ask=ask)["step"]
+    inputs = load_run_inputs(str(SITE / "site.yml"), [str(SITE / "inventory.yml")], extra_vars={"root": str(tmp_path)})
+    compiled = compile_playbook(inputs)
+    with SessionPool(compiled.connections, forks=4) as pool:
+        run = run_playbook(compiled, pool, confirm=confirm)
+    assert asked[:3] == ["Perform task: app folder (N)o/(y)es/(c)ontinue: ",
+                         "Perform task: config (N)o/(y)es/(c)ontinue: ",
+                         "Perform task: config (N)o/(y)es/(c)ontinue: "]
+    assert len(asked) == 4  # "c" on the third task: the rest run unasked
+    assert "app folder" not in tasks_run(run) and tasks_run(run)[:2] == ["config", "layers"]

@@ -14,6 +14,7 @@ from tritonops.cli.engine_options import add_engine_options, request_from_args
 from tritonops.cli.output import STATUS_STYLE, line, status_text, styled
 from tritonops.cli.selection import (add_extra_vars_option, add_host_key_option, become_vars, connection_defaults,
                                      inventory_paths, inventory_reading)
+from tritonops.errors import InputError
 from tritonops.exit_codes import exit_code_of
 from tritonops.values.names import safe_name
 
@@ -63,6 +64,37 @@ def add_play_options(parser) -> None:
     parser.add_argument("--diff", "-D", action="store_true", help="show every file written (or that would be)")
     parser.add_argument("--tags", "-t", action="append", default=[], metavar="TAGS", help="only tasks with these tags")
     parser.add_argument("--skip-tags", action="append", default=[], metavar="TAGS", help="not tasks with these tags")
+    parser.add_argument("--start-at-task", metavar="NAME",
+                        help="start the playbook at the first task with this name (a glob; 'role : name' too)")
+    parser.add_argument("--step", action="store_true",
+                        help="ask before each task: (y)es, (n)o to skip it, (c)ontinue without asking")
+
+
+def step_options(args, ask=None) -> dict:
+    """DeployOptions' start_at_task and step of --start-at-task and --step; `ask`: how a question is put and its
+    answer read (default: on stderr and stdin, so --json output stays clean)."""
+    if not getattr(args, "step", False):
+        return {"start_at_task": getattr(args, "start_at_task", None)}
+    ask = ask or _ask_on_terminal
+
+    def confirm(task: str) -> str:
+        while True:  # as ansible-playbook asks; an empty answer is its default, no
+            answer = ask(f"Perform task: {task} (N)o/(y)es/(c)ontinue: ").strip().lower()
+            if answer in ("", "n", "no", "y", "yes", "c", "continue"):
+                return (answer or "n")[0]
+
+    return {"start_at_task": getattr(args, "start_at_task", None), "step": confirm}
+
+
+def _ask_on_terminal(question: str) -> str:
+    import sys
+
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:
+        raise InputError("--step needs answers on stdin and it is closed", "--step")
+    return answer
 
 
 def add_reading_options(parser) -> None:
@@ -155,7 +187,7 @@ def run(args, out) -> int:
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock,
         request=request_from_args(args, args.model or ""), default_model=args.model, model_name=args.model_name,
-        metrics=not args.no_metrics, audit_log=audit_log_of(args), no_drain=args.no_drain)
+        metrics=not args.no_metrics, audit_log=audit_log_of(args), no_drain=args.no_drain, **step_options(args))
     gate = None
     if args.bench_gate and not args.check:
         from tritonops.deploy.bench_gate import plan_bench_gate

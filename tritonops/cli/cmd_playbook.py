@@ -4,7 +4,8 @@ one (see tritonops.deploy.play): its roles' tasks and nothing of a deploy around
 from __future__ import annotations
 
 from tritonops.cli.commands import COMMANDS
-from tritonops.cli.cmd_deploy import _Progress, _report_json, _tags, add_play_options, recap_table, run_inputs
+from tritonops.cli.cmd_deploy import (_Progress, _report_json, _tags, add_play_options, recap_table, run_inputs,
+                                      step_options)
 from tritonops.cli.output import line, styled
 from tritonops.cli.selection import add_host_key_option
 
@@ -35,7 +36,7 @@ def run(args, out) -> int:
     if wants_listing(args):
         return show_listing(out, args, inputs, tags, skip_tags)
     options = DeployOptions(tags=tags, skip_tags=skip_tags, check=args.check, diff=args.diff, forks=args.forks,
-                            accept_new_host_keys=args.accept_new_host_keys, command="playbook")
+                            accept_new_host_keys=args.accept_new_host_keys, command="playbook", **step_options(args))
     progress = None if args.json else _Progress(out)
     report = play(inputs, options, on_event=progress)
     if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tritonops.cli.commands import COMMANDS
 from tritonops.cli.cmd_deploy import (_print_report, _Progress, _report_json, _tags, add_playbook_options,
-                                      audit_log_of, default_playbook, run_inputs)
+                                      audit_log_of, default_playbook, run_inputs, step_options)
 
 
 def register(subparsers, common) -> None:
@@ -32,7 +32,7 @@ def run(args, out) -> int:
         tags=_tags(args.tags) or ("all",),
         skip_tags=_tags(args.skip_tags), check=args.check, diff=args.diff, forks=args.forks,
         accept_new_host_keys=args.accept_new_host_keys, break_lock=args.break_lock, command="rollback",
-        audit_log=audit_log_of(args), no_drain=args.no_drain)
+        audit_log=audit_log_of(args), no_drain=args.no_drain, **step_options(args))
     progress = None if args.json else _Progress(out)
     report = rollback(inputs, options, on_event=progress)
     if args.json:

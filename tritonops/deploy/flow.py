@@ -130,7 +130,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                                        deployments[name], created, options, digest, probed[name], tokens)
                      for name in names}
             return facts, compile_playbook(inputs, host_facts=facts, tags=options.tags, skip_tags=options.skip_tags,
-                                           only_hosts=names)
+                                           only_hosts=names, start_at_task=options.start_at_task)
 
         def leave(why_by_host: dict[str, str], names: list[str]) -> list[str]:
             for name, why in why_by_host.items():
@@ -158,7 +158,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                 after = BenchGate(gate, pool, by_name, stream, record) if gate is not None and not options.check \
                     else None
                 report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream,
-                                          after_batch=after)
+                                          after_batch=after, confirm=options.step)
                 said_drained(rollout, ready, record)
                 report.bench_gate = after.report if after is not None else None
             if not options.check:

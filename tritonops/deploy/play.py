@@ -17,11 +17,13 @@ def play(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | None 
     report = DeployReport(check=options.check)
     stream = EventStream([report.subscriber(), on_event])
     facts = {host.name: {"ansible_check_mode": options.check} for host in inputs.hosts}
-    compiled = compile_playbook(inputs, host_facts=facts, tags=options.tags, skip_tags=options.skip_tags)
+    compiled = compile_playbook(inputs, host_facts=facts, tags=options.tags, skip_tags=options.skip_tags,
+                                start_at_task=options.start_at_task)
     with SessionPool(list(compiled.connections), forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         try:
-            report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream)
+            report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream,
+                                      confirm=options.step)
         finally:
             report.traffic = pool.traffic()
     return report

@@ -52,7 +52,7 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
 
     def compiled_for(names=None):
         return compile_playbook(inputs, host_facts=binds, tags=options.tags, skip_tags=options.skip_tags,
-                                only_hosts=names)
+                                only_hosts=names, start_at_task=options.start_at_task)
 
     compiled = compiled_for()  # every error before any host is contacted
     partial = outside_limit(hosts, inputs.inventory.hosts)  # a pipeline goes back whole or not at all
@@ -67,7 +67,7 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
                         options, record) as ready:
                 rollout = door_rollout(pool, ready, doors, deployments, options)  # each replica drained first
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
-                                          on_event=stream)
+                                          on_event=stream, confirm=options.step)
                 said_drained(rollout, ready, record)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,

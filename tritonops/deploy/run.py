@@ -43,6 +43,8 @@ class DeployOptions:
     command: str = "deploy"
     audit_log: Path | None = None   # the controller's audit log of deploy events (None: not written)
     no_drain: bool = False          # replicas restart undrained (a balancer that cannot be reached refuses them)
+    start_at_task: str | None = None  # --start-at-task: the playbook's tasks from the first it names
+    step: Callable[[str], str] | None = None  # --step: asked before each task ("y", "n", "c")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,6 +9,7 @@ PlaybookError at its file:line naming the host; the run then never starts.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,11 +64,14 @@ class CompiledPlaybook:
 
 def compile_playbook(inputs: RunInputs, *, host_facts: Mapping[str, Mapping[str, Any]] | None = None,
                      tags: Collection[str] = ("all",), skip_tags: Collection[str] = (),
-                     only_hosts: Collection[str] | None = None) -> CompiledPlaybook:
+                     only_hosts: Collection[str] | None = None, start_at_task: str | None = None
+                     ) -> CompiledPlaybook:
     """`inputs`: the run's playbook, inventory and --limit, read once (playbook/inputs.py).
     `host_facts`: per host, variables tritonops found or planned (probe facts, sizing), visible to
     templates like Ansible facts (above inventory vars, below play vars). `only_hosts`: the hosts
-    still in the run (a caller's earlier phases dropped the others), by name, within --limit."""
+    still in the run (a caller's earlier phases dropped the others), by name, within --limit. `start_at_task`
+    (--start-at-task): the tasks before the first whose name it matches (a glob, against `name` or
+    `role : name`) are left out, as ansible-playbook does; one that matches no task is an error."""
     extra_vars = dict(inputs.extra_vars)
     host_facts = host_facts or {}
     limited = set(inputs.names)
@@ -75,17 +79,34 @@ def compile_playbook(inputs: RunInputs, *, host_facts: Mapping[str, Mapping[str,
         limited &= set(only_hosts)
     playbook = inputs.playbook
     plays = []
+    first = _first_task(playbook, start_at_task) if start_at_task else None
+    started = first is None
     for play in playbook.plays:
         inventory = inputs.play_inventory(play)
         hosts = [host for host in select_play_hosts(inventory, play) if host.name in limited]
         scopes = {host.name: host_scope(host, play, inventory, facts=host_facts.get(host.name, {}),
                                          extra_vars=extra_vars, playbook_path=playbook.path) for host in hosts}
-        tasks = tuple(_compile_task(task, scopes) for task in play.tasks if should_run(task.tags, tags, skip_tags))
+        kept = []
+        for task in play.tasks:
+            started = started or task is first
+            if started and should_run(task.tags, tags, skip_tags):
+                kept.append(task)
+        tasks = tuple(_compile_task(task, scopes) for task in kept)
         handlers = {handler.name: _compile_task(handler, scopes) for handler in play.handlers}
         plays.append(CompiledPlay(play, tuple(scopes), tasks, handlers))
     used = {name for compiled in plays for name in compiled.hosts}
     connections = tuple(host.connection for host in inputs.inventory.hosts if host.name in used)
     return CompiledPlaybook(playbook, tuple(plays), connections, _tag_warnings(playbook, tags, skip_tags))
+
+
+def _first_task(playbook: Playbook, pattern: str):
+    """The first task --start-at-task names: its name or `role : name` matches the glob."""
+    for play in playbook.plays:
+        for task in play.tasks:
+            names = (task.name, f"{task.role} : {task.name}") if task.role else (task.name,)
+            if any(fnmatch.fnmatchcase(name, pattern) for name in names):
+                return task
+    raise InputError(f"no task of {playbook.path} is named {pattern!r}", "--start-at-task")
 
 
 def select_play_hosts(inventory: Inventory, play: Play):

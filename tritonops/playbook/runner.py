@@ -45,11 +45,13 @@ class PlaybookRun:
 
 
 AfterBatch = Callable[[BatchDone], "str | None"]  # why the run must stop after this batch, or None
+Confirm = Callable[[str], str]  # --step: asked before each task (its name): "y" run it, "n" skip it, "c" run the rest
 
 
 def run_playbook(compiled: CompiledPlaybook, pool: SessionPool, *, check: bool = False, diff: bool = False,
-                 on_event: OnEvent | None = None, after_batch: AfterBatch | None = None) -> PlaybookRun:
-    run = _Run(pool, check, diff, on_event)
+                 on_event: OnEvent | None = None, after_batch: AfterBatch | None = None,
+                 confirm: Confirm | None = None) -> PlaybookRun:
+    run = _Run(pool, check, diff, on_event, confirm)
     plays = []
     stopped = None
     for play in compiled.plays:
@@ -76,8 +78,10 @@ def run_playbook(compiled: CompiledPlaybook, pool: SessionPool, *, check: bool =
 
 
 class _Run:
-    def __init__(self, pool: SessionPool, check: bool, diff: bool, on_event: OnEvent | None):
+    def __init__(self, pool: SessionPool, check: bool, diff: bool, on_event: OnEvent | None,
+                 confirm: Confirm | None = None):
         self.pool = pool
+        self.confirm = confirm  # None once the user said "c" (continue without asking)
         self.check = check
         self.diff = diff
         self.results: list[HostResult] = []
@@ -96,6 +100,12 @@ def _batch(run: _Run, play: CompiledPlay, batch: Sequence[str]) -> str | None:
     notified: dict[str, set[str]] = {}
     _prefetch(run, play, active)
     for task in play.tasks:
+        if run.confirm is not None:
+            answer = run.confirm(task.task.name)
+            if answer == "n":
+                continue
+            if answer == "c":
+                run.confirm = None
         _task(run, play, task, active, notified)
         stop = _stop_reason(play, batch, active)
         if stop:
