@@ -86,7 +86,7 @@ def test_a_weights_task_reports_the_bytes_its_transfer_moved_then_none(tmp_path)
 
 
 def test_a_push_tells_its_bytes_as_it_goes_when_the_task_is_given_a_progress_listener(tmp_path):
-    from tritonops.playbook.host_task import PROGRESS, run_host_task
+    from tritonops.playbook.host_task import RunHooks, run_host_task
     from tritonops.playbook.known_operations import operation_named
     from tritonops.transport.sessions import HostSession
     from tritonops.transport.spec import ConnectionSpec
@@ -96,8 +96,8 @@ def test_a_push_tells_its_bytes_as_it_goes_when_the_task_is_given_a_progress_lis
     args = ModelWeightsArgs(source="controller_dir", path=str(big), deployment="d", root=str(tmp_path / "host"))
     session = HostSession(ConnectionSpec("here", "localhost", local=True), LocalTransport("here"))
     heard = []
-    session.extras[PROGRESS] = heard.append
-    result = run_host_task(session, operation_named("model_weights"), [args], check=False, diff=False)
+    result = run_host_task(session, operation_named("model_weights"), [args], check=False, diff=False,
+                           hooks=RunHooks(on_progress=heard.append))
     assert result.changed, result.msg
     pushed = [event for event in heard if event.what == "weights"]
     total = sum(p.stat().st_size for p in big.iterdir())

@@ -24,7 +24,7 @@ from tritonops.planning.bench_gate import GateSettings, GateVerdict, baseline, g
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import BatchDone, RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import OnEvent
-from tritonops.playbook.host_task import TaskOutcome
+from tritonops.playbook.host_task import NO_HOOKS, RunHooks, TaskOutcome
 from tritonops.results import HostResult
 from tritonops.serving.outcome import ServeOutcome
 from tritonops.transport.sessions import SessionPool
@@ -78,6 +78,7 @@ class BenchGate:
     hosts: dict                      # inventory name -> Host, the run's serving hosts
     on_event: OnEvent                # the deploy's event stream: the rollback's tasks are heard there
     record: Record                   # the deploy's phase recorder
+    hooks: RunHooks = NO_HOOKS       # the deploy's: its rollback drains each replica on the balancers first too
     report: GateReport | None = None
     kept: Path | None = None
 
@@ -133,7 +134,7 @@ class BenchGate:
         inputs = self.plan.rollback
         facts = rollback_facts([self.hosts[name] for name in targets], inputs.behind_balancer, targets)
         compiled = compile_playbook(inputs, host_facts=facts, only_hosts=list(targets))
-        run = run_playbook(compiled, self.pool, on_event=self.on_event)
+        run = run_playbook(compiled, self.pool, on_event=self.on_event, hooks=self.hooks)
         failed = sorted({result.host for result in run.results if result.failed})
         back = sorted(set(targets) - set(failed))
         if back:

@@ -31,7 +31,6 @@ from tritonops.operations.execute import run_step
 from tritonops.operations.serve import ServeStep
 from tritonops.operations.steps import StepFailed
 from tritonops.planning.balancer import DEFAULT_DRAIN_S, door, server_name
-from tritonops.playbook.host_task import STEP_RUNNER
 from tritonops.render.haproxy_config import grpc_backend, http_backend
 from tritonops.results import HostResult
 from tritonops.transport.base import CommandTimeout, Unreachable
@@ -48,7 +47,8 @@ def drains_at_once(servers: int) -> int:
 
 @dataclass
 class DoorRollout:
-    """The deploy's step runner for its GPU hosts (playbook.host_task.STEP_RUNNER)."""
+    """The deploy's step runner (playbook.host_task.RunHooks.step_runner): a serve step replica by replica, each
+    drained on every balancer's own session first."""
     pool: SessionPool
     balancers: tuple[str, ...]             # inventory names of the run's balancer hosts
     deployments: dict[str, str]            # GPU host -> its deployment
@@ -224,11 +224,8 @@ def door_rollout(pool: SessionPool, ready, balancers, deployments, options) -> D
             timeouts.append(door(host).drain_timeout_s)
         except InputError:
             continue  # said by the door phase, for that balancer
-    rollout = DoorRollout(pool, tuple(host.name for host in balancers), {name: deployments[name][1] for name in ready},
-                          max(timeouts, default=DEFAULT_DRAIN_S), no_drain=options.no_drain)
-    for name in ready:
-        pool.session(name).extras[STEP_RUNNER] = rollout
-    return rollout
+    return DoorRollout(pool, tuple(host.name for host in balancers), {name: deployments[name][1] for name in ready},
+                       max(timeouts, default=DEFAULT_DRAIN_S), no_drain=options.no_drain)
 
 
 def said_drained(rollout: DoorRollout | None, hosts, record) -> None:

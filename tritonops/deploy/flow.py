@@ -63,7 +63,7 @@ from tritonops.planning.host_values import check_host_values
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.batches import batches
 from tritonops.playbook.events import EventStream, OnEvent
-from tritonops.playbook.host_task import PROGRESS, TaskOutcome
+from tritonops.playbook.host_task import RunHooks, TaskOutcome
 from tritonops.results import HostResult
 from tritonops.serving.ray_member import token_digest
 from tritonops.serving.verdict import gate_deadline_s
@@ -101,11 +101,7 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
     with SessionPool([host.connection for host in reached.values()], forks=options.forks,
                      accept_new_host_keys=options.accept_new_host_keys) as pool:
         probed = {}
-        def facts_phase(session: HostSession) -> HostResult:
-            session.extras[PROGRESS] = stream  # a long step (a weights push) tells its bytes on the run's stream
-            return _facts_phase(session)
-
-        for result in pool.run(facts_phase, [host.name for host in hosts], task="facts"):
+        for result in pool.run(_facts_phase, [host.name for host in hosts], task="facts"):
             record(result)
             if result.ok:
                 probed[result.host] = result.payload
@@ -155,10 +151,12 @@ def deploy(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | Non
                     ready = leave(incomplete(clusters, kept, "its weights"), kept)
                 report.host_facts, compiled = compiled_for(ready, images)
                 rollout = door_rollout(pool, ready, doors, deployments, options)
-                after = BenchGate(gate, pool, by_name, stream, record) if gate is not None and not options.check \
-                    else None
+                # a long step (a weights push) tells its bytes on the run's stream; serve steps roll behind the door
+                hooks = RunHooks(step_runner=rollout, on_progress=stream)
+                after = BenchGate(gate, pool, by_name, stream, record, hooks) if gate is not None \
+                    and not options.check else None
                 report.run = run_playbook(compiled, pool, check=options.check, diff=options.diff, on_event=stream,
-                                          after_batch=after, confirm=options.step)
+                                          after_batch=after, confirm=options.step, hooks=hooks)
                 said_drained(rollout, ready, record)
                 report.bench_gate = after.report if after is not None else None
             if not options.check:
@@ -195,8 +193,7 @@ def _door_changes(report: DeployReport, by_name) -> tuple[dict[str, ServedHost],
 
 
 def _facts_phase(session: HostSession) -> HostResult:
-    facts = session.extras.get("host_facts") or read_facts(session.transport)
-    session.extras["host_facts"] = facts
+    facts = session.facts = session.facts or read_facts(session.transport)
     gpus = len(facts.nvidia.gpus) if facts.nvidia and facts.nvidia.gpus else 0
     return HostResult(session.name, "ok", f"{gpus} GPU(s)", facts)
 

@@ -14,6 +14,7 @@ from tritonops.planning.cluster_rollout import outside_limit
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import EventStream, OnEvent
+from tritonops.playbook.host_task import RunHooks
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.names import safe_name
@@ -67,7 +68,7 @@ def rollback(inputs: RunInputs, options: DeployOptions, *, on_event: OnEvent | N
                         options, record) as ready:
                 rollout = door_rollout(pool, ready, doors, deployments, options)  # each replica drained first
                 report.run = run_playbook(compiled_for(ready), pool, check=options.check, diff=options.diff,
-                                          on_event=stream, confirm=options.step)
+                                          on_event=stream, confirm=options.step, hooks=RunHooks(step_runner=rollout))
                 said_drained(rollout, ready, record)
             if not options.check:
                 events_phase(pool, hosts, deployments, report, options, who=who(), started=started,

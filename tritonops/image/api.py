@@ -109,14 +109,14 @@ def _open_session(host, config: ImageConfig, pool: SessionPool) -> Session:
     """The image work's view of a host: its pooled SSH session, the docker client riding it (kept in
     the pooled session, so later phases of the same run reuse it) and the probe's facts."""
     pooled = pool.session(host.name)
-    engine = pooled.extras.get("docker")
+    engine = pooled.docker
     if engine is None:
-        engine = pooled.extras["docker"] = HostEngine(host.name, pooled.transport)
+        engine = pooled.docker = HostEngine(host.name, pooled.transport)
     engine_facts = engine.facts()
-    facts, facts_error = pooled.extras.get("host_facts"), None
+    facts, facts_error = pooled.facts, None
     if facts is None:
         try:
-            facts = pooled.extras["host_facts"] = read_facts(pooled.transport)
+            facts = pooled.facts = read_facts(pooled.transport)
         except TritonopsError as exc:
             facts_error = str(exc)
         except Exception as exc:  # the probe is advisory here; its absence is reported as a note

@@ -14,9 +14,11 @@ an outcome's `note`, if it has one, follows the step's description in the one-li
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from tritonops.facts.queries import Facts
 from tritonops.facts.query_program import read_facts
 from tritonops.operations.base import Args, Operation
 from tritonops.operations.execute import run_step
@@ -26,7 +28,6 @@ from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession
 
 MSG_STEPS = 5  # steps named in a result's one-line msg; the payload has all of them
-PREFETCH = "prefetched_facts"  # HostSession.extras key of the batch's prefetched facts
 
 
 OUTPUT_CHARS = 4000  # of a step's command output kept for -vv (its end: where errors are)
@@ -59,25 +60,36 @@ class TaskOutcome:
         return found[-1] if found else None
 
 
-STEP_RUNNER = "step_runner"  # session.extras: (session, step) -> result, where the run paces some steps itself
-PROGRESS = "on_progress"  # session.extras: where a long step (a weights push) tells its bytes as it goes
+StepRunner = Callable[[HostSession, Any], Any]  # (session, step) -> what run_step would return
 
 
-def _plain(session: HostSession, step):
+@dataclass(frozen=True)
+class RunHooks:
+    """What a run lends the steps of its tasks, typed: who runs some steps itself (the deploy's door rollout runs a
+    serve step replica by replica, each drained on the balancers' own sessions first), and where a long step tells
+    its bytes as it goes (a weights push)."""
+    step_runner: StepRunner | None = None
+    on_progress: Callable[[Any], None] | None = None
+
+
+NO_HOOKS = RunHooks()
+
+
+def _run(session: HostSession, step, hooks: RunHooks):
+    """A step that can tell its bytes as it goes (a weights transfer) does, where the run listens; the others go
+    to the run's step runner, else run plainly."""
+    if hooks.on_progress is not None and hasattr(step, "run_with_progress"):
+        return step.run_with_progress(session.transport, hooks.on_progress)
+    if hooks.step_runner is not None:
+        return hooks.step_runner(session, step)
     return run_step(session.transport, step)
 
 
-def _run(session: HostSession, step):
-    """A step that can tell its bytes as it goes (a weights transfer) does, where the run listens (PROGRESS);
-    the others go to the run's step runner (STEP_RUNNER paces serve steps), else run plainly."""
-    on_progress = session.extras.get(PROGRESS)
-    if on_progress is not None and hasattr(step, "run_with_progress"):
-        return step.run_with_progress(session.transport, on_progress)
-    return session.extras.get(STEP_RUNNER, _plain)(session, step)
-
-
 def run_host_task(session: HostSession, operation: Operation, args_list: Sequence[Args], *, check: bool,
-                  diff: bool) -> HostResult[TaskOutcome]:
+                  diff: bool, hooks: RunHooks = NO_HOOKS,
+                  prefetched: MutableMapping[str, Facts] | None = None) -> HostResult[TaskOutcome]:
+    """The task on one host. `prefetched`: the run's facts read ahead per host (used when they cover the task's
+    queries; the host's are dropped once a step changes it)."""
     done: list[str] = []
     diffs: list[str] = []
     learned: list[object] = []
@@ -85,9 +97,8 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
     details: list[str] = []
     for args in args_list:
         queries = list(operation.facts(args))
-        prefetched = session.extras.get(PREFETCH)
-        facts = prefetched if prefetched is not None and prefetched.covers(queries) else \
-            read_facts(session.transport, queries)
+        ahead = prefetched.get(session.name) if prefetched is not None else None
+        facts = ahead if ahead is not None and ahead.covers(queries) else read_facts(session.transport, queries)
         steps = list(operation.steps(args, facts))
         if diff and steps:
             diffs.append(file_diffs(session.transport, steps, facts))
@@ -95,9 +106,10 @@ def run_host_task(session: HostSession, operation: Operation, args_list: Sequenc
             said = step.describe()
             details += step.details() if hasattr(step, "details") else ()
             if not check:
-                session.extras.pop(PREFETCH, None)  # the host changes: prefetched facts may be stale now
+                if prefetched is not None:
+                    prefetched.pop(session.name, None)  # the host changes: facts read ahead may be stale now
                 started = time.monotonic()
-                result = _run(session, step)
+                result = _run(session, step, hooks)
                 runs.append(StepRun(said, time.monotonic() - started, _output(result)))
                 outcome = _outcome(step, result)
                 if getattr(outcome, "found_serving", False):

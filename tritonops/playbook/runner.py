@@ -21,12 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tritonops.errors import TritonopsError
+from tritonops.facts.queries import Facts
 from tritonops.facts.query_program import read_facts
 from tritonops.playbook.batches import batches
 from tritonops.playbook.compile import CompiledPlay, CompiledPlaybook, CompiledTask
 from tritonops.playbook.events import BatchDone, BatchStarted, HostDone, OnEvent, PlayStarted, TaskStarted
 from tritonops.operations.steps import StepFailed
-from tritonops.playbook.host_task import PREFETCH, TaskOutcome, run_host_task
+from tritonops.playbook.host_task import NO_HOOKS, RunHooks, TaskOutcome, run_host_task
 from tritonops.results import HostResult, Recap
 from tritonops.transport.base import CommandTimeout, Unreachable
 from tritonops.transport.sessions import HostSession, SessionPool, described, one_line
@@ -50,8 +51,9 @@ Confirm = Callable[[str], str]  # --step: asked before each task (its name): "y"
 
 def run_playbook(compiled: CompiledPlaybook, pool: SessionPool, *, check: bool = False, diff: bool = False,
                  on_event: OnEvent | None = None, after_batch: AfterBatch | None = None,
-                 confirm: Confirm | None = None) -> PlaybookRun:
-    run = _Run(pool, check, diff, on_event, confirm)
+                 confirm: Confirm | None = None, hooks: RunHooks = NO_HOOKS) -> PlaybookRun:
+    """`hooks`: what the run lends its tasks' steps (host_task.RunHooks)."""
+    run = _Run(pool, check, diff, on_event, confirm, hooks)
     plays = []
     stopped = None
     for play in compiled.plays:
@@ -79,8 +81,10 @@ def run_playbook(compiled: CompiledPlaybook, pool: SessionPool, *, check: bool =
 
 class _Run:
     def __init__(self, pool: SessionPool, check: bool, diff: bool, on_event: OnEvent | None,
-                 confirm: Confirm | None = None):
+                 confirm: Confirm | None = None, hooks: RunHooks = NO_HOOKS):
         self.pool = pool
+        self.hooks = hooks
+        self.prefetched: dict[str, Facts] = {}  # host -> the batch's facts read ahead (dropped once a step changes it)
         self.confirm = confirm  # None once the user said "c" (continue without asking)
         self.check = check
         self.diff = diff
@@ -130,7 +134,7 @@ def _prefetch(run: _Run, play: CompiledPlay, hosts: Sequence[str]) -> None:
                                      for args in compiled.hosts[session.name].args
                                      for query in compiled.operation.facts(args)))
         if queries:
-            session.extras[PREFETCH] = read_facts(session.transport, queries)
+            run.prefetched[session.name] = read_facts(session.transport, queries)
         return HostResult(session.name, "ok")
 
     run.pool.run(phase, [host for host in hosts if host not in run.failed], task="prefetch")
@@ -193,7 +197,7 @@ def _on_host(run: _Run, compiled: CompiledTask, session: HostSession) -> HostRes
     name = compiled.task.name
     try:
         result = run_host_task(session, compiled.operation, compiled.hosts[session.name].args,
-                               check=run.check, diff=run.diff)
+                               check=run.check, diff=run.diff, hooks=run.hooks, prefetched=run.prefetched)
     except Unreachable as exc:
         run.pool.lost(session.name, str(exc))
         result = HostResult(session.name, "unreachable", one_line(str(exc)), TaskOutcome(compiled.operation.name))

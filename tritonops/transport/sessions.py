@@ -14,7 +14,7 @@ import importlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 from tritonops.errors import TritonopsError
@@ -30,20 +30,21 @@ class HostSession:
 
     spec: ConnectionSpec
     transport: Transport
-    extras: dict[str, Any] = field(default_factory=dict)  # e.g. the docker client riding this session
+    # read once per run and kept for its later phases (their types live above this layer):
+    facts: Any = None    # the host's facts (facts.model.HostFacts), the probe's read
+    docker: Any = None   # the docker client riding this session (image.engine.HostEngine), closed with it
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     def close(self) -> None:
-        for extra in self.extras.values():
-            close = getattr(extra, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # closing what rides a half-dead session must not raise
-                    pass
+        close = getattr(self.docker, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # closing what rides a half-dead session must not raise
+                pass
         try:
             self.transport.close()
         except Exception:
