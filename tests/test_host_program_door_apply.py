@@ -79,10 +79,10 @@ def place(tmp_path):
         pass
 
 
-def files(place, replicas=1, keys_file=None, tls_pem=None) -> dict:
+def files(place, replicas=1, keys_file=None, tls_pem=None, maxconn=8) -> dict:
     # the one replica server twice, by two names (the renderer refuses one address and port listed twice)
     members = tuple(BalancedReplica(f"node-r{i}", ("127.0.0.1", "localhost")[i], place["replica"],
-                                    place["replica"] + 1, 8) for i in range(replicas))
+                                    place["replica"] + 1, maxconn) for i in range(replicas))
     config = BalancerConfig("chat", members, http_port=place["door"], grpc_port=None, keys_file=keys_file,
                             tls_pem=tls_pem, check_interval_ms=200, bind_address="127.0.0.1")
     return render_balancer_files(BalancerGlobals(stats_socket=place["socket"], metrics_port=place["metrics"],
@@ -222,3 +222,45 @@ def test_a_key_rotated_in_the_keys_file_reloads_haproxy_and_only_the_new_key_ope
     assert through(place, key="a-new-key-of-enough-length-0123456789")[0] == 200
     assert through(place, key=old)[0] == 401
     assert json.loads(apply(place, files(place, keys_file=keys), keys_files=[keys]).stdout)["action"] == "unchanged"
+
+
+def test_a_change_of_maxconn_alone_is_made_on_the_running_worker_without_a_reload(place):
+    """A new max_num_seqs changes only the servers' maxconn: set through the stats socket, the files rewritten, the
+    worker kept (a reload's old worker may cancel a gRPC stream reaching it as it stops: issue #41's door lab)."""
+    import socket
+
+    def ask(command: bytes) -> str:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(place["socket"])
+        conn.sendall(command)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+        return data.decode()
+
+    def worker_pid() -> str:
+        return next(line.split(":", 1)[1].strip() for line in ask(b"show info\n").splitlines()
+                    if line.startswith("Pid:"))
+
+    def stat_rows() -> dict[str, dict[str, str]]:
+        lines = ask(b"show stat\n").splitlines()
+        header = lines[0].lstrip("# ").split(",")
+        return {f"{row[0]}/{row[1]}": dict(zip(header, row)) for row in (line.split(",") for line in lines[1:] if line)}
+
+    assert apply(place, files(place, replicas=2)).returncode == 0
+    worker = stat_rows()  # the worker's pid is not in show stat: its servers' limits are
+    backend = next(name.split("/")[0] for name in worker if name.endswith("/node-r0"))
+    assert worker[f"{backend}/node-r0"]["slim"] == "8"
+    pid = worker_pid()
+    before = json.loads(apply(place, files(place, replicas=2)).stdout)["action"]
+    changed = apply(place, files(place, replicas=2, maxconn=3))
+    assert changed.returncode == 0, changed.stderr
+    assert (before, json.loads(changed.stdout)["action"]) == ("unchanged", "updated without a reload")
+    assert door_program.read_answer(0, changed.stdout, "").changed
+    rows = stat_rows()
+    assert rows[f"{backend}/node-r0"]["slim"] == rows[f"{backend}/node-r1"]["slim"] == "3"
+    assert "maxconn 3" in Path(place["dir"], "10-chat.cfg").read_text()
+    assert worker_pid() == pid and through(place)[0] == 200  # the same worker: no reload
+    # anything more than maxconn still reloads, and a new worker answers
+    assert json.loads(apply(place, files(place, replicas=1, maxconn=3)).stdout)["action"] == "reloaded"
+    assert worker_pid() != pid

@@ -1,12 +1,16 @@
 """A balancer's HAProxy brought to the configuration the controller rendered (issue #31): installed when missing,
 the new files checked by `haproxy -c` before anything live changes, then started (master-worker, daemon) or
 reloaded hitlessly (SIGUSR2 to the master: a new worker takes the listeners, the old one finishes its requests).
+A change of servers' maxconn alone (a new max_num_seqs) is made on the running worker through the stats socket
+(`set maxconn server`) and written to the files, with no reload: a reload's old worker may cancel an HTTP/2 (gRPC)
+stream that reaches it as it stops.
 
     python3 -c SOURCE            stdin: JSON {"dir", "files": {name: text}, "remove": [name], "pidfile",
                                               "socket", "install": bool, "keys_files": [path],
                                               "keys": {"action": "rotate" | "retire", "file": path,
                                                        "keep_old": bool, "check": bool} (optional)}
-    stdout: JSON {"action": "started" | "reloaded" | "unchanged" | "would reload", "installed": bool,
+    stdout: JSON {"action": "started" | "reloaded" | "updated without a reload" | "unchanged" | "would reload",
+                  "installed": bool,
                   "keys_created": [path], "version", "keys": {"file", "new", "kept": [id], "removed": [id]}}
 
 `dir` holds every deployment's file on this balancer: the files given replace theirs, `remove` goes, the others
@@ -24,7 +28,7 @@ nothing live changed); 4 haproxy did not start or reload in time (stderr); 5 hap
 be installed (stderr).
 """
 
-import fcntl, hashlib, json, os, secrets, shutil, signal, socket, subprocess, sys, time
+import fcntl, hashlib, json, os, re, secrets, shutil, signal, socket, subprocess, sys, time
 
 NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 READY_S = 20
@@ -219,6 +223,56 @@ def answers(path):
     return None
 
 
+SERVER_MAXCONN = re.compile(r"^(\s*server (\S+) .* maxconn )(\d+)(\s*)$")
+
+
+def maxconn_changes(live, wanted):
+    """[(backend, server, maxconn)] when the wanted files differ from the running ones only in servers' maxconn;
+    None when anything else differs (that takes a reload)."""
+    if set(live) != set(wanted):
+        return None
+    changes = []
+    for name in sorted(wanted):
+        old, new = live[name].splitlines(), wanted[name].splitlines()
+        if len(old) != len(new):
+            return None
+        backend = None
+        for before, after in zip(old, new):
+            words = after.split()
+            if len(words) == 2 and words[0] == "backend":
+                backend = words[1]
+            if before == after:
+                continue
+            was, now = SERVER_MAXCONN.match(before), SERVER_MAXCONN.match(after)
+            if not (was and now and backend and was.group(1) == now.group(1) and was.group(4) == now.group(4)):
+                return None
+            changes.append((backend, now.group(2), int(now.group(3))))
+    return changes
+
+
+def set_at_runtime(path, changes):
+    """Each change sent to the running worker (`set maxconn server`); whether every one was taken (HAProxy answers
+    nothing to one it took)."""
+    for backend, server, maxconn in changes:
+        try:
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.settimeout(5)
+            conn.connect(path)
+            conn.sendall(("set maxconn server %s/%s %d\n" % (backend, server, maxconn)).encode())
+            data = b""
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            conn.close()
+        except OSError:
+            return False
+        if data.strip():
+            return False
+    return True
+
+
 def wait_for_worker(sock, not_pid):
     deadline = time.monotonic() + READY_S
     while time.monotonic() < deadline:
@@ -272,6 +326,8 @@ def main():
     if wanted == live and pid is not None and not created and read_text(stamp) == keys_now:
         print(json.dumps(dict(answer, action="unchanged")))
         return
+    runtime = maxconn_changes(live, wanted) \
+        if pid is not None and not created and keys is None and read_text(stamp) == keys_now else None
     stage = folder + ".next"
     shutil.rmtree(stage, ignore_errors=True)
     write_dir(stage, wanted)
@@ -291,7 +347,9 @@ def main():
         shutil.rmtree(stage, ignore_errors=True)
     os.makedirs(os.path.dirname(sock), exist_ok=True)
     os.makedirs(os.path.dirname(pidfile), exist_ok=True)
-    if pid is not None:
+    if pid is not None and runtime and set_at_runtime(sock, runtime):
+        action = "updated without a reload"  # the files say what the worker now runs with
+    elif pid is not None:
         before = answers(sock)
         os.kill(pid, signal.SIGUSR2)
         if not wait_for_worker(sock, before):
