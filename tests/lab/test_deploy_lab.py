@@ -107,7 +107,8 @@ def test_check_then_deploy_then_nothing_to_do_then_only_the_changed_group(capsys
     assert lab_ssh(FULL_2080TI, f"test -e {ROOT}/dep-a/lock", check=False).returncode == 1  # unlocked after
 
     # what the real run would refuse on the host, --check says too (issue #45 item 16): sshd listens on :22
-    code, refused = deploy(capsys, path, "--check", "--limit", "a1", "-e", "tritonops_http_port=22")
+    code, refused = deploy(capsys, path, "--check", "--limit", "a1", "-e", "tritonops_http_port=22",
+                           "-e", "tritonops_serve=true")  # this inventory serves nothing; the check would
     serve = [r for r in refused["results"] if r["task"].startswith("Triton serves")]
     assert code == 2 and [r["status"] for r in serve] == ["failed"], refused["results"]
     assert serve[0]["msg"] == "refused, nothing stopped: replica 0: port in use: 22 is bound by another process"

@@ -782,7 +782,9 @@ def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docke
         # what is cut is what was open on it when it died: sent before the kill was done, ended after it began
         assert all(a.answered > killed and a.sent < (down if a in open_grpc else kill_done) for a in cut), shown(cut)
         assert len(cut) <= on_it + len(racing), (on_it, len(racing), shown(cut))
-        assert len(cut) <= blamed, (blamed, shown(cut))  # every one of them was on the killed replica
+        # every stream cut was on the killed replica: HAProxy blames each on it (srv_abrt); a gRPC call it sent there
+        # with no answer yet is not always among them (a run of CI: 1 UNAVAILABLE, 0 blamed), and is bounded above
+        assert len([a for a in cut if a not in open_grpc]) <= blamed, (blamed, shown(cut))
         after_up = [a for a in answers if a.sent > up]
         assert after_up and all(a.whole for a in after_up)
         restarts = host(f"docker inspect --format '{{{{.RestartCount}}}}' {killed_container}").stdout.strip()
