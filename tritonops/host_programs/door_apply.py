@@ -201,13 +201,13 @@ def master_pid(pidfile):
     return pid
 
 
-def answers(path):
-    """Whether the stats socket answers `show info`, and the worker's pid it names."""
+def runtime(path, command, timeout=2):
+    """HAProxy's answer to one runtime API command on the stats socket; None when the socket does not answer."""
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.settimeout(2)
+        conn.settimeout(timeout)
         conn.connect(path)
-        conn.sendall(b"show info\n")
+        conn.sendall((command + "\n").encode())
         data = b""
         while True:
             chunk = conn.recv(65536)
@@ -217,7 +217,15 @@ def answers(path):
         conn.close()
     except OSError:
         return None
-    for line in data.decode("utf-8", "replace").splitlines():
+    return data.decode("utf-8", "replace")
+
+
+def answers(path):
+    """Whether the stats socket answers `show info`, and the worker's pid it names."""
+    data = runtime(path, "show info")
+    if data is None:
+        return None
+    for line in data.splitlines():
         if line.startswith("Pid:"):
             return line.split(":", 1)[1].strip()
     return None
@@ -254,21 +262,8 @@ def set_at_runtime(path, changes):
     """Each change sent to the running worker (`set maxconn server`); whether every one was taken (HAProxy answers
     nothing to one it took)."""
     for backend, server, maxconn in changes:
-        try:
-            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            conn.settimeout(5)
-            conn.connect(path)
-            conn.sendall(("set maxconn server %s/%s %d\n" % (backend, server, maxconn)).encode())
-            data = b""
-            while True:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-            conn.close()
-        except OSError:
-            return False
-        if data.strip():
+        said = runtime(path, "set maxconn server %s/%s %d" % (backend, server, maxconn), timeout=5)
+        if said is None or said.strip():
             return False
     return True
 
