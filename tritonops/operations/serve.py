@@ -304,13 +304,9 @@ def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logg
     texts = {path: facts.file(posixpath.join(current, REPOSITORY_DIR, path)).text
              for path in args.release.files if path.endswith(".json")}
     document = document if isinstance(document, dict) else None
-    try:  # where the serving release placed its replicas
-        current_serve = ServeRecord.from_release(document["serve"], host_ports=settings_ports(args.model_dump())) \
-            if document and "serve" in document else None
-    except ServeRecordError:
-        current_serve = None
     return restart_lines(replicas, args.deployment, containers, release, args.release.image_id, logging,
-                         args.release.files, document, current_serve, texts, weights_digest(args.release, facts))
+                         args.release.files, document, _current_serve(args, facts), texts,
+                         weights_digest(args.release, facts))
 
 
 def serve_step(root: str, deployment: str, release: str, image_id: str, serve: ServeRecord,
