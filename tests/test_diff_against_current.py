@@ -15,6 +15,7 @@ from tritonops.operations.serve import ServeStep
 from tritonops.playbook.diffs import file_diffs
 from tritonops.playbook.known_operations import operation_named
 from tritonops.serving.container import logging_digest
+from tritonops.serving.rollout_facts import containers_query
 from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.transport.local import LocalTransport
 from tritonops.values.containers import replica_container
@@ -93,9 +94,16 @@ def serve_facts(root, args, containers, current_json, current_model_json, tcp=No
              CommandFact(list_deployment("default"), 0, running),
              FileFact("/proc/net/tcp", "file", text=tcp or (PROC_NET / "lab-host-tcp").read_text()),
              FileFact("/proc/net/tcp6", "file", text=(PROC_NET / "lab-host-tcp6").read_text())]
+    listed = {}
     for index, words in containers.items():
         line = " ".join(words).replace("{logging}", logging)
         facts.append(CommandFact(inspect_serving(replica_container("default", index)), 0 if words else 1, line))
+        if words:  # the same containers as the deployment's listing tells them
+            release, running, image, restarts, digest = line.split()
+            listed[replica_container("default", index)] = {"release": release, "running": running == "true",
+                                                            "image": image, "restarts": int(restarts),
+                                                            "logging": digest}
+    facts.append(CommandFact(containers_query("default").argv, 0, json.dumps(listed)))
     (step,) = operation.steps(parsed, Facts.of(*facts))
     assert isinstance(step, ServeStep)
     return step

@@ -25,11 +25,11 @@ from tritonops.lab import faults, generate
 from tritonops.lab import releases as lab_releases
 from tritonops.metrics import fetch
 from tritonops.operations import host_program
-from tritonops.serving import program, releases, status
+from tritonops.serving import releases, status
 from tritonops.weights import programs
 
 FOLDER = Path(host_programs.__file__).parent
-SHARED = ["triton_client"]  # modules the packer puts into the programs that import them
+SHARED = ["basic", "release_files", "triton_client"]  # modules the packer puts into the programs that import them
 PROGRAMS = sorted(module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.name not in SHARED)
 HUB_LIBRARIES = {"huggingface_hub", "modelscope"}
 
@@ -41,9 +41,10 @@ def run(name: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
 
 
 def test_every_python_program_is_there():
-    assert PROGRAMS == ["deployed_releases", "deployment_index", "docker_objects", "door_apply", "fact_queries",
-                        "file_steps", "haproxy_runtime", "lab_generate", "lab_release_listing", "metrics_page",
-                        "prune_release", "relay", "serve_release", "triton_health", "weights_files", "weights_hub"]
+    assert PROGRAMS == ["deployed_releases", "deployment_containers", "deployment_index", "docker_objects",
+                        "door_apply", "fact_queries", "file_steps", "gpu_holders", "haproxy_runtime", "lab_generate",
+                        "lab_release_listing", "metrics_page", "prune_release", "ray_member", "relay",
+                        "release_folder", "replica_gate", "triton_health", "weights_files", "weights_hub"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS + SHARED)
@@ -68,16 +69,15 @@ def test_a_packed_program_imports_the_standard_library_only(name):
 @pytest.mark.parametrize("name", PROGRAMS + ["lab_snapshot.sh", "lab_read_current.sh"])
 def test_the_packer_sends_the_module_file_with_its_shared_modules_in_place(name):
     text = (FOLDER / (name if name.endswith(".sh") else f"{name}.py")).read_text(encoding="utf-8")
-    for shared in SHARED:
-        line = next((line for line in text.splitlines() if line.startswith(f"from tritonops.host_programs.{shared} ")),
-                    None)
-        if line:
-            text = text.replace(line, (FOLDER / f"{shared}.py").read_text(encoding="utf-8").rstrip("\n"))
+    for line in [line for line in text.splitlines() if line.startswith("from tritonops.host_programs.")]:
+        shared = line.split()[1].rsplit(".", 1)[1]
+        assert shared in SHARED, line
+        text = text.replace(line, host_programs.source(shared).rstrip("\n"))
     assert host_programs.source(name) == text
     assert host_programs.source(name) is host_programs.source(name)  # read once per process
 
 
-@pytest.mark.parametrize("name", ["metrics_page", "triton_health", "serve_release"])
+@pytest.mark.parametrize("name", ["metrics_page", "triton_health", "replica_gate"])
 def test_the_programs_that_call_triton_share_one_client(name):
     assert "tritonops.host_programs.triton_client" in imported_modules(
         (FOLDER / f"{name}.py").read_text(encoding="utf-8"))
@@ -91,7 +91,7 @@ def test_the_callers_send_the_packed_programs():
     assert programs.files_argv("remove", "/x") == ("python3", "-c", programs.FILES, "remove", "/x")
     packed = {"fact_queries": query_program.SOURCE, "file_steps": host_program.SOURCE,
               "metrics_page": fetch.FETCH_SOURCE, "triton_health": status.HEALTH_SOURCE,
-              "deployed_releases": releases.SOURCE, "serve_release": program.SOURCE,
+              "deployed_releases": releases.SOURCE,
               "weights_files": programs.FILES, "weights_hub": programs.HUB,
               "lab_release_listing": lab_releases.LISTING, "lab_generate": generate.PROGRAM,
               "lab_snapshot.sh": faults.SNAPSHOT, "lab_read_current.sh": faults.READ_CURRENT,

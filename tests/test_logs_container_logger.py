@@ -102,14 +102,10 @@ def test_the_admin_key_is_read_from_its_file_into_tritonservers_flags(tmp_path):
 
 
 def serve_program_message():
-    """The serve program's `message` (it runs on hosts as a source string): its definition, exec'd here."""
-    from tritonops.serving import program
+    """The host programs' `message` (host_programs/basic.py, packed into the gate program that reads the logs)."""
+    from tritonops.host_programs.basic import message
 
-    start = program.SOURCE.index("TRITON_LEVELS = ")
-    end = program.SOURCE.index("\ndef ", program.SOURCE.index("def message(", start) + 1)
-    namespace = {"json": json}
-    exec(program.SOURCE[start:end], namespace)
-    return namespace["message"]
+    return message
 
 
 def test_lines_read_back_by_the_gate_keep_tritons_level_so_its_warnings_are_not_failures():

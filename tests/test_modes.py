@@ -65,8 +65,8 @@ def test_a_mode_is_named_by_tritonops_frontend_with_a_did_you_mean():
 def test_the_serve_step_gives_the_gate_the_modes_requests_and_each_replica_its_endpoints():
     step = serve_step("/opt/tritonops/d", "d", "r1", "img", serve_record(**SERVE),
                       ContainerSettings(prompt="Hi", max_tokens=3))
-    assert step.payload["requests"] == KSERVE.host_requests(["chat"], "Hi", 3)
-    assert step.payload["replicas"][0]["endpoints"] == {"http": 8000, "grpc": 8001, "metrics": 8002}
+    assert step.rollout.requests == KSERVE.host_requests(["chat"], "Hi", 3)
+    assert step.rollout.launches[0].endpoints == {"http": 8000, "grpc": 8001, "metrics": 8002}
     assert step.specs[0].mode is KSERVE
 
 

@@ -183,7 +183,7 @@ def test_a_gpu_another_process_holds_is_refused_before_anything_is_stopped(capsy
         set_gpu_faults(lab, FULL_2080TI, GpuFaults())
         clean(f"kill {intruder}")
     serve = task(report, "Triton serves")
-    assert code == 2 and serve["msg"] == (f"refused before anything was stopped: GPU busy: GPU 0 is held by pid "
+    assert code == 2 and serve["msg"] == (f"refused, nothing stopped: replica 0: GPU busy: GPU 0 is held by pid "
                                           f"{intruder} (0.2 GiB)"), serve["msg"]
     assert clean(f"docker inspect --format '{{{{.State.StartedAt}}}}' {CONTAINER}").stdout == started  # untouched
     assert generate(clean)

@@ -69,6 +69,8 @@ class DoorRollout:
         return "; ".join(said + self.notes.get(host, [])) or None
 
     def __call__(self, session: HostSession, step):
+        """Carry out `step` on the host's session: a serve step behind the door (each replica drained on every
+        balancer before it leaves, set ready once it serves again, in its turn), any other as it is."""
         if not isinstance(step, ServeStep) or not self.balancers:
             return run_step(session.transport, step)
         if self.no_drain:
@@ -79,18 +81,7 @@ class DoorRollout:
             raise StepFailed(f"not restarted: balancer {', '.join(missing)} could not be reached to drain its "
                              f"replicas first ({'; '.join(self.unreachable[b] for b in missing)}); run again when it "
                              "answers, or with --no-drain to restart them undrained", None)
-        earlier: list = []
-        for position, index in enumerate(step.replica_indices):
-            with self._turn(self.deployments[session.name]):
-                servers = self.drain(session.name, index)
-                try:
-                    stepped, learned = step.run_replica(session.transport, position, earlier)
-                finally:
-                    self.ready(session.name, servers)
-            if learned is not None:
-                return learned
-            earlier.append([position, stepped])
-        raise AssertionError("the serve program never answered for the last replica")  # it always does
+        return step.run_behind(session.transport, HostDoor(self, session.name))
 
     @contextmanager
     def _turn(self, deployment: str):
@@ -237,3 +228,29 @@ def said_drained(rollout: DoorRollout | None, hosts, record) -> None:
     for balancer, why in (rollout.unreachable.items() if rollout else ()):
         record(HostResult(balancer, "unreachable", f"could not be reached to drain the replicas it fronts: {why}",
                           task="drain"))
+
+
+@dataclass
+class HostDoor:
+    """The door as one host's rollout sees it (operations.serve_rollout.ReplicaDoor): its replicas by index, drained
+    and set ready on every balancer, each in its turn. A replica drained and not set ready when its turn ends (its
+    rollout stopped half-way) is set ready then: HAProxy's health checks say whether it answers."""
+    rollout: DoorRollout
+    host: str
+    _drained: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict, repr=False)
+
+    @contextmanager
+    def turn(self, index: int):
+        with self.rollout._turn(self.rollout.deployments[self.host]):
+            try:
+                yield
+            finally:
+                self.ready(index)
+
+    def drain(self, index: int) -> None:
+        self._drained.setdefault(index, []).extend(self.rollout.drain(self.host, index))
+
+    def ready(self, index: int) -> None:
+        servers = self._drained.pop(index, [])
+        if servers:
+            self.rollout.ready(self.host, servers)

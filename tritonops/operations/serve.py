@@ -33,14 +33,13 @@ from tritonops.operations.restarts import restart_lines, rollback_lines
 from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
 from tritonops.planning.serve_record import ServeRecord, ServeRecordError
-from tritonops.serving import program
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
 from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
-from tritonops.serving.outcome import serve_outcome
 from tritonops.serving.ray_member import ray_member
-from tritonops.serving.replica_rollout import ContainerFact, HostFacts, plan_rollout
-from tritonops.serving.verdict import KV_PATTERNS
+from tritonops.serving.replica_rollout import HostFacts, ReplicaPlan, RolloutPlan, plan_rollout
+from tritonops.serving.rollout_facts import containers_query, gpu_holders_query, parse_containers, parse_holders
+from tritonops.operations.serve_rollout import NoDoor, ReplicaDoor, ReplicaLaunch, Rollout, run_rollout
 from tritonops.transport.base import Transport
 from tritonops.values.containers import replica_container, replica_label
 
@@ -140,10 +139,11 @@ def _inspect(deployment: str, index: int) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ServeStep:
-    """Run the serve program on the host: stop, start, gate, switch or roll back (one SSH command)."""
+    """Roll the release out over the host's replicas from the controller (operations/serve_rollout.py): the plan's
+    docker commands over the host's session, each replica gated on the host, or the previous release put back."""
 
     specs: tuple[ServeSpec, ...]       # one per replica, in rollout order
-    payload: dict = field(repr=False)
+    rollout: Rollout = field(repr=False)
     models: tuple[str, ...]
     predicted_kv_tokens: int
     restarts: tuple[str, ...] = ()     # --diff: per replica, whether its container restarts and why
@@ -153,9 +153,9 @@ class ServeStep:
         return self.specs[0]
 
     def describe(self) -> str:
-        ray = self.payload.get("ray")
+        ray = self.rollout.ray
         if ray is not None and ray["role"] == "worker":
-            return (f"run the Ray worker node {ray['container']} of release {self.payload['release']} (pipeline "
+            return (f"run the Ray worker node {ray['container']} of release {self.rollout.release} (pipeline "
                     f"stage on this host; Triton runs on the head)")
         if ray is not None:
             return (f"run the Ray head node {ray['container']}, wait for the cluster's {len(ray['addresses'])} "
@@ -176,39 +176,15 @@ class ServeStep:
                      for spec in self.specs)
 
     def run_on(self, transport: Transport) -> Learned:
-        stepped, learned = self._run(transport, self.payload)
-        assert learned is not None  # the program steps only when asked to
-        return learned
+        return self.run_behind(transport, NoDoor())
 
-    @property
-    def replica_indices(self) -> tuple[int, ...]:
-        """The replicas' indices in rollout order (a balancer's server names end in them)."""
-        return tuple(int(r["name"] or 0) for r in self.payload["replicas"])
-
-    def run_replica(self, transport: Transport, position: int, earlier: list) -> tuple[dict | None, Learned | None]:
-        """The replica at `position` of the rollout only, for a controller that paces it (a balancer drains each
-        replica first): (what the program answered for that replica, None) while later ones remain, (None, the
-        step's result) for the last; StepFailed when it failed (the program put back the replicas of `earlier`,
-        the answers of the runs before, that had switched)."""
-        return self._run(transport, {**self.payload, "step": position, "earlier": earlier})
-
-    def _run(self, transport: Transport, payload: dict) -> tuple[dict | None, Learned | None]:
-        command = shlex.join(("python3", "-c", program.SOURCE))
-        result = transport.run(command, stdin=json.dumps(payload).encode(), timeout=payload["deadline_s"] * 2 + 180)
-        if not result.ok:
-            raise TritonopsError(f"the serve program failed (exit {result.exit_code}): {result.tail(3)}")
-        answer = json.loads(result.stdout)
-        if answer.get("status") == "stepped":
-            return answer["result"], None
-        outcome = serve_outcome(answer, self.payload["release"], self.predicted_kv_tokens)
+    def run_behind(self, transport: Transport, door: ReplicaDoor) -> Learned:
+        """The rollout with `door` drained and set ready around each replica (the deploy's balancers)."""
+        outcome, commands = run_rollout(transport, self.rollout, door)
         if not outcome.served:
-            raise StepFailed(outcome.failure, outcome)
-        return None, Learned(result.command, result.exit_code, result.stdout, result.stderr, outcome)
-
-
-def serve_verdict(answer: dict[str, Any], predicted_kv_tokens: int) -> str | None:
-    """None when the release serves; else the task's one-line failure (the serve program's answer). Pure."""
-    return serve_outcome(answer, "", predicted_kv_tokens).failure
+            raise StepFailed(outcome.failure or "failed", outcome)
+        said = json.dumps({"status": outcome.status, "previous": outcome.previous, "commands": commands})
+        return Learned(self.describe(), 0, said, "", outcome)
 
 
 class ServeOperation:
@@ -219,8 +195,10 @@ class ServeOperation:
         releases = posixpath.join(args.release.root, "releases")
         inspects = [CommandQuery(_inspect(args.deployment, r.index)) for r in args.serve.replicas]
         current = posixpath.join(args.release.root, "current")
+        holders = [gpu_holders_query(args.gpu_processes, args.deployment)] if args.gpu_processes else []
         return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
                 CommandQuery(list_deployment(args.deployment)), FileQuery(current),
+                containers_query(args.deployment), *holders,
                 *(FileQuery(table, content=True) for table in TABLES),  # who listens on the replicas' ports
                 # what the serving release holds, for --diff's why a replica restarts
                 FileQuery(posixpath.join(current, RELEASE_FILE), content=True),
@@ -250,34 +228,77 @@ class ServeOperation:
         if (args.serve.cluster is None and all(serving(r) for r in replicas) and not surplus
                 and current.kind == "link" and current.link_target == f"releases/{release}"):
             return
-        refused = _refusals(args, facts, release, listed.stdout.split() if listed.ok else [])
-        if refused:  # in --check too: what the real run would refuse, said before anything changes
-            raise TritonopsError("refused, nothing stopped: " + "; ".join(refused))
+        member = ray_member(args.serve.cluster, args.release.root, args.deployment, args.release.image_id) \
+            if args.serve.cluster is not None else None
+        if member is not None and member.role == "worker":  # a worker starts no replica: its Ray node only
+            plan, again = RolloutPlan(release, ()), {}
+        else:
+            plan, again = rollout_plan(args.deployment, release, args.serve, _host_facts(
+                args, facts, release, logging, running=listed.stdout.split() if listed.ok else [],
+                gpus=member is None))
+        if plan.refused:  # in --check too: what the real run would refuse, said before anything changes
+            raise TritonopsError("refused, nothing stopped: " + "; ".join(plan.refusals))
         step = serve_step(args.release.root, args.deployment, release, args.release.image_id, args.serve, args,
-                          gpu_processes=args.gpu_processes)
+                          plan, again)
         yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging)))
 
 
-def _refusals(args: ServeArgs, facts: Facts, release: str, running: list[str]) -> tuple[str, ...]:
-    """Why the rollout cannot start (serving.replica_rollout's refusals): a port of a replica that is not running
-    bound by a process that is none of the deployment's running replicas (read from the kernel's socket tables).
-    A GPU another process holds is refused by the serve program on the host (it tells a replica's processes apart)."""
-    texts = [facts.file(table).text for table in TABLES]
+def rollout_plan(deployment: str, release: str, serve: ServeRecord,
+                 host: HostFacts) -> tuple[RolloutPlan, dict[int, ReplicaPlan]]:
+    """The rollout's plan, and for each replica it finds running the release as asked, how it restarts should it
+    not answer its gate (a stop-first plan of its own). Pure."""
+    plan = plan_rollout(deployment, release, serve, host)
+    unchanged = {r.index for r in plan.replicas if r.order == "unchanged"}
+    if not unchanged:
+        return plan, {}
+    names = {replica_container(deployment, index) for index in unchanged}
+    unwell = replace(host, containers={name: replace(c, as_asked=False) if name in names else c
+                                       for name, c in host.containers.items()})
+    return plan, {r.index: r for r in plan_rollout(deployment, release, serve, unwell).replicas if r.index in unchanged}
+
+
+def _host_facts(args: ServeArgs, facts: Facts, release: str, logging: str, running: list[str],
+                gpus: bool) -> HostFacts:
+    """What the planner reads of the host: the deployment's containers, `current` and whether it passed a gate, the
+    GPUs and ports another process holds (the deployment's running replicas' own ports left out), the record of
+    the release now serving."""
+    listing = facts.command(containers_query(args.deployment).argv)
+    containers = parse_containers(listing.stdout, args.release.image_id, logging) if listing.ok else {}
+    link = facts.file(posixpath.join(args.release.root, "current"))
+    current = link.link_target.removeprefix("releases/") if link.kind == "link" and link.link_target else None
     serving = _current_serve(args, facts)
-    if any(text is None for text in texts) or (running and serving is None):
-        return ()  # who holds what is not known here: the serve program checks on the host
-    ours = {port for r in (serving.replicas if serving else ()) if r.container(args.deployment) in running
+    holders: dict[int, str] = {}
+    if gpus and args.gpu_processes:
+        asked = facts.command(gpu_holders_query(args.gpu_processes, args.deployment).argv)
+        holders = parse_holders(asked.stdout) if asked.ok else {}
+    return HostFacts(containers, current=current, passed=frozenset({current} if current and _passed(args, facts)
+                                                                   else ()),
+                     held_gpus=frozenset(holders), holders=holders,
+                     held_ports=_held_ports(args.serve, args.deployment, args.bind_address,
+                                            [facts.file(table).text for table in TABLES], serving, running),
+                     serving=serving)
+
+
+def _passed(args: ServeArgs, facts: Facts) -> bool:
+    """Whether the release `current` names has a passed gate on record."""
+    try:
+        document = json.loads(facts.file(posixpath.join(args.release.root, "current", RELEASE_FILE)).text or "")
+        return any(isinstance(g, dict) and g.get("passed") for g in document.get("gates") or [])
+    except (ValueError, AttributeError):
+        return False
+
+
+def _held_ports(serve: ServeRecord, deployment: str, bind: str, tables: list[str | None],
+                serving: ServeRecord | None, running: list[str]) -> frozenset[int]:
+    """The replicas' ports a process binds that is none of the deployment's running replicas (from the kernel's
+    socket tables); none when who holds what is not known here."""
+    if any(text is None for text in tables) or (running and serving is None):
+        return frozenset()
+    ours = {port for r in (serving.replicas if serving else ()) if r.container(deployment) in running
             for port in r.ports}
-    listeners = frozenset().union(*(parse_listeners(text) for text in texts))
-    held = frozenset(port for r in args.serve.replicas for port in r.ports if port not in ours
-                     and any(binds(listener, args.bind_address, port) for listener in listeners))
-    containers = {}
-    for r in args.serve.replicas:
-        words = facts.command(_inspect(args.deployment, r.index)).stdout.split()
-        if len(words) == 5:
-            containers[r.container(args.deployment)] = ContainerFact(words[0] or None, words[1] == "true")
-    plan = plan_rollout(args.deployment, release, args.serve, HostFacts(containers, held_ports=held))
-    return plan.refusals
+    listeners = frozenset().union(*(parse_listeners(text) for text in tables if text is not None))
+    return frozenset(port for r in serve.replicas for port in r.ports if port not in ours
+                     and any(binds(listener, bind, port) for listener in listeners))
 
 
 def _current_serve(args: ServeArgs, facts: Facts) -> ServeRecord | None:
@@ -310,17 +331,17 @@ def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logg
 
 
 def serve_step(root: str, deployment: str, release: str, image_id: str, serve: ServeRecord,
-               settings: ContainerSettings, gpu_processes: Iterable[dict] = ()) -> "ServeStep":
-    """The step that starts `release` (what it serves: its record) on each of its replicas, with the host's gate
-    settings (`settings`: the task's arguments). `gpu_processes`: what the probe saw on the GPUs, each replica
-    refusing those on its own."""
+               settings: ContainerSettings, plan: RolloutPlan | None = None,
+               restarts: Mapping[int, ReplicaPlan] | None = None) -> "ServeStep":
+    """The step that rolls `release` (what it serves: its record) out over its replicas as `plan` says (restarts:
+    how a replica found running restarts should it not answer), with the host's gate settings (`settings`: the
+    task's arguments). No plan: as on a host that has none of the deployment's containers yet."""
     log = settings.shipping(deployment)
     mode = serve.mode
     admin_key_file = settings.admin_key_file if mode.restricts_apis else None
     member = ray_member(serve.cluster, root, deployment, image_id) if serve.cluster is not None else None
-    if member is not None:
-        gpu_processes = ()  # a pipeline's GPUs are its Ray node's: the node's workers hold them, not Triton
-    specs, replicas = [], []
+    logger_path = posixpath.join(root, "bin", "container_logger.py")
+    specs, launches = [], {}
     for replica in (serve.replicas if member is None or member.role == "head" else ()):
         http, grpc, metrics = replica.ports
         spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
@@ -328,34 +349,25 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: S
                          ports=Ports(http, grpc, metrics, settings.bind_address),
                          shm_size=settings.shm_size, ulimits=tuple(settings.ulimits),
                          triton_args=tuple(settings.triton_args),
-                         admin_key_file=admin_key_file, log=log,
-                         logger_path=posixpath.join(root, "bin", "container_logger.py"),
+                         admin_key_file=admin_key_file, log=log, logger_path=logger_path,
                          host_name=settings.host_name, models=serve.models,
                          replica=replica_label(replica.index), mode=mode,
                          ray=member.driver if member is not None else None)
         specs.append(spec)
-        replicas.append({"name": replica.index, "container": spec.container, "run_argv": list(run_argv(spec)),
-                         "fallback_run_argv": list(run_argv(spec, log=LOCAL_FALLBACK)), "http_port": http,
-                         "ports": [http, grpc, metrics], "endpoints": mode.endpoints(replica.ports),
-                         "gpus": list(replica.gpus),
-                         "gpu_processes": [p for p in gpu_processes if p.get("gpu") in replica.gpus]})
-    if len(replicas) == 1:
-        replicas[0]["name"] = None  # one container: said as before replicas
-    logger_path = posixpath.join(root, "bin", "container_logger.py")
-    payload = {"root": root, "release": release, "image_id": image_id,
-               "replicas": replicas, "deployment": deployment,
-               "log_driver": log.driver, "log_collector": log.collector, "logging": logging_digest(log),
-               "logger_path": logger_path, "logger_source": LOGGER_SOURCE,
-               "admin_key_file": admin_key_file,
-               "bind": settings.bind_address, "address": local_address(settings.bind_address),  # where the gate asks
-               "models": list(serve.models), "deadline_s": serve.deadline_s,
-               "stop_timeout_s": 30, "prompt": settings.prompt, "max_tokens": settings.max_tokens,
-               "requests": mode.host_requests(list(serve.models), settings.prompt, settings.max_tokens),
-               "predicted_kv_tokens": serve.kv_cache_tokens, "kv_patterns": list(KV_PATTERNS),
-               "keep": settings.keep_releases}
-    if member is not None:
-        payload["ray"] = member.program_input(serve.deadline_s)
-    return ServeStep(tuple(specs), payload, serve.models, serve.kv_cache_tokens)
+        launches[replica.index] = ReplicaLaunch(replica.index, spec.container, run_argv(spec),
+                                                run_argv(spec, log=LOCAL_FALLBACK), mode.endpoints(replica.ports))
+    if plan is None:
+        plan = plan_rollout(deployment, release, serve, HostFacts({})) if launches else RolloutPlan(release, ())
+    rollout = Rollout(
+        root=root, deployment=deployment, release=release, plan=plan, launches=launches, restarts=dict(restarts or {}),
+        deadline_s=serve.deadline_s, address=local_address(settings.bind_address),
+        requests=mode.host_requests(list(serve.models), settings.prompt, settings.max_tokens),
+        models=serve.models, predicted_kv_tokens=serve.kv_cache_tokens, keep=settings.keep_releases,
+        prepare={"admin_key_file": admin_key_file, "logger_path": logger_path, "logger_source": LOGGER_SOURCE},
+        log_driver=log.driver, log_collector=log.collector,
+        ray=member.program_input(serve.deadline_s) if member is not None else None,
+        named_replicas=len(launches) > 1)
+    return ServeStep(tuple(specs), rollout, serve.models, serve.kv_cache_tokens)
 
 
 class RollbackArgs(ContainerSettings):
@@ -372,7 +384,8 @@ class RollbackOperation:
     Args: ClassVar[type[Args]] = RollbackArgs
 
     def facts(self, args: RollbackArgs) -> Iterable[Query]:
-        return [releases_query(args.root, args.deployment)]
+        return [releases_query(args.root, args.deployment), containers_query(args.deployment),
+                *(FileQuery(table, content=True) for table in TABLES)]
 
     def steps(self, args: RollbackArgs, facts: Facts) -> Iterable[Step]:
         deployed = parse_releases(facts.command(releases_query(args.root, args.deployment).argv).stdout,
@@ -383,7 +396,22 @@ class RollbackOperation:
             return
         if not target.serve or not target.image_id:
             raise TritonopsError(f"release {target.id} does not say how to start it (made by an older tritonops?)")
-        step = serve_step(args.root, args.deployment, target.id, target.image_id, target.serve, args)
+        listing = facts.command(containers_query(args.deployment).argv)
+        containers = parse_containers(listing.stdout, target.image_id, logging_digest(args.shipping(args.deployment))) \
+            if listing.ok else {}
+        serving = deployed.current_release.serve if deployed.current_release is not None else None
+        running = [name for name, c in containers.items() if c.running]
+        held = _held_ports(target.serve, args.deployment, args.bind_address,
+                           [facts.file(table).text for table in TABLES], serving, running)
+        passed = frozenset(r.id for r in deployed.releases if any(isinstance(g, dict) and g.get("passed")
+                                                                   for g in r.gates))
+        plan, again = rollout_plan(args.deployment, target.id, target.serve, HostFacts(
+            containers, current=deployed.current, passed=passed, held_ports=held, serving=serving))
+        if target.serve.cluster is not None and target.serve.cluster.worker:
+            plan, again = RolloutPlan(target.id, ()), {}
+        if plan.refused:
+            raise TritonopsError("refused, nothing stopped: " + "; ".join(plan.refusals))
+        step = serve_step(args.root, args.deployment, target.id, target.image_id, target.serve, args, plan, again)
         yield replace(step, restarts=tuple(rollback_lines(deployed.current_release, target)))
 
 

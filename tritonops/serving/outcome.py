@@ -1,11 +1,12 @@
-"""What the serve program did on a host, as data: parsed once from its JSON answer where it arrives
-(the serve step), then read by field everywhere after (the task's result, the deploy events, the
+"""What a release's rollout did on a host, as data: made once where the rollout ends (the serve step,
+operations/serve_rollout.py), then read by field everywhere after (the task's result, the deploy events, the
 CLI). Its one-line texts are made from the fields, never read back. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal
 
 from tritonops.serving.verdict import classify, kv_shortfall, kv_warning
 
@@ -82,20 +83,8 @@ class ServeOutcome:
         return f"{self.reason}{extra}"
 
 
-def serve_outcome(answer: dict[str, Any], release: str, predicted_kv_tokens: int) -> ServeOutcome:
-    """The serve program's JSON answer (serving/program.py `finish`) as a ServeOutcome."""
-    status = answer.get("status")
-    if status not in ("switched", "unchanged", "rolled_back", "refused"):
-        status = "failed"
-    reason, kind = "", ""
-    if status not in ("switched", "unchanged"):
-        found = classify("\n".join(answer.get("log") or ())) or classify(answer.get("why", ""))
-        reason, kind = (str(found), found.kind) if found else (answer.get("why", "failed"), "")
-    kv = answer.get("kv_cache_tokens") or {}
-    return ServeOutcome(status=status, release=release, reason=reason, reason_kind=kind,
-                        previous=answer.get("previous"), kept_as=answer.get("kept_as"),
-                        rollback_why=answer.get("rollback_why"), ready_s=answer.get("ready_s"),
-                        kv_reported=kv.get("reported"), kv_predicted=kv.get("predicted", predicted_kv_tokens) or 0,
-                        shipping=answer.get("shipping") or "", found_serving=answer.get("found_serving") is True,
-                        ray_worker=(answer.get("ray") or {}).get("role") == "worker",
-                        ray_restarted=(answer.get("ray") or {}).get("restarted") is True)
+def failure_reason(log: Sequence[str], why: str) -> tuple[str, str]:
+    """Why a release does not serve, and that failure's kind: the log's known failure (serving.verdict), else the
+    failure's own words (kind "")."""
+    found = classify("\n".join(log)) or classify(why)
+    return (str(found), found.kind) if found else (why or "failed", "")

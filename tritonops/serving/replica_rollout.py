@@ -51,6 +51,7 @@ class HostFacts:
     current: str | None = None                  # the release `current` names
     passed: frozenset[str] = frozenset()        # releases with a passed gate in their release.json
     held_gpus: frozenset[int] = frozenset()     # GPUs a process outside the deployment's containers holds
+    holders: Mapping[int, str] = field(default_factory=dict)  # a held GPU -> who holds it ("pid 4242 (0.2 GiB)")
     held_ports: frozenset[int] = frozenset()    # host ports a process outside the deployment's containers binds
     serving: ServeRecord | None = None          # the record of the release `current` names (where its replicas run)
 
@@ -188,7 +189,8 @@ def _cleared(name: str | None, facts: HostFacts) -> tuple[Step, ...]:
 def _refusal(replica: ReplicaRecord, facts: HostFacts) -> str | None:
     held = sorted(set(replica.gpus) & facts.held_gpus)
     if held:
-        return "GPU busy: " + ", ".join(f"GPU {gpu} is held by another process" for gpu in held)
+        return "GPU busy: " + ", ".join(f"GPU {gpu} is held by {facts.holders.get(gpu, 'another process')}"
+                                        for gpu in held)
     bound = sorted(set(replica.ports) & facts.held_ports)  # its own container's ports are not among them
     if bound:
         return "port in use: " + ", ".join(f"{port} is bound by another process" for port in bound)
@@ -210,7 +212,7 @@ def _occupied(deployment: str, facts: HostFacts) -> tuple[frozenset[int], frozen
     for name, found in facts.containers.items():
         if not found.running:
             continue
-        index = _replica_index(deployment, name)
+        index = replica_index(deployment, name)
         placed = _placed(facts, index, name) if index is not None else None
         if placed is None:
             return frozenset(range(1024)), frozenset(range(1, 65536))  # not known: nothing counts as free
@@ -227,7 +229,8 @@ def _moved(occupied: tuple[frozenset[int], frozenset[int]], old: ReplicaRecord |
     return gpus | set(new.gpus), ports | set(new.ports)
 
 
-def _replica_index(deployment: str, name: str) -> int | None:
+def replica_index(deployment: str, name: str) -> int | None:
+    """The index of the replica whose container is `name` (None: not a replica's name: parked, aside, another)."""
     base = replica_container(deployment, 0)
     if name == base:
         return 0
@@ -236,4 +239,4 @@ def _replica_index(deployment: str, name: str) -> int | None:
 
 
 def _is_replica(deployment: str, name: str) -> bool:
-    return _replica_index(deployment, name) is not None
+    return replica_index(deployment, name) is not None
