@@ -1,5 +1,5 @@
 """Triton's HTTP API as the host programs call it, on the host itself (the metrics fetch, the status
-health check, the serve program's gate, the lab's request). Not a program of its own: a program that needs it
+health check, the replica gate, the lab's request). Not a program of its own: a program that needs it
 imports it as `from tritonops.host_programs.triton_client import ...`, and the packer puts this file's text in
 that line's place, since a host runs each program as one `python3 -c` source with nothing installed.
 

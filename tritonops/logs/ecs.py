@@ -2,7 +2,7 @@
 
 Triton's and vLLM's lines are written in it by `container_logger` inside the container; tritonops'
 own deploy events by `event()` here. `parsed` and `display` read a line back (`tritonops logs`; the
-serve program on the host has its own reader, standard library only).
+gate program on the host has its own reader (host_programs/basic.py), standard library only).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from tritonops.values.names import safe_name
 
 REPOSITORY_DIR = "model_repository"
 RELEASE_FILE = "release.json"
-GATES_KEY = "gates"  # what the serve program appends to a release.json after each gate
+GATES_KEY = "gates"  # what the rollout appends to a release.json after each gate (host_programs/release_folder.py)
 
 
 class ReleaseArgs(Args):

@@ -2,10 +2,11 @@
 
 Facts: the release folders, the weights manifests (which release holds this content), the running
 container and `current`. Nothing to do when the container already runs this release (a no-op
-redeploy restarts nothing). Otherwise one `ServeStep`: the serve program on the host stops the old
-container, starts the release's, gates it (live, ready, every model ready, a generate request that
-returns text) and switches `current`; on failure it puts the previous container back, gates it, and
-the task fails with the reason read from the logs ("rolled back: unknown engine argument: ...").
+redeploy restarts nothing). Otherwise one `ServeStep`, carried out from the controller
+(operations/serve_rollout.py) as serving/replica_rollout.py planned it from the host's facts: each replica's
+old container stopped and parked, the release's started and gated (live, ready, every model ready, a generate
+request that returns text), `current` switched once every one passed; on failure the previous container back and
+gated, and the task fails with the reason read from the logs ("rolled back: unknown engine argument: ...").
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ host's private address, so the balancer is the only public door.
   none of these: an InputError naming the host and the variables to set;
 - else `0.0.0.0`, as before balancers.
 
-Everything on the host that calls a replica (the serve program's gate, `status`, `metrics`, the lab helpers)
+Everything on the host that calls a replica (the rollout's gate, `status`, `metrics`, the lab helpers)
 reaches it at `local_address(bind)`: loopback for a wildcard bind, else the bound address itself.
 
 Pure: no I/O; a bad value is an InputError naming the variable and where it was set.

@@ -52,7 +52,7 @@ class RayMember:
     driver: RayDriver | None = None    # the head's: Triton as the Ray driver
 
     def program_input(self, deadline_s: float) -> dict:
-        """What the serve program needs of the member (JSON)."""
+        """What the Ray member program needs of the member (JSON: host_programs/ray_member.py)."""
         return {"role": self.role, "container": self.node.container, "run_argv": list(run_argv(self.node)),
                 "digest": self.digest, "label": LABEL_RAY_SPEC, "addresses": list(self.addresses),
                 "gpus_per_node": self.gpus_per_node, "node_ip": self.node.node_ip,

@@ -16,8 +16,8 @@ The order per replica (Kamal's where the GPUs allow):
   gate fails it is kept aside (`-failed`) and the parked one started again and gated.
 
 A run cut off between parking and starting leaves no container under the replica's name and the previous one parked:
-the previous release is the one `current` names, and it comes back if the new one fails (the serve program's
-recovery, now a case of this planner). Refusals come before any container stops: a GPU another process holds, a
+the previous release is the one `current` names, and it comes back if the new one fails (a case of this
+planner). operations/serve_rollout.py carries the plan out. Refusals come before any container stops: a GPU another process holds, a
 port another process binds.
 """
 

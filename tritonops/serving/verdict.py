@@ -42,7 +42,7 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = (
 KINDS = tuple(kind for kind, _ in _RULES)
 # vLLM's own count of its KV cache: V1 "GPU KV cache size: N tokens", V0 "# GPU blocks: N" (until 0.6) or
 # "# cuda blocks: N" (later V0), times the block size.
-# The serve program on the host reads the same patterns (sent with its input).
+# operations/serve_rollout.py reads vLLM's KV-cache line with the same patterns from the gate's log lines.
 KV_PATTERNS = (r"GPU KV cache size: ([\d,]+) tokens", r"# (?:GPU|cuda) blocks: (\d+)")
 _KV_TOKENS = (re.compile(KV_PATTERNS[0]),)
 _GPU_BLOCKS = re.compile(KV_PATTERNS[1])
