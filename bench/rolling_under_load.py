@@ -275,7 +275,7 @@ def run_load(doors: list[Door], clients: int, tokens: int, quiet_s: float, chang
 def doors(inventory) -> list[Door]:
     """Every balancer's HTTP door."""
     from tritonops.lab.door import door_key
-    from tritonops.planning.balancer import balancers_among, door
+    from tritonops.planning.door import balancers_among, door
     from tritonops.transport.sessions import SessionPool
 
     found = []
@@ -296,8 +296,8 @@ def doors(inventory) -> list[Door]:
 
 def show_stat_rows(pool, balancers) -> list:
     """`show stat`'s rows on every balancer, through its runtime program over the balancer's session."""
-    from tritonops.balancer.runtime import parse_stat, show_stat
-    from tritonops.balancer.runtime_program import read_send, send_argv
+    from tritonops.door.runtime import parse_stat, show_stat
+    from tritonops.door.runtime_program import read_send, send_argv
 
     rows = []
     for b in balancers:
@@ -311,10 +311,10 @@ def door_redispatches(paths: list[str]) -> dict[str, tuple[str, int]]:
     lost them): `show stat`'s wredis, counted since that worker started (a reload starts a new one)."""
     import csv
 
-    from tritonops.balancer.runtime_program import read_send, send_argv
+    from tritonops.door.runtime_program import read_send, send_argv
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import balancers_among
-    from tritonops.render.haproxy_config import door_of_proxy
+    from tritonops.planning.door import balancers_among
+    from tritonops.render.door_config import door_of_proxy
     from tritonops.transport.sessions import SessionPool
 
     balancers = balancers_among(load_inventory(paths).hosts)
@@ -354,7 +354,7 @@ def current_releases(paths: list[str]) -> dict[str, str | None]:
 
 def deploy(paths: list[str], extra_vars: list[str], limit: str | None) -> Deployed:
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import serving_hosts
+    from tritonops.planning.door import serving_hosts
 
     inventory = load_inventory(paths)
     selected = frozenset(h.name for h in serving_hosts(inventory.select(limit) if limit else inventory.hosts))
@@ -373,9 +373,9 @@ def kill_replica(paths: list[str], target: str, recover_s: float) -> Killed:
     """Kill -9 the Triton process of replica `target` ("HOST[:INDEX]"), then watch every balancer's `show stat`
     until its HTTP server there is DOWN, then UP again (at most recover_s)."""
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import balancers_among, server_name
+    from tritonops.planning.door import balancers_among, server_name
     from tritonops.planning.deployment import deployment_of
-    from tritonops.render.haproxy_config import http_backend
+    from tritonops.render.door_config import http_backend
     from tritonops.transport.sessions import SessionPool
     from tritonops.values.containers import replica_container
 

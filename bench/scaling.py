@@ -90,13 +90,13 @@ def load(url: str, key: str | None, clients: int, tokens: int, seconds: float) -
 
 
 def main() -> int:
-    from tritonops.balancer.runtime import parse_stat, show_stat
-    from tritonops.balancer.runtime_program import read_send, send_argv
+    from tritonops.door.runtime import parse_stat, show_stat
+    from tritonops.door.runtime_program import read_send, send_argv
     from tritonops.inventory import load_inventory
     from tritonops.lab.door import door_key
-    from tritonops.planning.balancer import balancers_among, door
+    from tritonops.planning.door import balancers_among, door
     from tritonops.planning.deployment import deployment_of
-    from tritonops.render.haproxy_config import http_backend
+    from tritonops.render.door_config import http_backend
     from tritonops.transport.sessions import SessionPool
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

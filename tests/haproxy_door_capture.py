@@ -1,4 +1,4 @@
-"""A real HAProxy (Debian's 2.6, `haproxy -W`) running tritonops' own door configuration (render.haproxy_config, one
+"""A real HAProxy (Debian's 2.6, `haproxy -W`) running tritonops' own door configuration (render.door_config, one
 deployment "chat" with two replicas on 127.0.0.1), sent a known mix of requests, then read: HAProxy's Prometheus
 exporter page and `show stat`. What the balancer figures, status and alert rules are tested on.
 
@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.haproxy_harness import Replicas, ask, free_port
-from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
+from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
 DEPLOYMENT = "chat"
 BACKEND = f"tritonops_{DEPLOYMENT}_http"

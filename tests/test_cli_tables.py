@@ -66,8 +66,8 @@ def _replica(index: int, state: str, health: dict):
 
 
 def test_status_shows_a_stopped_replica_as_stopped_beside_the_one_that_serves_and_says_what_starts_it():
-    from tritonops.balancer.door_servers import door_status
-    from tritonops.balancer.runtime import parse_stat
+    from tritonops.door.servers import door_status
+    from tritonops.door.runtime import parse_stat
     from tritonops.cli.cmd_status import _tables
 
     results = GroupResult.of([
@@ -180,8 +180,8 @@ def test_stop_and_start_print_their_table_from_the_command_line(capsys, deployed
 # --- metrics, door keys, lock release ----------------------------------------------------------------------------
 
 def test_metrics_prints_each_host_s_models_and_each_door_s_figures():
-    from tritonops.balancer.door_figures import door_figures
-    from tritonops.balancer.runtime import parse_stat
+    from tritonops.door.figures import door_figures
+    from tritonops.door.runtime import parse_stat
     from tritonops.cli.cmd_metrics import _tables
     from tritonops.metrics.figures import host_figures
 

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import deploy_inputs
-from tritonops.balancer.door_program import DoorApplied, KeysChanged
+from tritonops.door.program import DoorApplied, KeysChanged
 from tritonops.cli.main import main
 from tritonops.deploy.door_keys import KeysOptions, change_keys, said
 from tritonops.errors import InputError

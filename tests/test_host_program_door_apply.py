@@ -22,8 +22,8 @@ import pytest
 
 from tests.haproxy_harness import free_port
 from tritonops import host_programs
-from tritonops.balancer import door_program
-from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
+from tritonops.door import program as door_program
+from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
 MODEL_PATH = "/v2/models/m/generate"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tritonops import host_programs
-from tritonops.balancer import door_program, runtime_program
+from tritonops.door import program as door_program, runtime_program
 from tritonops.facts import query_program
 from tritonops.lab import faults, generate
 from tritonops.lab import releases as lab_releases
@@ -42,7 +42,7 @@ def run(name: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
 
 def test_every_python_program_is_there():
     assert PROGRAMS == ["deployed_releases", "deployment_containers", "deployment_index", "docker_objects",
-                        "door_apply", "fact_queries", "file_steps", "gpu_holders", "haproxy_runtime", "lab_generate",
+                        "door_apply", "door_runtime", "fact_queries", "file_steps", "gpu_holders", "lab_generate",
                         "lab_release_listing", "metrics_page", "prune_release", "ray_member", "relay",
                         "release_folder", "replica_gate", "triton_health", "weights_files", "weights_hub"]
 
@@ -95,7 +95,7 @@ def test_the_callers_send_the_packed_programs():
               "weights_files": programs.FILES, "weights_hub": programs.HUB,
               "lab_release_listing": lab_releases.LISTING, "lab_generate": generate.PROGRAM,
               "lab_snapshot.sh": faults.SNAPSHOT, "lab_read_current.sh": faults.READ_CURRENT,
-              "haproxy_runtime": runtime_program.PROGRAM, "door_apply": door_program.PROGRAM}
+              "door_runtime": runtime_program.PROGRAM, "door_apply": door_program.PROGRAM}
     assert {name: host_programs.source(name) for name in packed} == packed
 
 

@@ -61,7 +61,7 @@ def run_targets(tmp_path, timeout="500"):
     from tritonops.deploy.run import DeployReport
     from tritonops.deploy.targets import write_targets
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import balancers_among, serving_hosts
+    from tritonops.planning.door import balancers_among, serving_hosts
     from tritonops.transport.sessions import SessionPool
 
     path = tmp_path / "sd" / "targets.json"
@@ -101,7 +101,7 @@ def test_a_balancer_s_exporter_is_scraped_where_it_binds_and_one_with_no_private
     from tritonops.deploy.run import DeployReport
     from tritonops.deploy.targets import write_targets
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import balancers_among
+    from tritonops.planning.door import balancers_among
     from tritonops.transport.sessions import SessionPool
 
     path = tmp_path / "sd" / "targets.json"

@@ -22,8 +22,8 @@ from tritonops.modes.base import Request
 from tritonops.modes.choice import MODES, serving_mode
 from tritonops.modes.kserve import KSERVE, KServe
 from tritonops.operations.serve import ContainerSettings, serve_step
-from tritonops.planning.balancer import ServedHost, balancer_config, Door
-from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, render_deployment
+from tritonops.planning.door import ServedHost, balancer_config, Door
+from tritonops.render.door_config import BalancedReplica, BalancerConfig, render_deployment
 from tritonops.serving.status import health_query
 
 SERVE = {"models": ["chat"], "gpus": [0], "weights_dirs": ["/w"], "deadline_s": 60, "kv_cache_tokens": 0,

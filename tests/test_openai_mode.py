@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from tests.test_render_haproxy_config import Door, _free_port, _haproxy_check, _write
+from tests.test_render_door_config import Door, _free_port, _haproxy_check, _write
 from tests.serve_records import serve_record
 from tritonops.errors import InputError
 from tritonops.host_programs.triton_client import answer_text, ask
@@ -22,8 +22,8 @@ from tritonops.modes.choice import serving_mode
 from tritonops.modes.openai import OPENAI
 from tritonops.operations.release import ReleaseArgs, content_digest
 from tritonops.operations.serve import ContainerSettings, ServeArgs, serve_step
-from tritonops.planning.balancer import served_host
-from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_deployment
+from tritonops.planning.door import served_host
+from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_deployment
 from tritonops.serving.container import run_argv
 
 REPO = "/opt/tritonops/chat/releases/r1/model_repository"

@@ -2,9 +2,9 @@
 tritonops' own rendering, compared server by server, each host's count said, an unreadable host's servers kept."""
 
 from tritonops.modes.kserve import KSERVE
-from tritonops.planning.balancer import Door, ServedHost, balancer_config
+from tritonops.planning.door import Door, ServedHost, balancer_config
 from tritonops.planning.door_change import DoorServer, door_change, door_servers, file_diff, kept_host
-from tritonops.render.haproxy_config import render_deployment
+from tritonops.render.door_config import render_deployment
 
 S1 = ServedHost("s1", "10.0.0.1", ((0, 8000, 8001), (1, 8010, 8011), (2, 8020, 8021), (3, 8030, 8031)), 64)
 S2 = ServedHost("s2", "10.0.0.2", ((0, 8000, 8001),), 32)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import closed_port
-from tritonops.balancer.runtime import SOCKET
+from tritonops.door.runtime import SOCKET
 from tritonops.cli.main import main
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "result-schema.json").read_text())
@@ -42,8 +42,8 @@ def test_each_balancer_is_a_door_row_and_one_that_cannot_be_read_says_why_in_one
 
 
 def test_a_door_row_s_payload_has_the_schema_s_door_status_shape():
-    from tritonops.balancer.door_servers import door_status
-    from tritonops.balancer.runtime import parse_stat
+    from tritonops.door.servers import door_status
+    from tritonops.door.runtime import parse_stat
     from tritonops.results import json_data
 
     found = door_status(parse_stat((Path(__file__).parent / "fixtures" / "haproxy" / "door_show_stat.txt").read_text()))
@@ -61,8 +61,8 @@ def test_a_door_row_s_payload_has_the_schema_s_door_status_shape():
 
 
 def test_metrics_gives_each_balancer_a_door_row_too_with_the_schema_s_door_figures_shape(capsys, tmp_path):
-    from tritonops.balancer.door_figures import door_figures
-    from tritonops.balancer.runtime import parse_stat
+    from tritonops.door.figures import door_figures
+    from tritonops.door.runtime import parse_stat
     from tritonops.results import json_data
 
     path = tmp_path / "hosts.yml"

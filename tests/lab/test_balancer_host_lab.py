@@ -89,7 +89,7 @@ def test_the_inventory_puts_the_balancer_in_tritonops_balancers_and_names_reacha
     assert balancer.vars["lab_door_address"] == door_lab.host(BALANCER).network_address
     # HAProxy's exporter binds to the balancer's lab-network address, where the lab's Prometheus reaches it (its
     # ansible_host is this machine's loopback, a port mapped to sshd alone)
-    from tritonops.planning.balancer import exporter_bind
+    from tritonops.planning.door import exporter_bind
 
     assert balancer.vars["tritonops_bind_address"] == exporter_bind(balancer) == door_lab.host(BALANCER).network_address
     address = light.vars["tritonops_replica_address"]

@@ -522,8 +522,8 @@ def _show_stat(clean) -> str:
     """HAProxy's `show stat` on the balancer, through its runtime program over SSH."""
     import shlex
 
-    from tritonops.balancer.runtime import show_stat
-    from tritonops.balancer.runtime_program import read_send, send_argv
+    from tritonops.door.runtime import show_stat
+    from tritonops.door.runtime_program import read_send, send_argv
 
     found = clean(shlex.join(send_argv([show_stat()])))
     return read_send(found.returncode, found.stdout, found.stderr)[0].text
@@ -531,7 +531,7 @@ def _show_stat(clean) -> str:
 
 def door_servers(clean) -> dict:
     """HAProxy's server rows on the balancer, by "backend/server"."""
-    from tritonops.balancer.runtime import parse_stat
+    from tritonops.door.runtime import parse_stat
 
     return {f"{row.backend}/{row.server}": row for row in parse_stat(_show_stat(clean)) if row.kind == "server"}
 
@@ -710,7 +710,7 @@ def test_a_replica_killed_under_load_fails_only_its_requests_in_flight_and_docke
     # (issue #41: retry-on, option redispatch): none of those fails. The streams it was sending are cut, the only
     # losses, counted apart. Docker restarts it (--restart unless-stopped) and the checks bring it back UP.
     from tests.lab.test_replicas_lab import _put_profile
-    from tritonops.render.haproxy_config import CHECK_FALL, grpc_backend, http_backend
+    from tritonops.render.door_config import CHECK_FALL, grpc_backend, http_backend
 
     killed_container = f"tritonops-{DEPLOYMENT}"  # replica 0's
     replica = [f"{http_backend(DEPLOYMENT)}/s1-r0", f"{grpc_backend(DEPLOYMENT)}/s1-r0"]
@@ -849,7 +849,7 @@ def test_a_limited_deploy_drains_on_every_balancer_and_never_shrinks_the_door(ca
     # then, under HTTP and gRPC streaming load through the door: --limit s1 (the balancer outside the limit: it is
     # reached all the same and drains s1's replica), --limit s1:door-1 (the door is rendered from every host, s2's
     # replica read from its release.json, not dropped), and a full deploy after them: nothing fails, nothing is cut
-    from tritonops.render.haproxy_config import LOG_RING
+    from tritonops.render.door_config import LOG_RING
 
     http = [f"tritonops_{DEPLOYMENT}_http/s1-r0", f"tritonops_{DEPLOYMENT}_http/s2-r0"]
     code, report = cli(capsys, "deploy", "-i", str(fleet))
@@ -895,7 +895,7 @@ def test_a_limited_deploy_drains_on_every_balancer_and_never_shrinks_the_door(ca
     if failed:  # what the door logged of the requests that did not end whole (its ring keeps the latest)
         import shlex
 
-        from tritonops.balancer.runtime_program import read_send, send_argv
+        from tritonops.door.runtime_program import read_send, send_argv
         found = clean(shlex.join(send_argv([f"show events {LOG_RING}"])))
         lines = read_send(found.returncode, found.stdout, found.stderr)[0].text.splitlines()
         with capsys.disabled():

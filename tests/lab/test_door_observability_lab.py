@@ -19,10 +19,10 @@ import yaml
 from tests.lab.test_door_lab import (BALANCER, DEPLOYMENT, DOOR_GRPC, FULL_2080TI, GENERATE, KEYS, MODEL,  # noqa: F401
                                      balancer, call, clean, inventory, lab_address, until_up)
 from tests.lab.test_serve_lab import cli, task
-from tritonops.balancer.runtime import set_server_state
-from tritonops.balancer.runtime_program import send_argv
+from tritonops.door.runtime import set_server_state
+from tritonops.door.runtime_program import send_argv
 from tritonops.lab import prometheus
-from tritonops.render.haproxy_config import http_backend
+from tritonops.render.door_config import http_backend
 from tritonops.waiting import wait_until
 
 

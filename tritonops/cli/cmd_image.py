@@ -37,7 +37,7 @@ def run_build(args, out) -> int:
 
     from tritonops.image.settings import outside_build_hosts
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import serving_hosts
+    from tritonops.planning.door import serving_hosts
 
     inventory = load_inventory(inventory_paths(args.inventory), extra_vars=become_vars(args),
                                defaults=connection_defaults(args), ansible=inventory_reading(args))

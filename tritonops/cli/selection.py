@@ -111,7 +111,7 @@ def selected_hosts(args):
     """The inventory's hosts that --limit selects, in inventory order, but the balancers (they serve nothing); at
     least one."""
     from tritonops.inventory import load_inventory
-    from tritonops.planning.balancer import serving_hosts
+    from tritonops.planning.door import serving_hosts
 
     hosts = serving_hosts(load_inventory(inventory_paths(args.inventory), extra_vars=become_vars(args),
                                          defaults=connection_defaults(args), ansible=inventory_reading(args))

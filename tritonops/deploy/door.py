@@ -20,17 +20,17 @@ import posixpath
 import shlex
 from collections.abc import Mapping, Sequence
 
-from tritonops.balancer.door_program import ARGV, CONFIG_DIR, DoorApplied, read_answer, request
+from tritonops.door.program import ARGV, CONFIG_DIR, DoorApplied, read_answer, request
 from tritonops.deploy.run import Record
 from tritonops.deploy.served import read_current
 from tritonops.errors import InputError, TritonopsError
 from tritonops.facts.queries import FileQuery
 from tritonops.facts.query_program import read_facts
 from tritonops.modes.kserve import KSERVE
-from tritonops.planning.balancer import Door, ServedHost, balancer_config, balancer_globals, door, served_host
+from tritonops.planning.door import Door, ServedHost, balancer_config, balancer_globals, door, served_host
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.door_change import door_change, door_servers, file_diff, kept_host
-from tritonops.render.haproxy_config import GLOBALS_FILE, deployment_file, render_balancer_files
+from tritonops.render.door_config import GLOBALS_FILE, deployment_file, render_balancer_files
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 

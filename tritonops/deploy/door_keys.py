@@ -12,10 +12,10 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from tritonops.balancer.door_program import ARGV, DoorApplied, keys_request, read_answer
+from tritonops.door.program import ARGV, DoorApplied, keys_request, read_answer
 from tritonops.deploy.event_log import audit_results
 from tritonops.errors import InputError, TritonopsError
-from tritonops.planning.balancer import door
+from tritonops.planning.door import door
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.inputs import RunInputs
 from tritonops.results import GroupResult, HostResult

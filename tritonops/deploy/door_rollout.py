@@ -24,14 +24,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from tritonops.balancer.runtime import RuntimeApiError, find_server, parse_stat, set_server_state, show_stat
-from tritonops.balancer.runtime_program import read_send, read_wait, send_argv, wait_drained_argv
+from tritonops.door.runtime import RuntimeApiError, find_server, parse_stat, set_server_state, show_stat
+from tritonops.door.runtime_program import read_send, read_wait, send_argv, wait_drained_argv
 from tritonops.errors import InputError
 from tritonops.operations.execute import run_step
 from tritonops.operations.serve import ServeStep
 from tritonops.operations.steps import StepFailed
-from tritonops.planning.balancer import DEFAULT_DRAIN_S, door, server_name
-from tritonops.render.haproxy_config import grpc_backend, http_backend
+from tritonops.planning.door import DEFAULT_DRAIN_S, door, server_name
+from tritonops.render.door_config import grpc_backend, http_backend
 from tritonops.results import HostResult
 from tritonops.transport.base import CommandTimeout, Unreachable
 from tritonops.transport.sessions import HostSession, SessionPool

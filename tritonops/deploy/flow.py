@@ -52,7 +52,7 @@ from tritonops.facts.probe import read_facts
 from tritonops.image.ids import short_image_id
 from tritonops.operations.serve import serve_release
 from tritonops.planning import HostDeployPlan, controller_folders, load_models, model_refs, plan_hosts
-from tritonops.planning.balancer import ServedHost, served_host, server_name
+from tritonops.planning.door import ServedHost, served_host, server_name
 from tritonops.planning.cluster_plan import object_store_bytes
 from tritonops.planning.cluster_rollout import (cluster_members, incomplete, mixed_images, outside_limit,
                                                 split_by_batches)

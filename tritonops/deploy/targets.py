@@ -28,10 +28,10 @@ from tritonops.errors import InputError
 from tritonops.metrics.rules import RULES_FILE, render_rules
 from tritonops.metrics.targets import (BalancerTarget, HostTarget, merged_groups, queue_timeouts, read_targets,
                                        render_targets, scrape_address)
-from tritonops.planning.balancer import BIND_VAR, door, exporter_bind
+from tritonops.planning.door import BIND_VAR, door, exporter_bind
 from tritonops.planning.bind import replica_bind
 from tritonops.planning.deployment import deployment_of
-from tritonops.render.haproxy_config import BalancerGlobals
+from tritonops.render.door_config import BalancerGlobals
 from tritonops.results import HostResult
 from tritonops.transport.sessions import SessionPool
 from tritonops.values.numbers import whole_number

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 
 from tritonops.lab.generate import print_answers
-from tritonops.planning.balancer import balancers_among, door
+from tritonops.planning.door import balancers_among, door
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 

@@ -11,7 +11,7 @@ import shlex
 
 from tritonops import host_programs
 from tritonops.modes.choice import MODES
-from tritonops.planning.balancer import balancers_among, serving_hosts
+from tritonops.planning.door import balancers_among, serving_hosts
 from tritonops.planning.bind import local_address, replica_bind
 from tritonops.planning.deployment import deployment_of
 from tritonops.results import HostResult

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from tritonops.lab.state import LabHost, LabState
-from tritonops.planning.balancer import ADDRESS_VAR, BALANCERS_GROUP, BIND_VAR, KEYS_VAR
+from tritonops.planning.door import ADDRESS_VAR, BALANCERS_GROUP, BIND_VAR, KEYS_VAR
 from tritonops.transport.host_keys import known_hosts_name
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from tritonops.errors import TritonopsError
 from tritonops.lab.defaults import PROMETHEUS_PORT
 from tritonops.metrics.rules import LAB_TIMING, RULES_FILE, render_rules
-from tritonops.planning.balancer import serving_hosts
+from tritonops.planning.door import serving_hosts
 from tritonops.values.ssh_target import host_address
 from tritonops.waiting import wait_until
 

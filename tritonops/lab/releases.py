@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from tritonops import host_programs
-from tritonops.planning.balancer import serving_hosts
+from tritonops.planning.door import serving_hosts
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession
 

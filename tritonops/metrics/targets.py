@@ -54,7 +54,7 @@ class HostTarget:
 class BalancerTarget:
     host: str
     address: str       # what Prometheus dials
-    port: int          # HAProxy's exporter (render.haproxy_config.BalancerGlobals.metrics_port)
+    port: int          # HAProxy's exporter (render.door_config.BalancerGlobals.metrics_port)
     deployments: tuple[str, ...]  # the deployments whose doors it holds
     queue_timeout_ms: int         # the door's tritonops_queue_timeout_ms
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritonops.errors import InputError
-from tritonops.planning.balancer import TLS_VAR, balancers_among, door, replica_address, _address
+from tritonops.planning.door import TLS_VAR, balancers_among, door, replica_address, _address
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import host_where
 from tritonops.planning.serve_record import ServeRecord

@@ -2,7 +2,7 @@
 removed or re-addressed, each host's replicas before and after ("s1: 4 → 2 replicas"), and the servers a host that
 could not be read keeps from that file. Pure: the balancer's current file is read by the caller.
 
-The file is tritonops' own rendering (render.haproxy_config): its HTTP backend's `server` lines give each replica's
+The file is tritonops' own rendering (render.door_config): its HTTP backend's `server` lines give each replica's
 name, address, HTTP port and maxconn, its gRPC backend's the gRPC port. A server whose name is not tritonops'
 (`<host>-r<index>`) is left out of the comparison, as a hand edit is replaced anyway.
 """
@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tritonops.planning.balancer import ServedHost
+from tritonops.planning.door import ServedHost
 from tritonops.modes.base import ServingMode
-from tritonops.render.haproxy_config import BalancerConfig, grpc_backend, http_backend
+from tritonops.render.door_config import BalancerConfig, grpc_backend, http_backend
 
 _NAME = re.compile(r"(?P<host>.+)-r(?P<index>[0-9]+)")
 _ENDPOINT = re.compile(r"(?P<address>.+):(?P<port>[0-9]+)")

@@ -15,7 +15,7 @@ from tritonops.inventory.ansible_run import AnsibleOptions
 from tritonops.inventory.model import Host, Inventory
 from tritonops.inventory.role_defaults import with_role_defaults
 from tritonops.playbook.loader import load_playbook
-from tritonops.planning.balancer import balancers_among, serving_hosts
+from tritonops.planning.door import balancers_among, serving_hosts
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook.model import Play, Playbook
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import shlex
 
-from tritonops.balancer.runtime import StatRow, parse_stat, show_stat
-from tritonops.balancer.runtime_program import read_send, send_argv
+from tritonops.door.runtime import StatRow, parse_stat, show_stat
+from tritonops.door.runtime_program import read_send, send_argv
 from tritonops.transport.sessions import HostSession
 
 RUNTIME_TIMEOUT_S = 30

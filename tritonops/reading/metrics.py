@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 
-from tritonops.balancer.door_figures import BalancerFigures, door_figures
+from tritonops.door.figures import BalancerFigures, door_figures
 from tritonops.errors import TritonopsError
 from tritonops.metrics.fetch import fetch_query, local_address, pages_verdict
 from tritonops.metrics.figures import HostFigures, MetricsPageError

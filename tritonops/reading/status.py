@@ -1,9 +1,9 @@
 """`tritonops status`: per host, what runs and how it does (tritonops.serving.status); per balancer, how its doors
-see each replica (HAProxy's `show stat` through the runtime program over SSH: balancer.door_servers). Read-only."""
+see each replica (HAProxy's `show stat` through the runtime program over SSH: door.servers). Read-only."""
 
 from __future__ import annotations
 
-from tritonops.balancer.door_servers import DoorStatus, door_status
+from tritonops.door.servers import DoorStatus, door_status
 from tritonops.logs.shipping import shipping_of
 from tritonops.modes.choice import host_ports, serving_mode
 from tritonops.facts.query_program import read_facts

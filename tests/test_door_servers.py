@@ -1,10 +1,10 @@
-"""balancer/door_servers: each replica as a balancer's door sees it, read from `show stat` answers captured from
+"""door/servers: each replica as a balancer's door sees it, read from `show stat` answers captured from
 Debian's HAProxy 2.6.12 running tritonops' rendered door (tests/haproxy_door_capture.py; fixtures README)."""
 
 from pathlib import Path
 
-from tritonops.balancer.door_servers import DoorBackend, DoorServer, DoorStatus, door_status
-from tritonops.balancer.runtime import parse_stat
+from tritonops.door.servers import DoorBackend, DoorServer, DoorStatus, door_status
+from tritonops.door.runtime import parse_stat
 
 FIXTURES = Path(__file__).parent / "fixtures" / "haproxy"
 
@@ -45,7 +45,7 @@ def test_only_the_doors_proxies_and_the_deployments_asked_for():
 
 
 def test_a_door_s_proxy_names_read_back_to_their_deployment():
-    from tritonops.render.haproxy_config import door_of_proxy, grpc_backend, http_backend
+    from tritonops.render.door_config import door_of_proxy, grpc_backend, http_backend
 
     assert door_of_proxy(http_backend("chat_v2")) == ("chat_v2", "http", "backend")
     assert door_of_proxy(grpc_backend("chat")) == ("chat", "grpc", "backend")

@@ -1,6 +1,6 @@
 """HAProxy's runtime API as tritonops speaks it: the command lines it sends to a balancer's stats socket
 (`level admin`), checked as they are built, and what HAProxy answers, read into typed rows. Pure: the
-lines travel in the runtime program's arguments (runtime_program.py, host_programs/haproxy_runtime.py).
+lines travel in the runtime program's arguments (runtime_program.py, host_programs/door_runtime.py).
 
 HAProxy marks no answer as an error: a command that changes something answers nothing when it works
 and a sentence when it does not ("No such backend."), so an answer is judged by its shape, with the
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tritonops.errors import InputError, TritonopsError, one_line
 from tritonops.exit_codes import ExitCode
-from tritonops.host_programs.haproxy_runtime import refusal
+from tritonops.host_programs.door_runtime import refusal
 
 SOCKET = "/run/haproxy/tritonops-admin.sock"  # the balancer's `stats socket ... level admin`
 STATES = ("ready", "drain", "maint")

@@ -1,6 +1,6 @@
 """HAProxy's runtime API on a balancer host: commands sent to its stats socket (a `stats socket ... level
 admin` of the worker), each answer read to the end. The lines are built and checked by the controller
-(tritonops/balancer/runtime.py) and passed as arguments; this program checks them again before sending.
+(tritonops/door/runtime.py) and passed as arguments; this program checks them again before sending.
 
     python3 -c SOURCE SOCKET send COMMAND...
         stdout: JSON {"answers": [{"command", "answer"}...]}

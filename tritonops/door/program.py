@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tritonops import host_programs
 from tritonops.errors import TritonopsError, one_line
-from tritonops.render.haproxy_config import BalancerGlobals
+from tritonops.render.door_config import BalancerGlobals
 
 PROGRAM = host_programs.source("door_apply")
 ARGV = ("python3", "-c", PROGRAM)

@@ -1,7 +1,7 @@
 """The doors' request log read back: lines captured from Debian's HAProxy 2.6.12 writing to the ring the renderer
-configures (`format iso`, option httplog), through the real haproxy in tests/test_render_haproxy_config.py too."""
+configures (`format iso`, option httplog), through the real haproxy in tests/test_render_door_config.py too."""
 
-from tritonops.balancer.request_log import LoggedRequest, parse_request_log, show_events
+from tritonops.door.request_log import LoggedRequest, parse_request_log, show_events
 
 CAPTURED = """\
 2026-12-02T14:52:50.312672+00:00 127.0.0.1:46580 [02/Dec/2026:14:52:50.312] f f/<NOSRV> 0/-1/-1/-1/0 503 119 - - \

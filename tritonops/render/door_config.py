@@ -48,7 +48,7 @@ HTTP_RETRY_ON = ("conn-failure", "empty-response")
 GRPC_RETRY_ON = ("conn-failure",)
 # every request through a door is logged (HAProxy's HTTP log: its timers TR/Tw/Tc/Tr/Ta, status, termination
 # state) into a ring in the balancer's memory, read with `show events tritonops_log` on the stats socket
-# (balancer/request_log.py): the newest lines that fit in LOG_RING_BYTES, gone on a reload or restart
+# (door/request_log.py): the newest lines that fit in LOG_RING_BYTES, gone on a reload or restart
 LOG_RING = "tritonops_log"
 LOG_RING_BYTES = 4 << 20
 

@@ -7,8 +7,8 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.haproxy_harness import BACKEND, balancer  # noqa: F401 - the module's haproxy, a fixture
-from tritonops.balancer import runtime_program
-from tritonops.balancer.runtime import (RuntimeApiError, RuntimeRefused, ServerState, StatRow, check_answer,
+from tritonops.door import runtime_program
+from tritonops.door.runtime import (RuntimeApiError, RuntimeRefused, ServerState, StatRow, check_answer,
                                         drained, find_server, parse_servers_state, parse_stat, server_status,
                                         set_server_state, set_server_weight, show_servers_state, show_stat,
                                         shutdown_sessions)

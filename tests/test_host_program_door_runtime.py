@@ -1,4 +1,4 @@
-"""The runtime program (host_programs/haproxy_runtime.py) run as a host runs it, `python -c SOURCE`, against
+"""The runtime program (host_programs/door_runtime.py) run as a host runs it, `python -c SOURCE`, against
 a real haproxy: it drains and readies a server, waits for a drained server's in-flight request, and says
 in one line when the socket is not there or HAProxy refuses a command."""
 
@@ -12,8 +12,8 @@ import time
 import pytest
 
 from tests.haproxy_harness import BACKEND, SLOW_S, balancer  # noqa: F401 - the module's haproxy, a fixture
-from tritonops.balancer import runtime_program
-from tritonops.balancer.runtime import (RuntimeRefused, RuntimeUnreachable, find_server, parse_stat,
+from tritonops.door import runtime_program
+from tritonops.door.runtime import (RuntimeRefused, RuntimeUnreachable, find_server, parse_stat,
                                         server_status, set_server_state, show_stat)
 
 

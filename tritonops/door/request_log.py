@@ -1,5 +1,5 @@
 """The doors' request log as HAProxy keeps it: every request through a door is one line of HAProxy's HTTP log
-format in a ring in the balancer's memory (render/haproxy_config.py: LOG_RING), read with `show events` on the
+format in a ring in the balancer's memory (render/door_config.py: LOG_RING), read with `show events` on the
 stats socket (the runtime program's `send`). Pure: the command line, and the lines read into typed rows.
 
 HAProxy 2.6's HTTP log format (doc/configuration.txt, 8.2.3 "HTTP log format"), after the ring's ISO timestamp:
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tritonops.render.haproxy_config import LOG_RING
+from tritonops.render.door_config import LOG_RING
 
 _TIMER = r"(-?\d+)"
 _LINE = re.compile(

@@ -1,4 +1,4 @@
-"""The runtime program on a balancer host (host_programs/haproxy_runtime.py, `python3 -c`, stdlib only):
+"""The runtime program on a balancer host (host_programs/door_runtime.py, `python3 -c`, stdlib only):
 its argument lists and what its answers mean. Pure: the deploy runs the argv over SSH and gives back
 the exit code, stdout and stderr to `read_send` / `read_wait`.
 
@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tritonops import host_programs
-from tritonops.balancer.runtime import SOCKET, RuntimeApiError, RuntimeRefused, RuntimeUnreachable, checked_name
+from tritonops.door.runtime import SOCKET, RuntimeApiError, RuntimeRefused, RuntimeUnreachable, checked_name
 from tritonops.errors import InputError, one_line
-from tritonops.host_programs.haproxy_runtime import line_problem, refusal
+from tritonops.host_programs.door_runtime import line_problem, refusal
 
-PROGRAM = host_programs.source("haproxy_runtime")
+PROGRAM = host_programs.source("door_runtime")
 REFUSED = 65        # HAProxy refused a command, or has no such server
 UNREACHABLE = 69    # no haproxy at the socket, or not allowed
 MAX_WAIT_S = 86400  # what the program accepts
@@ -37,7 +37,7 @@ def send_argv(commands: Sequence[str], *, socket: str = SOCKET, python: str = "p
     for command in commands:
         if why := line_problem(command):
             raise InputError(f"{why}: {command!r}", "command")
-    return host_programs.argv("haproxy_runtime", _socket(socket), "send", *commands, python=python)
+    return host_programs.argv("door_runtime", _socket(socket), "send", *commands, python=python)
 
 
 def wait_drained_argv(backend: str, server: str, timeout_s: float, *, socket: str = SOCKET,
@@ -47,7 +47,7 @@ def wait_drained_argv(backend: str, server: str, timeout_s: float, *, socket: st
     (master-worker mode keeps it until they end) are not in its counts."""
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 <= timeout_s <= MAX_WAIT_S:
         raise InputError(f"drain timeout {timeout_s!r}: seconds from 0 to {MAX_WAIT_S}", "timeout_s")
-    return host_programs.argv("haproxy_runtime", _socket(socket), "wait-drained", checked_name(backend, "backend"),
+    return host_programs.argv("door_runtime", _socket(socket), "wait-drained", checked_name(backend, "backend"),
                               checked_name(server, "server"), f"{timeout_s:g}", python=python)
 
 

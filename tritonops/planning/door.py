@@ -29,7 +29,7 @@ from tritonops.modes.kserve import KSERVE
 from tritonops.planning.bind import given_bind, private_connection
 from tritonops.planning.entries import host_where
 from tritonops.planning.serve_record import ServeRecord
-from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig, BalancerGlobals
+from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals
 from tritonops.values.names import safe_name
 from tritonops.values.numbers import whole_number
 

@@ -7,8 +7,8 @@ import pytest
 from tests.serve_records import serve_record
 from tritonops.errors import InputError
 from tritonops.inventory import load_inventory
-from tritonops.planning import balancer
-from tritonops.render.haproxy_config import BalancedReplica, BalancerConfig
+from tritonops.planning import door as balancer
+from tritonops.render.door_config import BalancedReplica, BalancerConfig
 
 INVENTORY = """all:
   children:

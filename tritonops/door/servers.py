@@ -3,7 +3,7 @@ deployment and door (HTTP, gRPC), each server's state (UP, DRAIN, DOWN, MAINT), 
 `tritonops status`. Pure.
 
 HAProxy's server names are tritonops' (planning.balancer.server_name: `<host>-r<index>`) and its backends are named
-after the deployment (render.haproxy_config.http_backend / grpc_backend); a proxy that is not a door's is left out.
+after the deployment (render.door_config.http_backend / grpc_backend); a proxy that is not a door's is left out.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tritonops.balancer.runtime import StatRow
-from tritonops.render.haproxy_config import door_of_proxy
+from tritonops.door.runtime import StatRow
+from tritonops.render.door_config import door_of_proxy
 
 _SERVER = re.compile(r"(.+)-r([0-9]+)")
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tritonops.errors import InputError
-from tritonops.render.haproxy_config import (
+from tritonops.render.door_config import (
     GLOBALS_FILE, BalancedReplica, BalancerConfig, BalancerGlobals, deployment_file, grpc_backend, http_backend,
     render_balancer_files, render_deployment, render_globals,
 )
@@ -782,7 +782,7 @@ def test_a_full_queue_answers_queue_full_at_once_while_admitted_requests_complet
 
 
 def test_every_request_is_logged_with_haproxys_timers_in_a_ring_the_runtime_api_reads(start_door):
-    from tritonops.balancer.request_log import parse_request_log, show_events
+    from tritonops.door.request_log import parse_request_log, show_events
 
     door = start_door([FakeReplica("a", delay_s=0.3)], maxconn=1, max_queue=1, queue_timeout_ms=5000)
     assert door.ask("/v2/repository/index")[0] == 403

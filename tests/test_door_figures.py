@@ -4,8 +4,8 @@ README lists them): every figure is what those requests must give."""
 
 from pathlib import Path
 
-from tritonops.balancer.door_figures import BalancerFigures, DoorFigures, door_figures
-from tritonops.balancer.runtime import parse_stat
+from tritonops.door.figures import BalancerFigures, DoorFigures, door_figures
+from tritonops.door.runtime import parse_stat
 
 FIXTURES = Path(__file__).parent / "fixtures" / "haproxy"
 

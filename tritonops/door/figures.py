@@ -2,7 +2,7 @@
 the requests and what answered them, for `tritonops metrics`. Pure.
 
 HAProxy counts answers by class (2xx, 4xx, 5xx) on the frontend, on the backend and on each server, and counts
-the answers a frontend gave itself (`intercepted`). The door's answers (render.haproxy_config) fall apart
+the answers a frontend gave itself (`intercepted`). The door's answers (render.door_config) fall apart
 exactly along those counters:
 - the frontend's own 4xx (`not_exposed` 403, `unauthorized` 401) = frontend 4xx - backend 4xx;
 - the frontend's own 503s (`no_replica` and `queue_full`, together: both are `http-request return` 503s and
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tritonops.balancer.runtime import StatRow
-from tritonops.render.haproxy_config import door_of_proxy
+from tritonops.door.runtime import StatRow
+from tritonops.render.door_config import door_of_proxy
 
 
 @dataclass(frozen=True)
