@@ -65,7 +65,7 @@ def test_without_matplotlib_the_bench_stops_before_aiperf_runs_and_says_how_to_g
 
     from tritonops.bench.flow import BenchRequest, run_bench
     from tritonops.errors import InputError
-    from tritonops.planning.bench import Workload
+    from tritonops.bench.plan import Workload
     from tritonops.reading.sessions import ReadOptions
 
     script = tmp_path / "aiperf"

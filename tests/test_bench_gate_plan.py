@@ -1,4 +1,4 @@
-"""deploy's canary gate as data (planning/bench_gate.py): its settings from the inventory with file:line errors, the
+"""deploy's canary gate as data (bench/gate_plan.py): its settings from the inventory with file:line errors, the
 previous release's run it is compared with, and its verdict on aiperf's real exports (tests/fixtures/aiperf/: a
 release whose engine takes one request at a time against one that takes four)."""
 
@@ -10,9 +10,9 @@ import pytest
 
 from tests.test_bench_plan import Host, fixture_level
 from tritonops.errors import InputError
-from tritonops.planning.bench import Workload
-from tritonops.planning.bench_gate import GateSettings, baseline, gate_settings, verdict
-from tritonops.planning.bench_results import BenchSummary, LevelResult
+from tritonops.bench.plan import Workload
+from tritonops.bench.gate_plan import GateSettings, baseline, gate_settings, verdict
+from tritonops.bench.results import BenchSummary, LevelResult
 
 GATE = GateSettings(concurrency=(4,), requests=8, input_tokens=16, output_tokens=32)
 WORKLOAD = {"input_tokens": 16, "output_tokens": 32}

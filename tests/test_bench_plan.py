@@ -1,4 +1,4 @@
-"""`tritonops bench` as data (planning/bench.py, planning/bench_results.py): which endpoints, aiperf's command line,
+"""`tritonops bench` as data (bench/plan.py, bench/results.py): which endpoints, aiperf's command line,
 the summary read from aiperf's real JSON export (tests/fixtures/aiperf/, captured from the lab: see its README),
 the comparison of two releases and its thresholds."""
 
@@ -13,9 +13,9 @@ import pytest
 from tests.serve_records import serve_record
 from tritonops.errors import InputError, TritonopsError
 from tritonops.metrics.figures import ModelFigures
-from tritonops.planning.bench import (KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload, door_endpoints,
+from tritonops.bench.plan import (KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload, door_endpoints,
                                       parse_levels, release_key, replica_endpoints)
-from tritonops.planning.bench_results import (BenchSummary, ServerTimes, compare, level_from_aiperf, previous_run,
+from tritonops.bench.results import (BenchSummary, ServerTimes, compare, level_from_aiperf, previous_run,
                                               server_times, summary_from_json, workload_said)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "aiperf"

@@ -25,9 +25,9 @@ from tritonops.exit_codes import ExitCode
 from tritonops.modes.base import ServingMode
 from tritonops.modes.choice import host_ports
 from tritonops.modes.kserve import KSERVE
-from tritonops.planning.bench import (Endpoint, KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload,
+from tritonops.bench.plan import (Endpoint, KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload,
                                       door_endpoints, release_key, replica_endpoints)
-from tritonops.planning.bench_results import (BenchSummary, Comparison, LevelResult, aiperf_version, compare,
+from tritonops.bench.results import (BenchSummary, Comparison, LevelResult, aiperf_version, compare,
                                               comparable, level_from_aiperf, previous_run, server_times,
                                               DEFAULT_THRESHOLD)
 from tritonops.planning.deployment import deployment_of

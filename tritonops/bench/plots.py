@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tritonops.planning.bench_results import BenchSummary, workload_said
+from tritonops.bench.results import BenchSummary, workload_said
 
 NOW = {"linestyle": "-", "marker": "o", "color": "#1f77b4"}
 BEFORE = {"linestyle": "--", "marker": "s", "color": "#d62728"}

@@ -1,7 +1,7 @@
 """Where benches are kept on the controller: beside the audit log (deploy/event_log.py), under
 $TRITONOPS_BENCH_DIR, else $XDG_STATE_HOME/tritonops/bench (~/.local/state/tritonops/bench):
 
-    <root>/<deployment>/<release>/<UTC stamp>/summary.json     tritonops' summary (planning/bench_results.py)
+    <root>/<deployment>/<release>/<UTC stamp>/summary.json     tritonops' summary (bench/results.py)
                                               c<N>/            aiperf's exports of concurrency N (JSON, CSV,
                                                                per-request JSONL) and its log
                                               *.png            the plots
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tritonops.errors import TritonopsError
 from tritonops.values.user_dirs import user_path
-from tritonops.planning.bench_results import BenchSummary, summary_from_json
+from tritonops.bench.results import BenchSummary, summary_from_json
 from tritonops.values.names import safe_name
 
 ROOT_VAR = "TRITONOPS_BENCH_DIR"

@@ -59,7 +59,7 @@ def run(args, out) -> int:
 
     from tritonops.bench.flow import BenchRequest, run_bench
     from tritonops.errors import InputError
-    from tritonops.planning.bench import Workload, parse_levels
+    from tritonops.bench.plan import Workload, parse_levels
 
     if not 0 < args.threshold < 10:
         raise InputError(f"{args.threshold:g} is not a fraction above 0 (0.10: 10 %)", "--threshold")
@@ -81,7 +81,7 @@ def run(args, out) -> int:
         return code
     out.print(_table(report))
     if report.comparison is None and request.compare_to:
-        from tritonops.planning.bench_results import workload_said
+        from tritonops.bench.results import workload_said
 
         out.print(f"compared with: nothing (no other release of {report.summary.deployment} benched so yet: "
                   f"{workload_said(report.summary)})")

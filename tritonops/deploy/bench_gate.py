@@ -1,7 +1,7 @@
 """`deploy --bench-gate` (issue #24): a canary gate after the first batch whose release changed.
 
 Once that batch's hosts have switched to the new release (each passed its health gate), a short bench
-(planning.bench_gate: its workload and thresholds from `tritonops_bench_gate_*`) runs against their replicas
+(bench.gate_plan: its workload and thresholds from `tritonops_bench_gate_*`) runs against their replicas
 directly, is kept like any bench under the new release, and is compared with the previous release's recorded run.
 When the new release is slower past the thresholds, or the bench itself cannot run, that batch goes back to the
 release each of its hosts served before (the rollback playbook, on the deploy's own sessions and locks, drained
@@ -19,8 +19,8 @@ from tritonops.bench.flow import check_ready, measure, read_fleet, tokenizer_for
 from tritonops.bench.runner import aiperf_command
 from tritonops.deploy.run import Record
 from tritonops.errors import InputError, TritonopsError, one_line
-from tritonops.planning.bench import release_key
-from tritonops.planning.bench_gate import GateSettings, GateVerdict, baseline, gate_settings, verdict
+from tritonops.bench.plan import release_key
+from tritonops.bench.gate_plan import GateSettings, GateVerdict, baseline, gate_settings, verdict
 from tritonops.planning.deployment import deployment_of
 from tritonops.playbook import BatchDone, RunInputs, compile_playbook, run_playbook
 from tritonops.playbook.events import OnEvent

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tritonops.planning.bench import DEFAULT_INPUT_TOKENS, Workload, parse_levels
-from tritonops.planning.bench_results import BenchSummary, Change, Comparison, compare
+from tritonops.bench.plan import DEFAULT_INPUT_TOKENS, Workload, parse_levels
+from tritonops.bench.results import BenchSummary, Change, Comparison, compare
 from tritonops.planning.entries import host_where
 from tritonops.values.numbers import real_number, whole_number
 
