@@ -6,6 +6,7 @@ under the inventory's own variables, as in Ansible."""
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,15 @@ def test_forks_and_host_key_checking_come_from_ansible_cfg_under_the_command_lin
     given = Namespace(inventory=["x"], forks=20, accept_new_host_keys=False, user=None, private_key=None, become=False)
     apply_ansible_config(given, env={})
     assert (given.inventory, given.forks) == (["x"], 20)
+
+
+def test_plan_probes_with_the_connection_defaults_as_deploy_does(project, capsys):
+    """`plan` without --facts probes the hosts itself: as the user ansible.cfg and -u name (api.plan took none of
+    them and connected as the inventory alone said)."""
+    (project / "inventory" / "hosts.yml").write_text(
+        "all:\n  hosts:\n    h1: {ansible_host: 127.0.0.1, ansible_port: 1}\n")  # nothing listens: refused at once
+    argv = ["plan", "--model", str(Path(__file__).parent / "fixtures" / "models" / "tiny-llama"), "--json"]
+    assert main(argv) == 4
+    assert "cannot connect to deploy@127.0.0.1:1" in json.loads(capsys.readouterr().out)["results"][0]["msg"]
+    assert main([*argv, "-u", "carol"]) == 4
+    assert "cannot connect to carol@127.0.0.1:1" in json.loads(capsys.readouterr().out)["results"][0]["msg"]

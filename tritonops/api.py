@@ -81,10 +81,13 @@ def probe_results(report: ProbeReport) -> GroupResult:
 def plan(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, vars: Mapping[str, Any] | None = None,
          limit: str | None = None, extra_vars: Mapping[str, Any] | None = None, model: str | None = None,
          model_name: str = DEFAULT_MODEL_NAME, request: SizingRequest | None = None, metrics: bool = True,
-         facts: ProbeReport | None = None, forks: int = 10, accept_new_host_keys: bool = False) -> GroupResult:
+         facts: ProbeReport | None = None, forks: int = 10, accept_new_host_keys: bool = False,
+         defaults: Mapping[str, Any] | None = None, ansible=None) -> GroupResult:
     """`tritonops plan`: per host its HostDeployPlan (engine plan per model, placement, the files a deploy would
     write) as the payload; the hosts are probed unless `facts` (a saved probe report) is given. A host's status:
-    ok when its plan is, else its probe's (unreachable) or failed."""
+    ok when its plan is, else its probe's (unreachable) or failed. `defaults`: connection variables under the
+    inventory's own (ansible.cfg, -u, --private-key, -b), as deploy takes them; `ansible`: how sources that need
+    Ansible are read."""
     from tritonops.planning import controller_folders, load_models, model_refs, plan_hosts
     from tritonops.planning.host_values import check_host_values
     from tritonops.results import GroupResult, HostResult
@@ -92,8 +95,9 @@ def plan(*, inventory: Sequence[str] | str | None = None, hosts: Any = None, var
     from tritonops.values.names import safe_name
 
     safe_name(model_name, "model name", "model_name")
-    inputs = run_inputs("deploy.yml", None, (), inventory, hosts, vars, limit, extra_vars)
-    selected = inputs.hosts  # as deploy sees them: role defaults, -e
+    inputs = run_inputs("deploy.yml", None, (), inventory, hosts, vars, limit, extra_vars, ansible=ansible,
+                        defaults=defaults)
+    selected = inputs.hosts  # as deploy sees them: role defaults, -e, the connection defaults
     if not selected:
         raise InputError(f"no host matches {limit!r}", "limit")
     request = request or SizingRequest(model_ref=model or "")

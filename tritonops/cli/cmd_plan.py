@@ -62,7 +62,7 @@ def _read_report(path: Path) -> ProbeReport:
 
 def run(args, out) -> int:
     from tritonops import api
-    from tritonops.cli.selection import inventory_paths
+    from tritonops.cli.selection import connection_defaults, inventory_paths, inventory_reading
     from tritonops.playbook import parse_extra_vars
 
     if not args.inventory:
@@ -72,7 +72,8 @@ def run(args, out) -> int:
                        extra_vars=parse_extra_vars(args.extra_vars), model=args.model, model_name=args.model_name,
                        request=request_from_args(args, args.model or ""), metrics=not args.no_metrics,
                        facts=_read_report(args.facts) if args.facts else None, forks=args.forks,
-                       accept_new_host_keys=args.accept_new_host_keys)
+                       accept_new_host_keys=args.accept_new_host_keys, defaults=connection_defaults(args),
+                       ansible=inventory_reading(args))
     if args.json:
         from tritonops.cli.result_json import document
 
