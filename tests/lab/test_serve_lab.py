@@ -178,6 +178,7 @@ def test_a_gpu_another_process_holds_is_refused_before_anything_is_stopped(capsy
     intruder = clean("sleep 300 >/dev/null 2>&1 & echo $!").stdout.strip()  # a live process on the host
     set_gpu_faults(lab, FULL_2080TI, GpuFaults(processes=((0, SimulatedProcess(int(intruder), 256 << 20)),)))
     try:
+        checked, check_report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=4", "--check")
         code, report = cli(capsys, "deploy", "-i", inventory, "-e", "tritonops_max_num_seqs=4")
     finally:
         set_gpu_faults(lab, FULL_2080TI, GpuFaults())
@@ -185,5 +186,6 @@ def test_a_gpu_another_process_holds_is_refused_before_anything_is_stopped(capsy
     serve = task(report, "Triton serves")
     assert code == 2 and serve["msg"] == (f"refused, nothing stopped: replica 0: GPU busy: GPU 0 is held by pid "
                                           f"{intruder} (0.2 GiB)"), serve["msg"]
+    assert checked == 2 and task(check_report, "Triton serves")["msg"] == serve["msg"]  # said by --check already
     assert clean(f"docker inspect --format '{{{{.State.StartedAt}}}}' {CONTAINER}").stdout == started  # untouched
     assert generate(clean)
