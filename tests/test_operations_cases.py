@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.rollout_plans import said
+from tritonops import host_programs
 from tritonops.errors import TritonopsError
+from tritonops.operations.serve import ServeStep
+from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
 from tritonops.playbook.known_operations import OPERATIONS, operation_named
 
@@ -20,11 +24,29 @@ def facts_of(data: dict) -> Facts:
     facts = [FileFact(path, **fact) for path, fact in data.get("files", {}).items()]
     for path, names in data.get("dirs", {}).items():
         facts.append(DirFact(path, False) if isinstance(names, dict) else DirFact(path, True, tuple(names)))
-    facts += [CommandFact(tuple(fact.pop("argv")), **fact) for fact in data.get("commands", [])]
+    facts += [CommandFact(argv_of(fact), **fact) for fact in map(dict, data.get("commands", []))]
     return Facts.of(*facts)
 
 
+def argv_of(fact: dict) -> tuple[str, ...]:
+    """A command fact's argv, written out or named: a host program and its arguments (`program`, `args`), a
+    replica container's `inspect_serving`, a deployment's `list_deployment` (their argv are long and not the case's
+    point)."""
+    if "program" in fact:
+        return host_programs.argv(fact.pop("program"), *fact.pop("args", ()))
+    if "inspect_serving" in fact:
+        return inspect_serving(fact.pop("inspect_serving"))
+    if "list_deployment" in fact:
+        return list_deployment(fact.pop("list_deployment"))
+    return tuple(fact.pop("argv"))
+
+
 def step_data(step) -> dict:
+    if isinstance(step, ServeStep):  # what it does and how: the rollout's plan, each step in one line
+        return {"type": "ServeStep", "describe": step.describe(), "plan": said(step.rollout.plan),
+                "restarts_if_unhealthy": {str(i): [s.said() for s in p.steps]
+                                          for i, p in sorted(step.rollout.restarts.items())},
+                "diff": list(step.restarts)}
     data = {"type": type(step).__name__, **vars(step)}
     if isinstance(data.get("content"), bytes):
         data["content"] = data["content"].decode()
@@ -58,6 +80,10 @@ def validation_context(data: dict) -> dict:
 
 def test_there_are_cases_for_every_builtin_file_operation():
     assert {path.parent.name for path in CASES} >= {"put_file", "directory", "symlink", "release"}
+
+
+def test_there_are_cases_for_the_serving_operations():
+    assert {path.parent.name for path in CASES} >= {"serve_release", "rollback_release"}
 
 
 def test_there_are_cases_for_every_operation_with_an_ansible_name():

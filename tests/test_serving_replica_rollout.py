@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.rollout_plans import said
 from tests.serve_records import serve_record
 from tritonops.serving.replica_rollout import ContainerFact, HostFacts, RolloutPlan, Step, plan_rollout
 
@@ -20,22 +21,6 @@ def facts_of(data: dict) -> HostFacts:
                      current=data.get("current"), passed=frozenset(data.get("passed", ())),
                      held_gpus=frozenset(data.get("held_gpus", ())), held_ports=frozenset(data.get("held_ports", ())),
                      serving=serve_record(replicas=data["serving"]) if data.get("serving") else None)
-
-
-def said(plan: RolloutPlan) -> dict:
-    """The plan as the cases write it: each replica's non-empty fields, each step in one line."""
-    replicas = []
-    for replica in plan.replicas:
-        shown = {"index": replica.index, "order": replica.order}
-        for name in ("steps", "on_failure", "undo"):
-            if getattr(replica, name):
-                shown[name] = [step.said() for step in getattr(replica, name)]
-        for name in ("previous", "refusal", "why_no_way_back"):
-            if getattr(replica, name) is not None:
-                shown[name] = getattr(replica, name)
-        replicas.append(shown)
-    return {"replicas": replicas, "surplus": [step.said() for step in plan.surplus],
-            "switch_current": plan.switch_current, "refusals": list(plan.refusals)}
 
 
 def plan_of(case: dict) -> RolloutPlan:
