@@ -92,3 +92,19 @@ def test_with_nothing_to_compare_the_gate_passes_and_says_why_unless_a_request_f
     broken = run("r2", "2026-12-02T16:00:00Z", LevelResult(4, 6, 2, dict(level.figures)))
     failed = verdict(broken, GATE, None, None)
     assert not failed.passed and failed.reasons == ("2 of 8 requests failed at concurrency 4",)
+
+
+def test_a_run_whose_replica_was_killed_mid_level_fails_the_gate_on_its_failed_requests():
+    """aiperf's own export of a level during which the only replica behind the door was killed (kill -9 of Triton,
+    tests/fixtures/aiperf/README.md): its failed requests are read from it, and the gate rolls back on them
+    whatever the figures of the requests that did answer."""
+    level = fixture_level("killed_c4.json", 4)
+    assert (level.requests_ok, level.requests_failed) == (20, 44)
+    assert [error.split(" x ", 1)[0] for error in level.errors] == ["1", "3", "4", "36"]
+    assert any("no_replica" in error for error in level.errors) and any("Server disconnected" in e for e in level.errors)
+    workload = {**WORKLOAD, "output_tokens": 64, "requests": {"4": 64}}
+    now = run("r2", "2026-12-07T01:07:28Z", level, through="balancer", workload=workload)
+    alone = verdict(now, GATE, None, None)
+    assert not alone.passed and alone.reasons == ("44 of 64 requests failed at concurrency 4",)
+    loose = replace(GATE, throughput_drop=0.99, ttft_p99_rise=1000.0)  # no threshold lets a failed request pass
+    assert not verdict(now, loose, None, None).passed
