@@ -125,7 +125,10 @@ def leftovers(before: dict, after: dict, keep: int) -> dict:
             "releases_beyond_retention": max(0, int(now.get("releases", 0)) - (keep + 2)),
             "partial_releases": now.get("partial", 0),
             "containers": now.get("containers", 0),
-            "containers_beyond_retention": max(0, int(now.get("containers", 0)) - (2 * (keep + 2) + 1)),
+            # per replica (a container not parked nor kept aside): itself, and a parked and a failed one per
+            # release kept; the bound was one replica's (a host of 4 replicas read 3 beyond with 18 of its 60)
+            "containers_beyond_retention": max(0, int(now.get("containers", 0))
+                                               - max(1, sum("--" not in c for c in containers)) * (2 * (keep + 2) + 1)),
             "orphan_containers": len(orphans),
             "images_added": int(now.get("images", 0)) - int(was.get("images", 0)),
             "dangling_images": now.get("dangling_images", 0),
