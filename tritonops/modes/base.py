@@ -22,6 +22,7 @@ class Request:
     body: Any = None                 # a JSON body, None for none
     text: tuple[str | int, ...] = ()  # where the answer's text is (keys and indices into its JSON); () none
     stream: bool = False             # the answer is server-sent events: the text is every event's, joined
+    usage: bool = False              # a stream whose events must include OpenAI's `usage` (completion tokens)
 
     def document(self) -> dict[str, Any]:
         """The request as a host program reads it (JSON)."""
@@ -32,6 +33,8 @@ class Request:
             doc["text"] = list(self.text)
         if self.stream:
             doc["stream"] = True
+        if self.usage:
+            doc["usage"] = True
         return doc
 
 
