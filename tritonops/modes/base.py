@@ -71,6 +71,15 @@ class ServingMode:
         a pipeline's head, which is a Ray driver); host_ports in release.json's order. None: the mode cannot."""
         return None
 
+    def refuse_models(self, models: tuple[str, ...]) -> str | None:
+        """Why this mode cannot serve these models on one host (one line), None when it can."""
+        return None
+
+    def plan_problem(self, models: tuple[tuple[str, dict[str, Any]], ...]) -> str | None:
+        """What this mode refuses in a host's plan, (model name, its engine arguments as model.json has them)
+        per model, before any host is touched: one line, None when nothing."""
+        return None
+
     def live(self) -> Request:
         raise NotImplementedError
 

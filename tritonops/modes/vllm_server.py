@@ -212,6 +212,28 @@ class VllmServer(OpenAI):
             raise EngineArgumentError(f"the vllm mode needs the model's one weights folder, not {len(weights_dirs)}")
         return (*server_argv(model, weights_dirs[0], engine_args or {}, self.container_port("openai")), *extra)
 
+    def refuse_models(self, models: tuple[str, ...]) -> str | None:
+        try:
+            one_model(models)
+        except EngineArgumentError as err:
+            return str(err)
+        return None
+
+    def plan_problem(self, models: tuple[tuple[str, dict[str, Any]], ...]) -> str | None:
+        """The one model's server command line, rendered and checked against the pinned vLLM's argument list
+        (model.json's `model` is its weights folder)."""
+        try:
+            one_model(tuple(name for name, _ in models))
+            ((name, engine_args),) = models
+            engine_args = dict(engine_args)
+            weights = engine_args.pop("model", None)
+            if not isinstance(weights, str):
+                raise EngineArgumentError(f"model {name!r} has no weights folder in its plan")
+            server_argv(name, weights, engine_args, self.container_port("openai"))
+        except EngineArgumentError as err:
+            return str(err)
+        return None
+
     def listen_argv(self, host_ports: tuple[int, ...], bind: str) -> tuple[str, ...] | None:
         return None  # a pipeline across hosts runs Triton as the Ray driver: not this mode
 
