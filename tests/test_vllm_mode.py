@@ -172,3 +172,12 @@ def test_the_openai_port_on_a_kserve_port_is_refused_naming_both_variables(tmp_p
     assert hp.error == (f"{tmp_path / 'hosts.yml'}:7: tritonops_openai_port 8000 is tritonops_http_port's too: in "
                         "the vllm mode each of tritonops_http_port, tritonops_grpc_port, tritonops_openai_port needs "
                         "its own port")
+
+
+def test_bench_drives_the_vllm_modes_chat_completions_as_the_openai_modes():
+    from tritonops.planning.bench import Workload, aiperf_argv, check_workload
+
+    check_workload(Workload("chat", mode="vllm"))
+    argv = aiperf_argv(["aiperf"], ["http://10.0.0.9:9000"], Workload("chat", requests=8, mode="vllm"), 4, "/tok",
+                       "/run/kserve_payload.json.j2", "/run/c4")
+    assert argv[8:11] == ["--endpoint-type", "chat", "--streaming"] and "--custom-endpoint" not in argv
