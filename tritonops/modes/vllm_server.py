@@ -95,7 +95,12 @@ class ServerArguments:
 @functools.cache
 def pinned_arguments() -> ServerArguments:
     """The pinned vLLM's server arguments, shipped with tritonops."""
-    text = resources.files("tritonops.modes").joinpath(ARGUMENTS_FILE).read_text()
+    try:
+        text = resources.files("tritonops.modes").joinpath(ARGUMENTS_FILE).read_text()
+    except FileNotFoundError:
+        raise EngineArgumentError(f"this tritonops ships no argument list of the pinned vLLM's OpenAI server "
+                                  f"(tritonops/modes/{ARGUMENTS_FILE}; bench/real_gpu_openai.sh captures it): the "
+                                  f"vllm mode cannot check engine arguments") from None
     return ServerArguments.from_json(json.loads(text))
 
 
