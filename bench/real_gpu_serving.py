@@ -8,6 +8,7 @@ same device call (bench/real_gpu_serving.sh):
 
     python bench/real_gpu_serving.py direct VERSION_DIR OUT.json [--levels 1,16,...]
     python bench/real_gpu_serving.py triton URL METRICS_URL MODEL TOKENIZER_DIR OUT.json [--levels ...]
+    python bench/real_gpu_serving.py openai URL METRICS_URL MODEL TOKENIZER_DIR OUT.json [--levels ...]  # vLLM's server
     python bench/real_gpu_serving.py compare DIRECT.json TRITON.json      # the table and the goal, exit 1 if missed
     python bench/real_gpu_serving.py replay VERSION_DIR TRACE.jsonl TRITON.json OUT.json [--direct DIRECT.json]
     python bench/real_gpu_serving.py breakdown TRACE.jsonl TRITON.json REPLAY.json [DIRECT.json]
@@ -213,7 +214,11 @@ def main() -> int:
     for name in ("url", "metrics_url", "model", "tokenizer_dir", "out"):
         triton.add_argument(name)
     triton.add_argument("--processes", type=int, default=8)
-    for p in (direct, triton):
+    openai = sub.add_parser("openai")  # vLLM's own OpenAI server (issue #43): streamed /v1/completions
+    for name in ("url", "metrics_url", "model", "tokenizer_dir", "out"):
+        openai.add_argument(name)
+    openai.add_argument("--processes", type=int, default=8)
+    for p in (direct, triton, openai):
         p.add_argument("--levels")
         p.add_argument("--rounds", type=int)
     direct.add_argument("--think-ms", type=float, help="each closed-loop client waits this long between requests")
@@ -243,6 +248,12 @@ def main() -> int:
         levels = serving_load.run_triton(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload,
                                          args.processes, say)
         _save(args.out, "triton", workload, levels)
+        return 0
+    if args.path == "openai":
+        workload = _workload(args)
+        levels = serving_load.run_openai(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload,
+                                         args.processes, say)
+        _save(args.out, "openai", workload, levels)
         return 0
     if args.path == "joined":
         with open(args.triton) as f:

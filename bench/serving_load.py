@@ -452,10 +452,15 @@ async def stream_once(host: str, port: int, path: str, body: bytes, conn: dict) 
                 now = time.monotonic()
                 if not event.startswith(b"data:"):
                     continue
-                data = json.loads(event[5:])
+                payload = event[5:].strip()
+                if payload == b"[DONE]":  # OpenAI's end of stream
+                    continue
+                data = json.loads(payload)
                 if "error" in data:
                     raise RuntimeError(str(data["error"])[:200])
-                words = len(str(data.get("text_output", "")).split())
+                if isinstance(data.get("usage"), dict):  # OpenAI's usage event (stream_options.include_usage)
+                    record.prompt_tokens = data["usage"].get("prompt_tokens")
+                words = len(event_text(data).split())
                 if words:
                     record.tokens += words
                     record.events += 1
@@ -471,6 +476,15 @@ async def stream_once(host: str, port: int, path: str, body: bytes, conn: dict) 
         conn["writer"] = None
     record.end = time.monotonic()
     return record
+
+
+def event_text(data: dict) -> str:
+    """The text one streamed event carries: Triton's `text_output`, or an OpenAI completion chunk's
+    `choices[0].text` (its usage-only last chunk has no choices)."""
+    if "text_output" in data:
+        return str(data["text_output"])
+    choices = data.get("choices") or [{}]
+    return str(choices[0].get("text") or "")
 
 
 async def _body_chunks(reader, headers: dict):
@@ -507,7 +521,8 @@ def _client_process(args) -> list:
                 record = await stream_once(host, port, path, body, conn)
             finally:
                 free.append(conn)
-            record.key = prompt_key(json.loads(body)["text_input"])  # after the request: not timed
+            sent = json.loads(body)
+            record.key = prompt_key(sent.get("text_input") or sent.get("prompt"))  # after the request: not timed
             return record
 
         records = await closed_loop(one, bodies, streams)
@@ -522,6 +537,12 @@ def _client_process(args) -> list:
 def triton_body(text: str, workload: Workload) -> bytes:
     return json.dumps({"text_input": text, "parameters": {
         "stream": True, "max_tokens": workload.output_tokens, "ignore_eos": True, "temperature": 0}}).encode()
+
+
+def openai_body(text: str, workload: Workload, model: str) -> bytes:
+    """The same request as an OpenAI completion to vLLM's OpenAI server (`ignore_eos` is its own extra field)."""
+    return json.dumps({"model": model, "prompt": text, "max_tokens": workload.output_tokens, "ignore_eos": True,
+                       "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}).encode()
 
 
 def fan_out(pool, host: str, port: int, path: str, bodies: list, concurrency: int) -> list:
@@ -540,16 +561,17 @@ def fan_out(pool, host: str, port: int, path: str, bodies: list, concurrency: in
     return [Record(**r) for result in results for r in result]
 
 
-def metric_values(text: str, model: str) -> dict:
-    """The :8002 counters the check needs, for one model."""
+def metric_values(text: str, model: str, label: str = "model") -> dict:
+    """The :8002 counters the check needs, for one model (vLLM's own server labels it `model_name`)."""
     wanted = ("nv_inference_request_success", "nv_inference_request_failure", "vllm:generation_tokens_total",
+              "vllm:request_success_total",
               "vllm:prompt_tokens_total", "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
               "vllm:time_to_first_token_seconds_sum", "vllm:time_to_first_token_seconds_count",
               "tritonops_backend_loop_lag_seconds")
     found = {}
     for line in text.splitlines():
         for name in wanted:
-            if line.startswith(name + "{") and f'model="{model}"' in line:
+            if line.startswith(name + "{") and f'{label}="{model}"' in line:
                 found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
     return found
 
@@ -559,12 +581,12 @@ class ServerCounters:
     timed requests (warm-up included, as `sent` counts it), and the backend's loop-lag gauge read every second
     while the timed requests run."""
 
-    def __init__(self, metrics_url: str, model: str):
-        self.metrics_url, self.model = metrics_url, model
+    def __init__(self, metrics_url: str, model: str, label: str = "model"):
+        self.metrics_url, self.model, self.label = metrics_url, model, label
 
     def read(self) -> dict:
         with urllib.request.urlopen(self.metrics_url, timeout=10) as reply:
-            return metric_values(reply.read().decode(), self.model)
+            return metric_values(reply.read().decode(), self.model, self.label)
 
     def before(self) -> None:
         self.start = self.read()
@@ -605,3 +627,18 @@ def run_triton(url: str, metrics_url: str, model: str, tokenizer_dir: str, workl
                 None, fan_out, pool, host, int(port or 80), path, bodies, concurrency)
 
         return asyncio.run(run_levels(batch, words, workload, say, "triton", ServerCounters(metrics_url, model)))
+
+
+def run_openai(url: str, metrics_url: str, model: str, tokenizer_dir: str, workload: Workload, processes: int,
+               say=print) -> list:
+    """The same closed loop against vLLM's OpenAI server: streamed `/v1/completions`, its `/metrics`."""
+    host, _, port = url.split("//", 1)[1].rstrip("/").partition(":")
+    words = vocabulary(tokenizer_dir)
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        async def batch(texts, concurrency):
+            bodies = [openai_body(t, workload, model) for t in texts]
+            return await asyncio.get_running_loop().run_in_executor(
+                None, fan_out, pool, host, int(port or 80), "/v1/completions", bodies, concurrency)
+
+        return asyncio.run(run_levels(batch, words, workload, say, "openai",
+                                      ServerCounters(metrics_url, model, "model_name")))

@@ -267,7 +267,7 @@ def test_a_misspelt_mode_is_that_hosts_plan_error_at_its_line(tmp_path):
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_frontend: OpenAI\n")
     assert not hp.ok and not hp.files
     assert hp.error == (f"{tmp_path / 'hosts.yml'}:6: tritonops_frontend 'OpenAI' is not a serving mode (known: "
-                        "kserve, openai); did you mean 'openai'?")
+                        "kserve, openai, vllm); did you mean 'openai'?")
 
 
 def test_a_check_run_with_diff_of_the_serve_task_shows_the_frontends_command_line(tmp_path):

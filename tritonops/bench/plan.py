@@ -24,7 +24,7 @@ from tritonops.planning.entries import host_where
 from tritonops.planning.serve_record import ServeRecord
 
 DOOR_ADDRESS_VAR = "tritonops_door_address"  # where clients reach a balancer's door (default: its ansible_host)
-MODES = ("kserve", "openai")  # the serving modes (tritonops/modes): read from the current release
+MODES = ("kserve", "openai", "vllm")  # the serving modes (tritonops/modes): read from the current release
 THROUGH = ("balancer", "replicas")
 DEFAULT_CONCURRENCY = (1, 8, 32, 128)
 DEFAULT_INPUT_TOKENS = 128
@@ -158,7 +158,7 @@ def endpoint_args(workload: Workload, template_file: str) -> list[str]:
         return ["--endpoint-type", "template", "--custom-endpoint", f"/v2/models/{workload.model}/generate_stream",
                 "--streaming", "--extra-inputs", f"payload_template:{template_file}",
                 "--extra-inputs", f"response_field:{KSERVE_RESPONSE_FIELD}"]
-    if workload.mode == "openai":
+    if workload.mode in ("openai", "vllm"):  # Triton's OpenAI frontend and vLLM's own server: the same API
         return ["--endpoint-type", "chat", "--streaming"]
     raise InputError(f"mode {workload.mode!r} is not a serving mode ({', '.join(MODES)})")
 

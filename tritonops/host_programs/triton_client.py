@@ -85,18 +85,29 @@ def ask(request, endpoints, address="127.0.0.1", timeout=10):
 def answer_text(request, code, body):
     """The text a generate request's answer holds (at the request's `text` keys), None when none. A streamed
     answer (server-sent events, `data: {...}` lines up to `data: [DONE]`): every event's text, joined, None
-    unless the stream ended with [DONE]."""
+    unless the stream ended with [DONE] (and, where the request says `usage`, one event gave OpenAI's usage)."""
     if code != 200:
         return None
     if request.get("stream"):
         events = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
         if not events or events[-1] != "[DONE]":
             return None
+        if request.get("usage") and not any(_completion_tokens(event) for event in events[:-1]):
+            return None  # stream_options.include_usage asked for a usage event with the tokens it made
         pieces = [text_at(event, request.get("text")) for event in events[:-1]]
         text = "".join(piece for piece in pieces if piece)
         return text or None
     text = text_at(body, request.get("text"))
     return text or None
+
+
+def _completion_tokens(event):
+    """An OpenAI stream event's usage.completion_tokens (0 when it has none)."""
+    try:
+        tokens = json.loads(event)["usage"]["completion_tokens"]
+    except (ValueError, KeyError, TypeError):
+        return 0
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
 
 
 def text_at(body, keys):

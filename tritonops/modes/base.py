@@ -22,6 +22,7 @@ class Request:
     body: Any = None                 # a JSON body, None for none
     text: tuple[str | int, ...] = ()  # where the answer's text is (keys and indices into its JSON); () none
     stream: bool = False             # the answer is server-sent events: the text is every event's, joined
+    usage: bool = False              # a stream whose events must include OpenAI's `usage` (completion tokens)
 
     def document(self) -> dict[str, Any]:
         """The request as a host program reads it (JSON)."""
@@ -32,6 +33,8 @@ class Request:
             doc["text"] = list(self.text)
         if self.stream:
             doc["stream"] = True
+        if self.usage:
+            doc["usage"] = True
         return doc
 
 
@@ -66,6 +69,15 @@ class ServingMode:
     def listen_argv(self, host_ports: tuple[int, ...], bind: str) -> tuple[str, ...] | None:
         """The server's flags to listen on the host's ports itself, at `bind` (a container on the host's network:
         a pipeline's head, which is a Ray driver); host_ports in release.json's order. None: the mode cannot."""
+        return None
+
+    def refuse_models(self, models: tuple[str, ...]) -> str | None:
+        """Why this mode cannot serve these models on one host (one line), None when it can."""
+        return None
+
+    def plan_problem(self, models: tuple[tuple[str, dict[str, Any]], ...]) -> str | None:
+        """What this mode refuses in a host's plan, (model name, its engine arguments as model.json has them)
+        per model, before any host is touched: one line, None when nothing."""
         return None
 
     def live(self) -> Request:

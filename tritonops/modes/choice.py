@@ -9,9 +9,10 @@ from tritonops.errors import InputError
 from tritonops.modes.base import ServingMode
 from tritonops.modes.kserve import KSERVE
 from tritonops.modes.openai import OPENAI
+from tritonops.modes.vllm_server import VLLM
 from tritonops.text import close_matches
 
-MODES: dict[str, ServingMode] = {KSERVE.name: KSERVE, OPENAI.name: OPENAI}
+MODES: dict[str, ServingMode] = {KSERVE.name: KSERVE, OPENAI.name: OPENAI, VLLM.name: VLLM}
 DEFAULT = KSERVE.name
 FRONTEND_VAR = "tritonops_frontend"
 

@@ -164,6 +164,9 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
         instances = _with_weights(host, instances, folders)
     except TritonopsError as err:
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
+    refused = values.mode.plan_problem(tuple((i.name, dict(i.model_json)) for i in instances))
+    if refused:
+        return HostDeployPlan(name, instances, error=refused, notes=notes)
     files = render_model_repository((RepositoryModel(i.name, i.version, i.model_json) for i in instances),
                                     metrics=metrics)
     return HostDeployPlan(name, instances, files=files, notes=notes, placement=placement, bind=values.bind,

@@ -62,6 +62,15 @@ def host_values(host, request: SizingRequest, default_model: str | None, default
                  for role, port in mode.ports]
     ports = ReplicaPorts(*(whole_number(given(var, default), var, host_where(host, var), maximum=65535)
                            for var, default in port_vars))
+    owner: dict[int, str] = {}
+    for (var, _), port in zip(port_vars, ports.all()):  # two roles on one port: one of them could not listen
+        if port in owner:
+            raise InputError(f"{var} {port} is {owner[port]}'s too: in the {mode.name} mode each of "
+                             f"{', '.join(v for v, _ in port_vars)} needs its own port", host_where(host, var))
+        owner[port] = var
+    refused = mode.refuse_models(tuple(entry.name for entry in entries))
+    if refused and entries:
+        raise InputError(refused, host_where(host, FRONTEND_VAR))
     where = {var: host_where(host, var) for var in HOST_VARS}
     sized = host_request(request, host.vars, {k: v for k, v in where.items() if v})
     return HostValues(tuple(entries), bind, mode, allowed, replicas, ports, stride, sized, cluster_of(host))
