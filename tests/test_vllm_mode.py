@@ -5,20 +5,18 @@ replica; the gate's requests; the bad input of the issue, each a one-line refusa
 from __future__ import annotations
 
 import json
-from importlib import resources
 
 import pytest
 
 from tritonops.host_programs.triton_client import answer_text
 from tritonops.modes.choice import serving_mode
 from tritonops.modes.openai import OPENAI
-from tritonops.modes.vllm_server import (ARGUMENTS_FILE, VLLM, EngineArgumentError, ServerArguments, engine_flags, one_model,
-                                         pinned_arguments, served_model_name, server_argv)
+from tritonops.modes.vllm_server import (ARGUMENTS_FILE, VLLM, EngineArgumentError, ServerArguments, engine_flags,
+                                         one_model, served_model_name, server_argv)
 
 WEIGHTS = "/opt/tritonops/chat/models/Qwen--Qwen2.5-7B-Instruct@main"
-SHIPPED = resources.files("tritonops.modes").joinpath(ARGUMENTS_FILE).is_file()
-needs_the_capture = pytest.mark.skipif(not SHIPPED, reason=f"tritonops/modes/{ARGUMENTS_FILE} is not captured yet "
-                                                             "(bench/real_gpu_openai.sh, issue #43 item 5)")
+# The argument list of the pinned server (tritonops/modes/vllm_server_args.json) is not captured yet (bench/
+# real_gpu_openai.sh, issue #43 item 5): the tests of a plan checked against it come back with it (this file's history).
 # a few options as the capture writes them (bench/real_gpu_openai.py args)
 SMALL = ServerArguments.from_json({"vllm_version": "0.25.0", "options": [
     {"dest": "model_tag", "flags": [], "takes_value": True, "nargs": "?", "choices": None},
@@ -138,28 +136,6 @@ def test_a_streamed_chat_passes_the_gate_only_read_to_done_with_usage():
     assert answer_text(no_usage_asked, 200, _sse(delta("Hi"), "[DONE]")) == "Hi"
 
 
-@needs_the_capture
-def test_the_mode_refuses_a_plan_whose_engine_arguments_the_pinned_server_does_not_take():
-    pinned = pinned_arguments()
-    good = {"model": WEIGHTS, "max_model_len": 4096, "gpu_memory_utilization": 0.9}
-    assert VLLM.plan_problem((("chat", good),)) is None
-    assert VLLM.plan_problem((("chat", {**good, "disable_log_requests": True}),)) == (
-        f"engine argument 'disable_log_requests' is not an option of vLLM {pinned.vllm_version}'s OpenAI server")
-    assert VLLM.plan_problem((("chat", good), ("small", good))).startswith(
-        "the vllm mode serves one model per replica; this host's plan has 2: chat, small")
-    assert VLLM.plan_problem((("chat", {"max_model_len": 4096}),)) == "model 'chat' has no weights folder in its plan"
-
-
-@needs_the_capture
-def test_the_container_command_line_is_the_servers_with_the_placements_port():
-    argv = VLLM.server_argv("/r/model_repository", 30, (), (WEIGHTS,), models=("chat",),
-                            engine_args={"max_model_len": 4096})
-    assert argv == ("python3", "-m", "vllm.entrypoints.openai.api_server", "--model", WEIGHTS,
-                    "--served-model-name", "chat", "--host", "0.0.0.0", "--port", "9000", "--max-model-len=4096")
-    with pytest.raises(EngineArgumentError, match="one model per replica"):
-        VLLM.server_argv("/r/model_repository", 30, (), (WEIGHTS, WEIGHTS), models=("chat", "small"))
-
-
 def test_several_models_on_a_host_in_this_mode_are_refused_at_the_frontends_line(tmp_path):
     from tests.test_planning_hosts import TWO_MODELS, plan
 
@@ -181,7 +157,7 @@ def test_the_openai_port_on_a_kserve_port_is_refused_naming_both_variables(tmp_p
 
 
 def test_bench_drives_the_vllm_modes_chat_completions_as_the_openai_modes():
-    from tritonops.planning.bench import Workload, aiperf_argv, check_workload
+    from tritonops.bench.plan import Workload, aiperf_argv, check_workload
 
     check_workload(Workload("chat", mode="vllm"))
     argv = aiperf_argv(["aiperf"], ["http://10.0.0.9:9000"], Workload("chat", requests=8, mode="vllm"), 4, "/tok",
@@ -189,7 +165,6 @@ def test_bench_drives_the_vllm_modes_chat_completions_as_the_openai_modes():
     assert argv[8:11] == ["--endpoint-type", "chat", "--streaming"] and "--custom-endpoint" not in argv
 
 
-@pytest.mark.skipif(SHIPPED, reason="the argument list is shipped")
 def test_without_the_argument_list_a_vllm_plan_is_refused_in_one_line():
     assert VLLM.plan_problem((("chat", {"model": WEIGHTS}),)) == (
         f"this tritonops ships no argument list of the pinned vLLM's OpenAI server (tritonops/modes/{ARGUMENTS_FILE}; "
