@@ -16,7 +16,6 @@ from tritonops.playbook.diffs import file_diffs
 from tritonops.playbook.known_operations import operation_named
 from tritonops.serving.container import logging_digest
 from tritonops.serving.rollout_facts import containers_query
-from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.transport.local import LocalTransport
 from tritonops.values.containers import replica_container
 
@@ -84,22 +83,19 @@ def serve_args(root, release_arguments):
 PROC_NET = Path(__file__).parent / "fixtures" / "proc_net"  # a lab host's socket tables: sshd on :22
 
 
-def serve_facts(root, args, containers, current_json, current_model_json, tcp=None, running=""):
+def serve_facts(root, args, containers, current_json, current_model_json, tcp=None):
     operation = operation_named("serve_release")
     parsed = operation.Args.model_validate(args)
     logging = logging_digest(parsed.shipping("default"))
     facts = [DirFact(f"{root}/releases", True, ()), FileFact(f"{root}/current", "link", link_target="releases/old"),
              FileFact(f"{root}/current/release.json", "file", text=current_json),
              FileFact(f"{root}/current/model_repository/chat/1/model.json", "file", text=current_model_json),
-             CommandFact(list_deployment("default"), 0, running),
              FileFact("/proc/net/tcp", "file", text=tcp or (PROC_NET / "lab-host-tcp").read_text()),
              FileFact("/proc/net/tcp6", "file", text=(PROC_NET / "lab-host-tcp6").read_text())]
-    listed = {}
+    listed = {}  # the deployment's containers as the listing program tells them
     for index, words in containers.items():
-        line = " ".join(words).replace("{logging}", logging)
-        facts.append(CommandFact(inspect_serving(replica_container("default", index)), 0 if words else 1, line))
-        if words:  # the same containers as the deployment's listing tells them
-            release, running, image, restarts, digest = line.split()
+        if words:
+            release, running, image, restarts, digest = " ".join(words).replace("{logging}", logging).split()
             listed[replica_container("default", index)] = {"release": release, "running": running == "true",
                                                             "image": image, "restarts": int(restarts),
                                                             "logging": digest}
@@ -163,7 +159,7 @@ def test_a_port_another_process_binds_refuses_the_serve_task_before_anything_sto
     with pytest.raises(TritonopsError, match=r"^refused, nothing stopped: replica 1: port in use: 8010 is bound by "
                                              r"another process$"):
         serve_facts(tmp_path, serve_args(tmp_path, new), containers, json.dumps(current),
-                    old["files"]["chat/1/model.json"], tcp=taken, running="tritonops-default\n")
+                    old["files"]["chat/1/model.json"], tcp=taken)
     step = serve_facts(tmp_path, serve_args(tmp_path, new), containers, json.dumps(current),
-                       old["files"]["chat/1/model.json"], tcp=held_by_replica_0, running="tritonops-default\n")
+                       old["files"]["chat/1/model.json"], tcp=held_by_replica_0)
     assert len(step.specs) == 2  # :8000 is replica 0's own (Docker publishes it): no refusal

@@ -13,7 +13,6 @@ from tests.rollout_plans import said
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
 from tritonops.operations.serve import ServeStep
-from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
 from tritonops.playbook.known_operations import OPERATIONS, operation_named
 
@@ -29,15 +28,10 @@ def facts_of(data: dict) -> Facts:
 
 
 def argv_of(fact: dict) -> tuple[str, ...]:
-    """A command fact's argv, written out or named: a host program and its arguments (`program`, `args`), a
-    replica container's `inspect_serving`, a deployment's `list_deployment` (their argv are long and not the case's
-    point)."""
+    """A command fact's argv, written out or named: a host program and its arguments (`program`, `args`: its argv
+    holds its whole source, not the case's point)."""
     if "program" in fact:
         return host_programs.argv(fact.pop("program"), *fact.pop("args", ()))
-    if "inspect_serving" in fact:
-        return inspect_serving(fact.pop("inspect_serving"))
-    if "list_deployment" in fact:
-        return list_deployment(fact.pop("list_deployment"))
     return tuple(fact.pop("argv"))
 
 

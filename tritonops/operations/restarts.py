@@ -18,10 +18,10 @@ def restart_lines(replicas: Sequence[ReplicaRecord], deployment: str, containers
                   release: str, image_id: str, logging: str, new_files: Mapping[str, str],
                   current: Mapping[str, Any] | None, current_serve: ServeRecord | None,
                   current_texts: Mapping[str, str | None], weights: str | None = None) -> list[str]:
-    """One line per replica. `containers`: each replica index's `docker inspect` words (release, running, image,
-    restarts, logging digest), absent when it has no container; `current`: the serving release's release.json,
-    None without one, and `current_serve` its serve record where it has one; `current_texts`: its model repository
-    files by path, where read."""
+    """One line per replica. `containers`: each replica index's container words (release, running, image,
+    restarts, logging digest: serving.rollout_facts.ContainerState.words), absent when it has no container;
+    `current`: the serving release's release.json, None without one, and `current_serve` its serve record where it
+    has one; `current_texts`: its model repository files by path, where read."""
     changes = _release_changes(new_files, current, current_texts)
     if current and weights and current.get("weights_digest") not in (None, weights):
         changes.append("the weights change (their manifests' digest)")

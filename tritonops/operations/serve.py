@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Iterable
 
 from tritonops.errors import TritonopsError
 from tritonops.facts.listeners import TABLES, binds, parse_listeners
-from tritonops.facts.queries import CommandQuery, DirQuery, Facts, FileQuery, Query
+from tritonops.facts.queries import DirQuery, Facts, FileQuery, Query
 from tritonops.logs.ecs import LOGGER_SOURCE
 from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
                                      log_shipping)
@@ -35,11 +35,11 @@ from tritonops.operations.steps import Learned, Step, StepFailed
 from tritonops.planning.bind import WILDCARD, local_address
 from tritonops.planning.serve_record import ServeRecord, ServeRecordError
 from tritonops.serving.releases import parse_releases, releases_query, rollback_target
-from tritonops.serving.container_commands import inspect_serving, list_deployment
 from tritonops.serving.container import DEFAULT_ULIMITS, Ports, ServeSpec, logging_digest, run_argv
 from tritonops.serving.ray_member import ray_member
 from tritonops.serving.replica_rollout import HostFacts, ReplicaPlan, RolloutPlan, plan_rollout
-from tritonops.serving.rollout_facts import containers_query, gpu_holders_query, parse_containers, parse_holders
+from tritonops.serving.rollout_facts import (ContainerState, containers_query, gpu_holders_query,
+                                             parse_container_states, parse_containers, parse_holders)
 from tritonops.operations.serve_rollout import NoDoor, ReplicaDoor, ReplicaLaunch, Rollout, run_rollout
 from tritonops.transport.base import Transport
 from tritonops.values.containers import replica_container, replica_label
@@ -133,11 +133,6 @@ def settings_ports(settings: Mapping[str, Any]) -> dict[str, int]:
     return {role: settings[f"{role}_port"] for role in ("http", "grpc", "metrics") if f"{role}_port" in settings}
 
 
-def _inspect(deployment: str, index: int) -> tuple[str, ...]:
-    """What replica `index`'s container runs (serving.container_commands.inspect_serving)."""
-    return inspect_serving(replica_container(deployment, index))
-
-
 @dataclass(frozen=True)
 class ServeStep:
     """Roll the release out over the host's replicas from the controller (operations/serve_rollout.py): the plan's
@@ -194,12 +189,10 @@ class ServeOperation:
 
     def facts(self, args: ServeArgs) -> Iterable[Query]:
         releases = posixpath.join(args.release.root, "releases")
-        inspects = [CommandQuery(_inspect(args.deployment, r.index)) for r in args.serve.replicas]
         current = posixpath.join(args.release.root, "current")
         holders = [gpu_holders_query(args.gpu_processes, args.deployment)] if args.gpu_processes else []
-        return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), *inspects,
-                CommandQuery(list_deployment(args.deployment)), FileQuery(current),
-                containers_query(args.deployment), *holders,
+        return [DirQuery(releases), *map(FileQuery, sorted(args.release.weights_manifests)), FileQuery(current),
+                containers_query(args.deployment), *holders,  # the deployment's containers, every state
                 *(FileQuery(table, content=True) for table in TABLES),  # who listens on the replicas' ports
                 # what the serving release holds, for --diff's why a replica restarts
                 FileQuery(posixpath.join(current, RELEASE_FILE), content=True),
@@ -211,37 +204,38 @@ class ServeOperation:
         release = existing_release(facts.dir(posixpath.join(args.release.root, "releases")).names, digest)
         if release is None:  # in --check before the release exists: the one the release task would make
             release = f"{args.release.created}-{digest[:8]}"
-        current = facts.file(posixpath.join(args.release.root, "current"))
+        link = facts.file(posixpath.join(args.release.root, "current"))
+        current = link.link_target.removeprefix("releases/") if link.kind == "link" and link.link_target else None
         logging = logging_digest(args.shipping(args.deployment))
-        replicas = args.serve.replicas
-        names = {r.container(args.deployment) for r in replicas}
-        listed = facts.command(list_deployment(args.deployment))
-        surplus = [n for n in listed.stdout.split() if n not in names and "--" not in n] if listed.ok else []
+        listing = facts.command(containers_query(args.deployment).argv)
+        states = parse_container_states(listing.stdout) if listing.ok else {}
+        names = {r.container(args.deployment) for r in args.serve.replicas}
+        surplus = [n for n, c in states.items() if c.running and n not in names and "--" not in n]
 
         def serving(replica) -> bool:
-            running = facts.command(_inspect(args.deployment, replica.index))
-            words = running.stdout.split() if running.ok else []
-            return (len(words) == 5 and words[0] == release and words[1] == "true"
-                    and words[2] == args.release.image_id and words[4] == logging)
+            state = states.get(replica.container(args.deployment))
+            return state is not None and state.runs(release, args.release.image_id, logging)
 
         # a pipeline's member is always asked (its program re-gates and answers found_serving when all is well):
         # a worker's node can die and come back while the head's Triton still runs, its engine broken
-        if (args.serve.cluster is None and all(serving(r) for r in replicas) and not surplus
-                and current.kind == "link" and current.link_target == f"releases/{release}"):
+        if (args.serve.cluster is None and all(serving(r) for r in args.serve.replicas) and not surplus
+                and current == release):
             return
+        document = _current_document(args, facts)
+        serving_record = _record_of(args, document)
         member = ray_member(args.serve.cluster, args.release.root, args.deployment, args.release.image_id) \
             if args.serve.cluster is not None else None
         if member is not None and member.role == "worker":  # a worker starts no replica: its Ray node only
             plan, again = RolloutPlan(release, ()), {}
         else:
             plan, again = rollout_plan(args.deployment, release, args.serve, _host_facts(
-                args, facts, release, logging, running=listed.stdout.split() if listed.ok else [],
-                gpus=member is None))
+                args, facts, states, logging, current, document, serving_record, gpus=member is None))
         if plan.refused:  # in --check too: what the real run would refuse, said before anything changes
             raise TritonopsError("refused, nothing stopped: " + "; ".join(plan.refusals))
         step = serve_step(args.release.root, args.deployment, release, args.release.image_id, args.serve, args,
                           plan, again)
-        yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging)))
+        yield replace(step, restarts=tuple(_restarts(args, facts, step, release, logging, states, document,
+                                                     serving_record)))
 
 
 def rollout_plan(deployment: str, release: str, serve: ServeRecord,
@@ -258,35 +252,23 @@ def rollout_plan(deployment: str, release: str, serve: ServeRecord,
     return plan, {r.index: r for r in plan_rollout(deployment, release, serve, unwell).replicas if r.index in unchanged}
 
 
-def _host_facts(args: ServeArgs, facts: Facts, release: str, logging: str, running: list[str],
-                gpus: bool) -> HostFacts:
-    """What the planner reads of the host: the deployment's containers, `current` and whether it passed a gate, the
-    GPUs and ports another process holds (the deployment's running replicas' own ports left out), the record of
-    the release now serving."""
-    listing = facts.command(containers_query(args.deployment).argv)
-    containers = parse_containers(listing.stdout, args.release.image_id, logging) if listing.ok else {}
-    link = facts.file(posixpath.join(args.release.root, "current"))
-    current = link.link_target.removeprefix("releases/") if link.kind == "link" and link.link_target else None
-    serving = _current_serve(args, facts)
+def _host_facts(args: ServeArgs, facts: Facts, states: Mapping[str, ContainerState], logging: str,
+                current: str | None, document: dict | None, serving: ServeRecord | None, gpus: bool) -> HostFacts:
+    """What the planner reads of the host: the deployment's containers, `current` and whether it passed a gate
+    (`document`: its release.json), the GPUs and ports another process holds (the deployment's running replicas'
+    own ports left out), the record of the release now serving."""
     holders: dict[int, str] = {}
     if gpus and args.gpu_processes:
         asked = facts.command(gpu_holders_query(args.gpu_processes, args.deployment).argv)
         holders = parse_holders(asked.stdout) if asked.ok else {}
-    return HostFacts(containers, current=current, passed=frozenset({current} if current and _passed(args, facts)
-                                                                   else ()),
+    passed = any(isinstance(g, dict) and g.get("passed") for g in (document or {}).get("gates") or [])
+    running = [name for name, state in states.items() if state.running]
+    return HostFacts({name: state.fact(args.release.image_id, logging) for name, state in states.items()},
+                     current=current, passed=frozenset({current} if current and passed else ()),
                      held_gpus=frozenset(holders), holders=holders,
                      held_ports=_held_ports(args.serve, args.deployment, args.bind_address,
                                             [facts.file(table).text for table in TABLES], serving, running),
                      serving=serving)
-
-
-def _passed(args: ServeArgs, facts: Facts) -> bool:
-    """Whether the release `current` names has a passed gate on record."""
-    try:
-        document = json.loads(facts.file(posixpath.join(args.release.root, "current", RELEASE_FILE)).text or "")
-        return any(isinstance(g, dict) and g.get("passed") for g in document.get("gates") or [])
-    except (ValueError, AttributeError):
-        return False
 
 
 def _held_ports(serve: ServeRecord, deployment: str, bind: str, tables: list[str | None],
@@ -302,33 +284,33 @@ def _held_ports(serve: ServeRecord, deployment: str, bind: str, tables: list[str
                      and any(binds(listener, bind, port) for listener in listeners))
 
 
-def _current_serve(args: ServeArgs, facts: Facts) -> ServeRecord | None:
-    """The serve record of the release `current` names (None: none, or not one tritonops can read)."""
+def _current_document(args: ServeArgs, facts: Facts) -> dict | None:
+    """The release.json of the release `current` names (None: none, or not a JSON object)."""
     try:
         document = json.loads(facts.file(posixpath.join(args.release.root, "current", RELEASE_FILE)).text or "")
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _record_of(args: ServeArgs, document: dict | None) -> ServeRecord | None:
+    """The serve record of that release.json (None: none, or not one tritonops can read)."""
+    try:
         return ServeRecord.from_release(document["serve"], host_ports=settings_ports(args.model_dump()))
-    except (ValueError, KeyError, TypeError, ServeRecordError):
+    except (KeyError, TypeError, ServeRecordError):
         return None
 
 
-def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logging: str) -> list[str]:
+def _restarts(args: ServeArgs, facts: Facts, step: ServeStep, release: str, logging: str,
+              states: Mapping[str, ContainerState], document: dict | None, serving: ServeRecord | None) -> list[str]:
     current = posixpath.join(args.release.root, "current")
     replicas = args.serve.replicas if step.specs else ()  # a pipeline's worker starts none
-    containers = {}
-    for replica in replicas:
-        running = facts.command(_inspect(args.deployment, replica.index))
-        if running.ok:
-            containers[replica.index] = running.stdout.split()
-    try:
-        document = json.loads(facts.file(posixpath.join(current, RELEASE_FILE)).text or "")
-    except ValueError:
-        document = None
+    containers = {r.index: states[r.container(args.deployment)].words() for r in replicas
+                  if r.container(args.deployment) in states}
     texts = {path: facts.file(posixpath.join(current, REPOSITORY_DIR, path)).text
              for path in args.release.files if path.endswith(".json")}
-    document = document if isinstance(document, dict) else None
     return restart_lines(replicas, args.deployment, containers, release, args.release.image_id, logging,
-                         args.release.files, document, _current_serve(args, facts), texts,
-                         weights_digest(args.release, facts))
+                         args.release.files, document, serving, texts, weights_digest(args.release, facts))
 
 
 def serve_step(root: str, deployment: str, release: str, image_id: str, serve: ServeRecord,

@@ -11,28 +11,14 @@ from tritonops.values.containers import LABEL_DEPLOYMENT, LABEL_RELEASE, LABEL_R
 
 Argv = tuple[str, ...]
 
-# what `inspect_serving` prints: the release label, running, the image, restarts, the log settings' digest
-SERVING_FORMAT = ('{{index .Config.Labels "%s"}} {{.State.Running}} {{.Image}} {{.RestartCount}} '
-                  '{{index .Config.Labels "tritonops.logging"}}' % LABEL_RELEASE)
 # what `inspect_states` prints, a line per container that exists: /<name> <status> <restart policy> <release>
 STATES_FORMAT = ('{{.Name}} {{.State.Status}} {{.HostConfig.RestartPolicy.Name}} '
                  '{{index .Config.Labels "%s"}}' % LABEL_RELEASE)
 
 
-def inspect_serving(container: str) -> Argv:
-    """What a replica's container runs: `<release> <running> <image id> <restarts> <logging digest>`."""
-    return ("docker", "inspect", "--format", SERVING_FORMAT, container)
-
-
 def inspect_states(containers: tuple[str, ...]) -> Argv:
     """Each named container's state (a missing one prints no line; docker exits 1 then)."""
     return ("docker", "inspect", "--format", STATES_FORMAT, *containers)
-
-
-def list_deployment(deployment: str, *, all_states: bool = False) -> Argv:
-    """The deployment's containers on the host, one name per line: running ones, or every one with `all_states`."""
-    return ("docker", "ps", *(("--all",) if all_states else ()), "--filter", f"label={LABEL_DEPLOYMENT}={deployment}",
-            "--format", "{{.Names}}")
 
 
 def list_replica(deployment: str, replica: str) -> Argv:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
@@ -17,16 +18,43 @@ def containers_query(deployment: str) -> CommandQuery:
     return CommandQuery(host_programs.argv("deployment_containers", deployment))
 
 
-def parse_containers(stdout: str, image_id: str, logging: str) -> dict[str, ContainerFact]:
-    """The deployment's containers by name; `as_asked` where one runs the image `image_id` with the log settings
-    whose digest is `logging`."""
+@dataclass(frozen=True)
+class ContainerState:
+    """One of the deployment's containers as the listing tells it."""
+    release: str | None
+    running: bool
+    image: str | None
+    restarts: int
+    logging: str | None
+
+    def fact(self, image_id: str, logging: str) -> ContainerFact:
+        """As the planner reads it: `as_asked` where it runs the image `image_id` with the log settings whose digest
+        is `logging`."""
+        return ContainerFact(self.release, self.running, self.image == image_id and self.logging == logging)
+
+    def runs(self, release: str, image_id: str, logging: str) -> bool:
+        """Running `release` as asked."""
+        return self.running and self.release == release and self.fact(image_id, logging).as_asked
+
+    def words(self) -> list[str]:
+        """Its release, running, image, restarts and log settings' digest, as operations/restarts.py reads them."""
+        return [self.release or "", "true" if self.running else "false", self.image or "", str(self.restarts),
+                self.logging or ""]
+
+
+def parse_container_states(stdout: str) -> dict[str, ContainerState]:
+    """The deployment's containers by name, from the listing program's answer."""
     try:
-        found = json.loads(stdout)
-        return {name: ContainerFact(c.get("release") or None, c.get("running") is True,
-                                    c.get("image") == image_id and c.get("logging") == logging)
-                for name, c in found.items()}
+        return {name: ContainerState(c.get("release") or None, c.get("running") is True, c.get("image"),
+                                     int(c.get("restarts") or 0), c.get("logging"))
+                for name, c in json.loads(stdout).items()}
     except (ValueError, AttributeError, TypeError):
         raise TritonopsError(f"the deployment's containers could not be read: {stdout[:200]!r}") from None
+
+
+def parse_containers(stdout: str, image_id: str, logging: str) -> dict[str, ContainerFact]:
+    """The deployment's containers by name as the planner reads them (ContainerState.fact)."""
+    return {name: state.fact(image_id, logging) for name, state in parse_container_states(stdout).items()}
 
 
 def gpu_holders_query(processes: Iterable[Mapping], deployment: str) -> CommandQuery:
