@@ -348,8 +348,7 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: S
         models=serve.models, predicted_kv_tokens=serve.kv_cache_tokens, keep=settings.keep_releases,
         prepare={"admin_key_file": admin_key_file, "logger_path": logger_path, "logger_source": LOGGER_SOURCE},
         log_driver=log.driver, log_collector=log.collector,
-        ray=member.program_input(serve.deadline_s) if member is not None else None,
-        named_replicas=len(launches) > 1)
+        ray=member.program_input(serve.deadline_s) if member is not None else None)
     return ServeStep(tuple(specs), rollout, serve.models, serve.kv_cache_tokens)
 
 

@@ -90,7 +90,11 @@ class Rollout:
     log_driver: str
     log_collector: str | None
     ray: Mapping[str, Any] | None = None  # a pipeline member's Ray node (serving.ray_member's program input)
-    named_replicas: bool = False         # more than one replica: the outcome names them
+
+    @property
+    def named_replicas(self) -> bool:
+        """More than one replica: each gate on record names its replica."""
+        return len(self.launches) > 1
 
 
 @dataclass(frozen=True)
@@ -209,9 +213,10 @@ class _Run:
 
     # --- the plan's steps --------------------------------------------------------------------------------------
 
-    def steps(self, index: int, steps: tuple[PlanStep, ...]) -> tuple[GateAnswer | None, str, str]:
-        """Carry out `steps` of replica `index` until a gate fails: (the last gate's answer, why a step failed,
-        shipping degraded)."""
+    def steps(self, index: int, steps: tuple[PlanStep, ...],
+              deadline_s: float | None = None) -> tuple[GateAnswer | None, str, str]:
+        """Carry out `steps` of replica `index` until a gate fails, each gate within `deadline_s` (the release's
+        deadline when None): (the last gate's answer, why a step failed, shipping degraded)."""
         gate, shipping = None, ""
         for step in steps:
             if step.action == "drain":
@@ -223,8 +228,8 @@ class _Run:
                 if not started:
                     return GateAnswer(False, why, log=lines), why, shipping
             elif step.action == "gate":
-                deadline = self.rollout.deadline_s
-                gate = self.gate(step.container, step.release or self.rollout.release, index, deadline)
+                gate = self.gate(step.container, step.release or self.rollout.release, index,
+                                 self.rollout.deadline_s if deadline_s is None else deadline_s)
                 if not gate.passed:
                     return gate, gate.why, shipping
             elif step.action == "record_gate":
@@ -243,13 +248,9 @@ class _Run:
 
     def replica(self, plan: ReplicaPlan) -> ReplicaDone:
         index = plan.index
-        if plan.order == "unchanged":
-            launch = self.rollout.launches[index]
-            gate = self.gate(launch.container, self.rollout.release, index,
-                             min(FOUND_RUNNING_GATE_S, self.rollout.deadline_s))
-            if gate.passed:
-                if any(step.action == "record_gate" for step in plan.steps):
-                    self.record(self.rollout.release, gate, index, found_running=True, if_none_passed=True)
+        if plan.order == "unchanged":  # gated again (a gate recorded when none is), sooner than a new start
+            gate, why, _ = self.steps(index, plan.steps, min(FOUND_RUNNING_GATE_S, self.rollout.deadline_s))
+            if gate is not None and gate.passed and not why:
                 return ReplicaDone(index, "unchanged", gate=gate, plan=plan)
             plan = self.rollout.restarts[index]  # it runs the release but does not answer: restarted
         with self.door.turn(index):
@@ -323,7 +324,7 @@ class _Run:
                 rollback_why = "; ".join(f"replica {i}: {why}" for i, (back, why) in undone if not back)
             return self._outcome(status, why=result.why, log=result.gate.log if result.gate else (),
                                  previous=result.previous, kept_as=result.kept_as, rollback_why=rollback_why,
-                                 shipping=result.shipping, replica=result.index)
+                                 shipping=result.shipping)
         switched = [d for d in done if d.status == "switched"]
         previous = next((d.previous for d in switched if d.previous), None)
         said = self.folder("switch", release=rollout.release, keep=rollout.keep if switched else 0,
@@ -357,7 +358,7 @@ class _Run:
 
     def _outcome(self, status: str, *, why: str, log: tuple[str, ...] = (), previous: str | None = None,
                  kept_as: str | None = None, rollback_why: str | None = None, shipping: str = "",
-                 replica: int | None = None, ray_restarted: bool = False) -> ServeOutcome:
+                 ray_restarted: bool = False) -> ServeOutcome:
         reason, kind = failure_reason(log, why)
         return ServeOutcome(status, self.rollout.release, reason=reason, reason_kind=kind,  # type: ignore[arg-type]
                             previous=previous, kept_as=kept_as, rollback_why=rollback_why,
