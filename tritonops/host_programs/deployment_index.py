@@ -6,7 +6,9 @@ A file that is not the index is left as it is (exit 3, why on stderr).
     python3 -c SOURCE add PATH ROOT DEPLOYMENT    stdout: {"added": true|false}
 """
 
-import fcntl, json, os, sys, tempfile
+import fcntl, json, os, sys
+
+from tritonops.host_programs.basic import write_atomically
 
 
 def entries_of(path):
@@ -39,18 +41,7 @@ def add(path, root, deployment):
             json.dump({"added": False}, sys.stdout)
             return
         entries = sorted(entries + [entry], key=lambda e: (e["root"], e["deployment"]))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tritonops-index-")
-        try:
-            with os.fdopen(fd, "w") as out:
-                out.write(json.dumps({"version": 1, "deployments": entries}, indent=1) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_atomically(path, json.dumps({"version": 1, "deployments": entries}, indent=1) + "\n", 0o644)
     json.dump({"added": True}, sys.stdout)
 
 
