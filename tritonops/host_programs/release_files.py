@@ -39,7 +39,11 @@ def release_document(root, release):
 
 def gate_passed(root, release):
     """Whether the release has a passed gate on record."""
-    body = release_document(root, release) or {}
+    return passed_in(release_document(root, release) or {})
+
+
+def passed_in(body):
+    """Whether a release.json (a dict) records a passed gate."""
     gates = body.get("gates") or []
     return isinstance(gates, list) and any(isinstance(g, dict) and g.get("passed") for g in gates)
 
@@ -50,7 +54,7 @@ def record_gate(root, release, gate, if_none_passed=False):
     body = release_document(root, release)
     if body is None or not isinstance(body.get("gates", []), list):
         return False
-    if if_none_passed and gate_passed(root, release):
+    if if_none_passed and passed_in(body):
         return False
     body.setdefault("gates", []).append(gate)
     write_atomically(os.path.join(root, "releases", release, "release.json"), json.dumps(body, indent=2) + "\n")
