@@ -243,17 +243,11 @@ def main() -> int:
         levels = asyncio.run(serving_load.run_direct(args.version_dir, workload, say))
         _save(args.out, "direct", workload, levels)
         return 0
-    if args.path == "triton":
+    if args.path in ("triton", "openai"):  # the same load through Triton's KServe API or an OpenAI server
         workload = _workload(args)
-        levels = serving_load.run_triton(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload,
-                                         args.processes, say)
-        _save(args.out, "triton", workload, levels)
-        return 0
-    if args.path == "openai":
-        workload = _workload(args)
-        levels = serving_load.run_openai(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload,
-                                         args.processes, say)
-        _save(args.out, "openai", workload, levels)
+        run = serving_load.run_triton if args.path == "triton" else serving_load.run_openai
+        levels = run(args.url, args.metrics_url, args.model, args.tokenizer_dir, workload, args.processes, say)
+        _save(args.out, args.path, workload, levels)
         return 0
     if args.path == "joined":
         with open(args.triton) as f:
