@@ -111,3 +111,37 @@ def test_a_release_s_digest_read_from_the_record_is_the_one_tritonops_gave_it_be
     assert content_digest(args, "w" * 64) == digest
     moved = record.model_copy(update={"bind": "10.9.9.9"})  # and it still tells releases apart
     assert content_digest(args.model_copy(update={"metadata": {"serve": moved.to_release()}}), "w" * 64) != digest
+
+
+def test_a_standby_slot_is_kept_swapped_by_a_rollout_and_left_out_of_the_release_s_identity():
+    # Kamal's order (issue #42): a replica's standby slot on a spare GPU; a rollout that boots it there records the
+    # two swapped, and the release is the same release (the same digest) wherever its replicas run
+    from tests.serve_records import serve_record
+    from tritonops.operations.release import ReleaseArgs, content_digest
+    from tritonops.planning.serve_record import ReplicaSlot
+
+    fields, digest = DIGESTS_BEFORE_THE_RECORD[1]
+    spare = [{**replica, "standby": {"gpus": [3 + replica["index"]], "ports": [8020 + 10 * replica["index"],
+                                                                               8021 + 10 * replica["index"],
+                                                                               8022 + 10 * replica["index"]]}}
+             for replica in fields["replicas"]]
+    record = serve_record(**{**fields, "replicas": spare})
+    first = record.replicas[1]
+    assert first.standby == ReplicaSlot(gpus=(4,), ports=(8030, 8031, 8032))
+    booted = first.swapped()
+    assert (booted.gpus, booted.ports, booted.standby) == ((4,), (8030, 8031, 8032), first.slot)
+    assert booted.planned() == first and first.planned() == first and booted.swapped() == first
+    on_standby = record.with_replica(booted)
+    assert on_standby.replicas == (record.replicas[0], booted)
+    written = on_standby.to_release()
+    assert written["replicas"][1]["standby"] == {"gpus": [1, 2], "ports": [8010, 8011, 8012]}
+    assert ServeRecord.from_release(written, host_ports=PORTS) == on_standby
+    assert "standby" not in serve_record(**fields).to_release()["replicas"][0]  # none: no key (the same file)
+
+    def digest_of(serve: ServeRecord) -> str:
+        args = ReleaseArgs(root="/opt/tritonops/chat", files={"chat/config.pbtxt": 'backend: "vllm"\n'},
+                           image_id="sha256:" + "1" * 64, created="20261206T000000Z",
+                           metadata={"serve": serve.to_release()})
+        return content_digest(args, "w" * 64)
+
+    assert digest_of(record) == digest_of(on_standby) == digest  # the release before standby slots, unchanged

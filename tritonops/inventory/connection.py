@@ -17,6 +17,7 @@ from tritonops.inventory.ssh_config import load_ssh_config, lookup
 from tritonops.inventory.ssh_options import SshOptions, parse_ssh_args, parse_timeout
 from tritonops.transport.proxy import check_proxy_command
 from tritonops.transport.spec import ConnectionSpec
+from tritonops.values.flags import flag
 from tritonops.values.ssh_target import host_address, parse_target, ssh_port, ssh_user
 
 if TYPE_CHECKING:
@@ -108,8 +109,6 @@ def connection_from_vars(name: str, history: dict[str, tuple[Setting, ...]],
     return reach.spec()
 
 
-_TRUE = ("true", "yes", "on", "1", "y")
-_FALSE = ("false", "no", "off", "0", "n", "")
 _BECOME_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 
 
@@ -137,15 +136,7 @@ def _apply_become(reach: _Reach, winner) -> None:
 
 
 def _flag(setting: Setting) -> bool:
-    value = setting.value
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise InputError(f"ansible_become must be true or false, not {str(value)[:40]!r}", setting.where)
+    return flag(setting.value, "ansible_become", setting.where)
 
 
 def proxy_jump_hops(value: str, where: str | None) -> str:

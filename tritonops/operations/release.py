@@ -85,7 +85,9 @@ def content_digest(args: ReleaseArgs, weights: str) -> str:
     placement = []
     serve = _serve_of(args.metadata)
     if serve is not None and serve.replicas:
-        placement.append(json.dumps([r.model_dump(mode="json") for r in serve.replicas], sort_keys=True))
+        # where each replica was planned, not which of its two slots a rollout booted it on, nor its spare slot
+        placement.append(json.dumps([r.planned().model_dump(mode="json", exclude={"standby"})
+                                     for r in serve.replicas], sort_keys=True))
     if serve is not None and serve.bind not in (None, "0.0.0.0"):
         placement.append("bind " + serve.bind)
     if serve is not None and serve.frontend != DEFAULT_MODE:  # another serving mode is another release

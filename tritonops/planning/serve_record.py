@@ -40,28 +40,57 @@ class _Record(BaseModel):
         return cls.model_validate(_as_tuples(data))
 
 
-class ReplicaRecord(_Record):
-    """One replica of the host's placement: its GPUs and its ports in the mode's order (HTTP, gRPC, metrics)."""
-    index: int = Field(ge=0, le=MAX_GPU_INDEX)
+def _gpu_indices(gpus: tuple[int, ...]) -> tuple[int, ...]:
+    if any(g < 0 or g > MAX_GPU_INDEX for g in gpus) or len(set(gpus)) != len(gpus):
+        raise ValueError(f"GPU indices must be distinct, 0 to {MAX_GPU_INDEX}")
+    return gpus
+
+
+def _port_numbers(ports: tuple[int, int, int]) -> tuple[int, int, int]:
+    if any(p < 1 or p > 65535 for p in ports) or len(set(ports)) != 3:
+        raise ValueError("ports must be three distinct numbers from 1 to 65535")
+    return ports
+
+
+class ReplicaSlot(_Record):
+    """Where a replica can run: its GPUs and its ports in the mode's order (HTTP, gRPC, metrics)."""
     gpus: tuple[int, ...] = Field(min_length=1)
     ports: tuple[Port, Port, Port]
 
-    @field_validator("gpus")
-    @classmethod
-    def _gpu_indices(cls, gpus: tuple[int, ...]) -> tuple[int, ...]:
-        if any(g < 0 or g > MAX_GPU_INDEX for g in gpus) or len(set(gpus)) != len(gpus):
-            raise ValueError(f"GPU indices must be distinct, 0 to {MAX_GPU_INDEX}")
-        return gpus
+    _gpus = field_validator("gpus")(_gpu_indices)
+    _ports = field_validator("ports")(_port_numbers)
 
-    @field_validator("ports")
-    @classmethod
-    def _port_numbers(cls, ports: tuple[int, int, int]) -> tuple[int, int, int]:
-        if any(p < 1 or p > 65535 for p in ports) or len(set(ports)) != 3:
-            raise ValueError("ports must be three distinct numbers from 1 to 65535")
-        return ports
+
+class ReplicaRecord(_Record):
+    """One replica of the host's placement: where it runs (its GPUs and ports), and its `standby` slot: spare GPUs
+    and ports where a new release of it boots while the old one still serves (Kamal's order; None: the host has no
+    spare GPUs for it, or the deployment said tritonops_boot_first: false). A rollout that boots it there records
+    the two slots swapped (`swapped`); the release's identity reads them in the planned order (`planned`)."""
+    index: int = Field(ge=0, le=MAX_GPU_INDEX)
+    gpus: tuple[int, ...] = Field(min_length=1)
+    ports: tuple[Port, Port, Port]
+    standby: ReplicaSlot | None = None
+
+    _gpus = field_validator("gpus")(_gpu_indices)
+    _ports = field_validator("ports")(_port_numbers)
 
     def container(self, deployment: str) -> str:
         return replica_container(deployment, self.index)
+
+    @property
+    def slot(self) -> ReplicaSlot:
+        return ReplicaSlot(gpus=self.gpus, ports=self.ports)
+
+    def swapped(self) -> ReplicaRecord:
+        """The replica running on its standby slot (its slot the standby one)."""
+        if self.standby is None:
+            return self
+        return ReplicaRecord(index=self.index, gpus=self.standby.gpus, ports=self.standby.ports, standby=self.slot)
+
+    def planned(self) -> ReplicaRecord:
+        """The replica as planning placed it, wherever it runs now: the standby slot is the one whose ports come
+        after (a replica's standby ports are those of the index past the last replica)."""
+        return self.swapped() if self.standby is not None and self.standby.ports[0] < self.ports[0] else self
 
 
 class ClusterMemberRecord(_Record):
@@ -158,11 +187,17 @@ class ServeRecord(_Record):
 
     def to_release(self) -> dict[str, Any]:
         """release.json's `serve`, with `gpus` for the readers that came before replicas (no `cluster` key off a
-        pipeline)."""
+        pipeline, no `standby` key on a replica that has none)."""
         written = self.model_dump(mode="json")
+        written["replicas"] = [r.model_dump(mode="json", exclude_none=True) for r in self.replicas]
         if self.cluster is None:
             del written["cluster"]
         return {**written, "gpus": list(self.gpus)}
+
+    def with_replica(self, replica: ReplicaRecord) -> ServeRecord:
+        """The record with `replica` in place of the one of its index."""
+        return self.model_copy(update={"replicas": tuple(replica if r.index == replica.index else r
+                                                         for r in self.replicas)})
 
     @classmethod
     def from_release(cls, data: Any, *, host_ports: Mapping[str, int]) -> ServeRecord:
