@@ -17,7 +17,7 @@ from tests.test_sizing_gpu import host_facts
 from tritonops.errors import InputError
 from tritonops.facts.model import GpuLink, report_from_json
 from tritonops.planning.gpu_choice import allowed_gpus, describe, place_replicas, replica_count, restrict_facts
-from tritonops.planning.placement import PlacementError, ReplicaPorts
+from tritonops.planning.placement import PlacementError, ReplicaPorts, Slot
 
 PORTS = ReplicaPorts(8000, 8001, 8002)
 
@@ -77,7 +77,17 @@ def test_tp2_stays_on_a_pcie_switch_and_a_group_forced_across_sockets_says_so():
     four = choose(facts, 4, None, replicas=2)
     assert [(r.gpus, r.link) for r in four.replicas] == [((0, 1, 2, 3), "NODE"), ((4, 5, 6, 7), "NODE")]
     one = choose(facts, 2, None)
-    assert one.reasons == () and one.idle == (2, 3, 4, 5, 6, 7)  # the count asked for: shown by plan, no note
+    assert one.idle == (2, 3, 4, 5, 6, 7)  # the count asked for: shown by plan, not as idle GPUs
+    # the idle GPUs hold the replica's standby slot: the best-linked pair among them, at the ports of replica 1
+    assert one.replicas[0].standby == Slot((2, 3), ReplicaPorts(8010, 8011, 8012))
+    assert one.reasons == ("spare GPU 2,3: a replica's new release boots there and passes its gate before the old "
+                           "one stops (tritonops_boot_first)",)
+    assert place_replicas(facts, 2, None, 1, PORTS, 10, boot_first=False).replicas[0].standby is None
+    shared = choose(facts, 1, None, replicas=6)  # two GPUs left for six replicas: they take them in turn
+    assert [(r.gpus, r.standby.gpus, r.standby.ports.http) for r in shared.replicas] == [
+        ((0,), (6,), 8060), ((1,), (7,), 8070), ((2,), (6,), 8080), ((3,), (7,), 8090), ((4,), (6,), 8100),
+        ((5,), (7,), 8110)]
+    assert [r.standby for r in choose(facts, 2, (0, 1, 2, 3, 4, 5, 6), replicas=3).replicas] == [None] * 3  # GPU 6
     odd = choose(facts, 3, None, replicas=None)
     assert [r.gpus for r in odd.replicas] == [(0, 1, 2), (4, 5, 6)] and odd.idle == (3, 7)
     assert odd.reasons[-1] == "GPU 3,7 serve nothing: no replica fits there"

@@ -118,7 +118,8 @@ def test_swap_becomes_kv_offloading_on_the_pinned_version_and_is_checked_against
     assert "swap_space" not in args
     assert hp.notes == ("CPU KV cache 16.00 GiB of 111.20 GiB available: the host has 128.00 GiB of RAM, "
                         "16.80 GiB kept for the OS, Triton and 1 vLLM worker(s) (max(8 GiB, 10 %) + 4 GiB each), "
-                        "leaving 111.20 GiB",)
+                        "leaving 111.20 GiB", "spare GPU 1: a replica's new release boots there and passes its gate "
+                        "before the old one stops (tritonops_boot_first)")
 
 
 def test_swap_that_does_not_fit_the_host_ram_is_an_error_naming_the_numbers(tmp_path):

@@ -57,7 +57,7 @@ from tritonops.planning.cluster_plan import object_store_bytes
 from tritonops.planning.cluster_rollout import (cluster_members, incomplete, mixed_images, outside_limit,
                                                 split_by_batches)
 from tritonops.planning.deployment import deployment_of
-from tritonops.planning.serve_record import ClusterRecord, ReplicaRecord, ServeRecord
+from tritonops.planning.serve_record import ClusterRecord, ReplicaRecord, ReplicaSlot, ServeRecord
 from tritonops.planning.gpu_choice import describe
 from tritonops.planning.host_values import check_host_values
 from tritonops.playbook import RunInputs, compile_playbook, run_playbook
@@ -262,9 +262,11 @@ def _host_facts(host, plan: HostDeployPlan, image: dict, deployment: tuple[str, 
     engines = [model.plan for model in plan.models]
     weights_bytes = sum(engine.weights_bytes_per_gpu * engine.tensor_parallel_size for engine in engines)
     unique_weights = {json.dumps(m["weights"], sort_keys=True): m["weights"] for m in models}
-    replicas = tuple(ReplicaRecord(index=r.index, gpus=tuple(r.gpus), ports=tuple(r.ports.all()))
+    replicas = tuple(ReplicaRecord(index=r.index, gpus=tuple(r.gpus), ports=tuple(r.ports.all()),
+                                   standby=ReplicaSlot(gpus=r.standby.gpus, ports=r.standby.ports.all())
+                                   if r.standby is not None else None)
                      for r in plan.placement.replicas)
-    gpus = sorted({gpu for r in replicas for gpu in r.gpus})
+    gpus = sorted({gpu for r in replicas for gpu in (*r.gpus, *(r.standby.gpus if r.standby else ()))})
     token, cluster = "", None
     if plan.cluster is not None:  # a pipeline's member: its Ray node (serving.ray_member), Triton on the head only
         token = (tokens or {}).get(plan.cluster.name, "")

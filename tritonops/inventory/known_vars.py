@@ -77,6 +77,8 @@ KNOWN_VARS: dict[str, str] = {
                           "(default 1) or auto (as many as the GPUs hold)",
     "tritonops_port_stride": "how far apart the replicas' ports are: replica i listens on the ports + i x stride "
                              "(default 10)",
+    "tritonops_boot_first": "where GPUs are left over, a replica's new release boots there and passes its gate "
+                            "before the old one stops (default true; false: stop, then start)",
     "tritonops_max_num_seqs": "maximum concurrent sequences per engine",
     "tritonops_door_http_port": "a balancer's (group tritonops_balancers) HTTP door for the deployment (default 8000)",
     "tritonops_door_grpc_port": "a balancer's gRPC door for the deployment (default 8001; off for none)",

@@ -14,12 +14,13 @@ from dataclasses import replace
 
 from tritonops.errors import InputError
 from tritonops.facts.model import HostFacts
-from tritonops.planning.placement import (GpuTopology, ModelDemand, Placement, PlacementError, ReplicaPorts,
+from tritonops.planning.placement import (GpuTopology, ModelDemand, Placement, PlacementError, ReplicaPorts, Slot,
                                           place, usable_gpus, with_ports)
 
 GPUS_VAR = "tritonops_gpus"
 REPLICAS_VAR = "tritonops_replicas"
 STRIDE_VAR = "tritonops_port_stride"
+BOOT_FIRST_VAR = "tritonops_boot_first"
 PORT_VARS = (("tritonops_http_port", 8000), ("tritonops_grpc_port", 8001), ("tritonops_metrics_port", 8002))
 REPOSITORY = "triton"  # what a replica serves: the release's whole model repository
 
@@ -80,9 +81,10 @@ def restrict_facts(facts: HostFacts, allowed: tuple[int, ...] | None) -> HostFac
 
 
 def place_replicas(facts: HostFacts, size: int, allowed: tuple[int, ...] | None, replicas: int | None,
-                   base: ReplicaPorts, stride: int) -> Placement:
-    """One GPU group of `size` per replica, out of `allowed` (None: all), with its ports. PlacementError for
-    more replicas than the GPUs hold, or ports past 65535 / shared."""
+                   base: ReplicaPorts, stride: int, boot_first: bool = True) -> Placement:
+    """One GPU group of `size` per replica, out of `allowed` (None: all), with its ports, and with `boot_first`
+    each replica's standby slot on the GPUs left over (`with_standby`). PlacementError for more replicas than the
+    GPUs hold, or ports past 65535 / shared."""
     topology = GpuTopology.from_facts(facts.nvidia)
     try:
         placed = place(topology, [ModelDemand(REPOSITORY, size, replicas)], allowed)
@@ -93,7 +95,34 @@ def place_replicas(facts: HostFacts, size: int, allowed: tuple[int, ...] | None,
     if placed.idle and replicas is not None:  # the count asked for: the idle GPUs are shown, not a note
         idle = ",".join(map(str, placed.idle))
         placed = replace(placed, reasons=tuple(r for r in placed.reasons if not r.startswith(f"GPU {idle} serve nothing")))
-    return with_ports(placed, base, stride)
+    placed = with_ports(placed, base, stride)
+    return with_standby(topology, placed, size, base, stride) if boot_first else placed
+
+
+def with_standby(topology: GpuTopology, placed: Placement, size: int, base: ReplicaPorts, stride: int) -> Placement:
+    """Kamal's order where the GPUs allow (issue #42): each replica's standby slot, where its next release boots
+    and passes its gate while the one it replaces still serves. The GPUs no replica got, in groups of `size`
+    chosen as replicas' are (the best-linked first); replica i gets group i, or shares one in turn when there are
+    fewer groups than replicas (a rollout then boots first only those whose group is free). Its ports are those
+    of the index past the last replica (replica i of n: the base + (n + i) x stride). No GPU left over, or ports
+    past 65535: no standby slot, replicas stop before their new release starts."""
+    if not placed.idle or not placed.replicas:
+        return placed
+    try:
+        spare = place(topology, [ModelDemand(REPOSITORY, size, None)], placed.idle)
+    except PlacementError:
+        return placed  # not one group of `size` among the idle GPUs
+    groups = [r.gpus for r in spare.replicas]
+    count, standby = len(placed.replicas), []
+    for ordinal, replica in enumerate(placed.replicas):
+        ports = ReplicaPorts(*(port + stride * (count + ordinal) for port in base.all()))
+        if max(ports.all()) > 65535:
+            return placed
+        standby.append(replace(replica, standby=Slot(groups[ordinal % len(groups)], ports)))
+    used = sorted({gpu for replica in standby for gpu in replica.standby.gpus})
+    note = (f"spare GPU {','.join(map(str, used))}: a replica's new release boots there and passes its gate "
+            "before the old one stops (tritonops_boot_first)")
+    return replace(placed, replicas=tuple(standby), reasons=(*placed.reasons, note))
 
 
 def describe(replica) -> str:

@@ -156,7 +156,7 @@ def plan_host(host, facts: HostFacts | None, request: SizingRequest, models: Map
         return HostDeployPlan(name, instances, error="; ".join(p for p in (problem, ram_problem) if p), notes=notes)
     try:
         placement = place_replicas(facts, max(i.plan.tensor_parallel_size for i in instances), allowed,
-                                   values.replicas, values.ports, values.stride)
+                                   values.replicas, values.ports, values.stride, values.boot_first)
     except TritonopsError as err:
         return HostDeployPlan(name, instances, error=str(err), notes=notes)
     notes += placement.reasons

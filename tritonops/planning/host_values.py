@@ -18,10 +18,12 @@ from tritonops.modes.choice import FRONTEND_VAR, serving_mode
 from tritonops.planning.bind import replica_bind
 from tritonops.planning.cluster_plan import cluster_of
 from tritonops.planning.entries import ModelEntry, host_where, model_entries
-from tritonops.planning.gpu_choice import GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus, replica_count
+from tritonops.planning.gpu_choice import (BOOT_FIRST_VAR, GPUS_VAR, PORT_VARS, REPLICAS_VAR, STRIDE_VAR, allowed_gpus,
+                                          replica_count)
 from tritonops.planning.placement import ReplicaPorts
 from tritonops.sizing.engine_plan import SizingRequest
 from tritonops.sizing.fleet import HOST_VARS, host_request
+from tritonops.values.flags import flag
 from tritonops.values.numbers import whole_number
 
 DEFAULT_STRIDE = 10
@@ -38,6 +40,7 @@ class HostValues:
     replicas: int | None              # tritonops_replicas (None: auto)
     ports: ReplicaPorts               # the first replica's, from the mode's tritonops_<role>_port
     stride: int                       # tritonops_port_stride
+    boot_first: bool                  # tritonops_boot_first: new replicas boot on spare GPUs before old ones stop
     request: SizingRequest            # the run's request with the host's tritonops_* overrides
     cluster: str | None               # tritonops_cluster
 
@@ -73,7 +76,9 @@ def host_values(host, request: SizingRequest, default_model: str | None, default
         raise InputError(refused, host_where(host, FRONTEND_VAR))
     where = {var: host_where(host, var) for var in HOST_VARS}
     sized = host_request(request, host.vars, {k: v for k, v in where.items() if v})
-    return HostValues(tuple(entries), bind, mode, allowed, replicas, ports, stride, sized, cluster_of(host))
+    boot_first = flag(given(BOOT_FIRST_VAR, True), BOOT_FIRST_VAR, host_where(host, BOOT_FIRST_VAR))
+    return HostValues(tuple(entries), bind, mode, allowed, replicas, ports, stride, boot_first, sized,
+                      cluster_of(host))
 
 
 def check_host_values(hosts: Iterable, request: SizingRequest, default_model: str | None,

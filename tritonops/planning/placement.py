@@ -85,12 +85,20 @@ class ReplicaPorts:
 
 
 @dataclass(frozen=True)
+class Slot:
+    """Spare GPUs and ports where a replica's new release boots while its old one serves (gpu_choice.with_standby)."""
+    gpus: tuple[int, ...]
+    ports: ReplicaPorts
+
+
+@dataclass(frozen=True)
 class Replica:
     model: str
     index: int                      # per model, from 0
     gpus: tuple[int, ...]
     link: str = ""                  # the slowest link inside its TP group ('' at TP 1)
     ports: ReplicaPorts | None = None  # given by with_ports
+    standby: Slot | None = None     # given by gpu_choice.with_standby
 
     @property
     def name(self) -> str:
