@@ -233,6 +233,13 @@ def capture(out: Path) -> None:
             keep("refused_unknown_command.txt", balancer.ask("frobnicate"))
             keep("refused_show_stat.txt", balancer.ask("show stat nope -1 -1"))
             keep("refused_show_servers_state.txt", balancer.ask("show servers state nope"))
+
+            port = int(balancer.row("r0")["addr"].rsplit(":", 1)[1])  # r0 sent elsewhere, then its checks there
+            moved = f"set server {BACKEND}/r0 addr 127.0.0.1 port {port + 1}"
+            keep("set_server_addr_port_changed.txt", balancer.ask(moved))
+            keep("set_server_addr_unchanged.txt", balancer.ask(moved))
+            keep("set_server_check_port.txt", balancer.ask(f"set server {BACKEND}/r0 check-port {port + 1}"))
+            keep("refused_set_server_addr.txt", balancer.ask(f"set server {BACKEND}/nope addr 127.0.0.1 port 1"))
         finally:
             balancer.stop()
 

@@ -10,8 +10,8 @@ from tests.haproxy_harness import BACKEND, balancer  # noqa: F401 - the module's
 from tritonops.door import runtime_program
 from tritonops.door.runtime import (RuntimeApiError, RuntimeRefused, ServerState, StatRow, check_answer,
                                         drained, find_server, parse_servers_state, parse_stat, server_status,
-                                        set_server_state, set_server_weight, show_servers_state, show_stat,
-                                        shutdown_sessions)
+                                        set_server_address, set_server_check_port, set_server_state,
+                                        set_server_weight, show_servers_state, show_stat, shutdown_sessions)
 from tritonops.errors import InputError
 
 CAPTURED = FIXTURES / "haproxy"
@@ -32,6 +32,9 @@ def test_the_command_lines():
     assert show_stat("replicas") == "show stat replicas -1 -1"
     assert show_servers_state() == "show servers state"
     assert show_servers_state("replicas") == "show servers state replicas"
+    assert set_server_address("replicas", "r0", "10.0.0.7", 8010) == "set server replicas/r0 addr 10.0.0.7 port 8010"
+    assert set_server_address("replicas", "r0", "fd00::7", 8010) == "set server replicas/r0 addr fd00::7 port 8010"
+    assert set_server_check_port("replicas", "r0", 8010) == "set server replicas/r0 check-port 8010"
 
 
 @pytest.mark.parametrize("build", [
@@ -47,6 +50,11 @@ def test_the_command_lines():
     lambda: set_server_weight("replicas", "r0", 1.5),
     lambda: set_server_weight("replicas", "r0", True),
     lambda: shutdown_sessions("replicas/r1", "r0"),
+    lambda: set_server_address("replicas", "r0", "node-1", 8010),
+    lambda: set_server_address("replicas", "r0", "10.0.0.7 port 1; shutdown", 8010),
+    lambda: set_server_address("replicas", "r0", "10.0.0.7", 70000),
+    lambda: set_server_check_port("replicas", "r0", 0),
+    lambda: set_server_check_port("replicas", "r0", "8010"),
     lambda: show_stat("back\\end"),
     lambda: show_servers_state("r\u00e9plicas"),
 ])
@@ -150,6 +158,15 @@ def test_the_parsers_refuse_an_error_answer():
 
 def test_a_command_that_works_answers_nothing():
     assert check_answer("set server replicas/r0 state drain", captured("set_server_state_drain.txt")) == "\n"
+    assert check_answer("set server replicas/r0 check-port 8010", captured("set_server_check_port.txt")) == "\n"
+
+
+def test_a_server_sent_to_another_port_answers_what_changed_and_a_missing_one_is_refused():
+    moved = "set server replicas/r0 addr 127.0.0.1 port 8010"
+    assert check_answer(moved, captured("set_server_addr_port_changed.txt")).startswith("no need to change the addr, ")
+    assert check_answer(moved, captured("set_server_addr_unchanged.txt"))  # asked twice: nothing to change, no error
+    with pytest.raises(RuntimeRefused, match="No such server"):
+        check_answer("set server replicas/nope addr 127.0.0.1 port 1", captured("refused_set_server_addr.txt"))
     assert check_answer("show stat", captured("show_stat_up.txt")).startswith("# pxname,")
 
 

@@ -79,10 +79,12 @@ def place(tmp_path):
         pass
 
 
-def files(place, replicas=1, keys_file=None, tls_pem=None, maxconn=8) -> dict:
-    # the one replica server twice, by two names (the renderer refuses one address and port listed twice)
-    members = tuple(BalancedReplica(f"node-r{i}", ("127.0.0.1", "localhost")[i], place["replica"],
-                                    place["replica"] + 1, maxconn) for i in range(replicas))
+def files(place, replicas=1, keys_file=None, tls_pem=None, maxconn=8, port=None) -> dict:
+    # the one replica server twice, by two names (the renderer refuses one address and port listed twice); `port`:
+    # where the first one is
+    members = tuple(BalancedReplica(f"node-r{i}", ("127.0.0.1", "localhost")[i],
+                                    port if port and i == 0 else place["replica"], place["replica"] + 1, maxconn)
+                    for i in range(replicas))
     config = BalancerConfig("chat", members, http_port=place["door"], grpc_port=None, keys_file=keys_file,
                             tls_pem=tls_pem, check_interval_ms=200, bind_address="127.0.0.1")
     return render_balancer_files(BalancerGlobals(stats_socket=place["socket"], metrics_port=place["metrics"],
@@ -264,3 +266,23 @@ def test_a_change_of_maxconn_alone_is_made_on_the_running_worker_without_a_reloa
     # anything more than maxconn still reloads, and a new worker answers
     assert json.loads(apply(place, files(place, replicas=1, maxconn=3)).stdout)["action"] == "reloaded"
     assert worker_pid() != pid
+
+
+def test_a_server_moved_to_another_port_is_sent_there_on_the_running_worker_without_a_reload(place):
+    """A replica booted on its other slot (issue #42, Kamal's order): the door's file now names its new port. The
+    running worker is told (`set server ... addr ... port ...`) and keeps running; requests reach the new port."""
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Replica)
+    other.daemon_threads = True
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        assert apply(place, files(place)).returncode == 0
+        assert json.loads(through(place)[1])["port"] == place["replica"]
+        pid = Path(place["pidfile"]).read_text()
+        moved = apply(place, files(place, port=other.server_address[1]))
+        assert moved.returncode == 0, moved.stderr
+        assert json.loads(moved.stdout)["action"] == "updated without a reload"
+        assert f"127.0.0.1:{other.server_address[1]}" in Path(place["dir"], "10-chat.cfg").read_text()
+        assert {json.loads(through(place)[1])["port"] for _ in range(4)} == {other.server_address[1]}
+        assert Path(place["pidfile"]).read_text() == pid
+    finally:
+        other.shutdown()

@@ -29,7 +29,7 @@ from tritonops.serving import releases, status
 from tritonops.weights import programs
 
 FOLDER = Path(host_programs.__file__).parent
-SHARED = ["basic", "release_files", "triton_client"]  # modules the packer puts into the programs that import them
+SHARED = ["basic", "haproxy_answers", "release_files", "triton_client"]  # modules the packer puts into the programs that import them
 PROGRAMS = sorted(module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.name not in SHARED)
 HUB_LIBRARIES = {"huggingface_hub", "modelscope"}
 

@@ -12,12 +12,13 @@ counters (scur, qcur, stot, hrsp_5xx) so they read like its documentation.
 from __future__ import annotations
 
 import csv
+import ipaddress
 import re
 from dataclasses import dataclass
 
 from tritonops.errors import InputError, TritonopsError, one_line
 from tritonops.exit_codes import ExitCode
-from tritonops.host_programs.door_runtime import refusal
+from tritonops.host_programs.haproxy_answers import refusal
 
 SOCKET = "/run/haproxy/tritonops-admin.sock"  # the balancer's `stats socket ... level admin`
 STATES = ("ready", "drain", "maint")
@@ -73,6 +74,26 @@ def set_server_weight(backend: str, server: str, weight: int) -> str:
     if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= MAX_WEIGHT:
         raise InputError(f"server weight {weight!r}: a whole number from 0 to {MAX_WEIGHT}", "weight")
     return f"set server {_server(backend, server)} weight {weight}"
+
+
+def set_server_address(backend: str, server: str, address: str, port: int) -> str:
+    """Where the server's new connections go (its established ones stay where they are): an IP address and a port."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        raise InputError(f"server address {address!r}: an IP address", "address") from None
+    return f"set server {_server(backend, server)} addr {ip} port {_port(port)}"
+
+
+def set_server_check_port(backend: str, server: str, port: int) -> str:
+    """The port the server's health checks ask (a gRPC server's checks ask its replica's HTTP port)."""
+    return f"set server {_server(backend, server)} check-port {_port(port)}"
+
+
+def _port(port: int) -> int:
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise InputError(f"port {port!r}: a whole number from 1 to 65535", "port")
+    return port
 
 
 def shutdown_sessions(backend: str, server: str) -> str:

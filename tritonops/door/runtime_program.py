@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from tritonops import host_programs
 from tritonops.door.runtime import SOCKET, RuntimeApiError, RuntimeRefused, RuntimeUnreachable, checked_name
 from tritonops.errors import InputError, one_line
-from tritonops.host_programs.door_runtime import line_problem, refusal
+from tritonops.host_programs.haproxy_answers import line_problem, refusal
 
 PROGRAM = host_programs.source("door_runtime")
 REFUSED = 65        # HAProxy refused a command, or has no such server

@@ -1,8 +1,9 @@
 """A balancer's HAProxy brought to the configuration the controller rendered (issue #31): installed when missing,
 the new files checked by `haproxy -c` before anything live changes, then started (master-worker, daemon) or
 reloaded hitlessly (SIGUSR2 to the master: a new worker takes the listeners, the old one finishes its requests).
-A change of servers' maxconn alone (a new max_num_seqs) is made on the running worker through the stats socket
-(`set maxconn server`) and written to the files, with no reload: a reload's old worker may cancel an HTTP/2 (gRPC)
+A change of servers' maxconn (a new max_num_seqs), address and port (a replica booted on its other slot) or health
+check port alone is made on the running worker through the stats socket (`set maxconn server`, `set server ...
+addr`, `... check-port`) and written to the files, with no reload: a reload's old worker may cancel an HTTP/2 (gRPC)
 stream that reaches it as it stops.
 
     python3 -c SOURCE            stdin: JSON {"dir", "files": {name: text}, "remove": [name], "pidfile",
@@ -29,6 +30,8 @@ be installed (stderr).
 """
 
 import fcntl, hashlib, json, os, re, secrets, shutil, signal, socket, subprocess, sys, time
+
+from tritonops.host_programs.haproxy_answers import refusal
 
 NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 READY_S = 20
@@ -231,15 +234,31 @@ def answers(path):
     return None
 
 
-SERVER_MAXCONN = re.compile(r"^(\s*server (\S+) .* maxconn )(\d+)(\s*)$")
+SERVER_LINE = re.compile(r"^\s*server (\S+) (\S+):([0-9]+)((?: .*)?)$")
+CHECK_PORT = re.compile(r" check port ([0-9]+)")
+MAXCONN = re.compile(r" maxconn ([0-9]+)")
 
 
-def maxconn_changes(live, wanted):
-    """[(backend, server, maxconn)] when the wanted files differ from the running ones only in servers' maxconn;
-    None when anything else differs (that takes a reload)."""
+def server_line(line):
+    """(name, address, port, health check port, maxconn, the rest with those numbers left out) of a `server` line;
+    None for another line."""
+    found = SERVER_LINE.match(line)
+    if not found:
+        return None
+    name, address, port, rest = found.groups()
+    check, maxconn = CHECK_PORT.search(rest), MAXCONN.search(rest)
+    shape = MAXCONN.sub(" maxconn N", CHECK_PORT.sub(" check port N", rest))
+    return (name, address, int(port), int(check.group(1)) if check else None,
+            int(maxconn.group(1)) if maxconn else None, shape)
+
+
+def server_changes(live, wanted):
+    """The runtime commands that make the running worker what the wanted files say, when they differ from the
+    running ones only in servers' address and port (a replica booted on its other slot), health check port or
+    maxconn; None when anything else differs (that takes a reload)."""
     if set(live) != set(wanted):
         return None
-    changes = []
+    commands = []
     for name in sorted(wanted):
         old, new = live[name].splitlines(), wanted[name].splitlines()
         if len(old) != len(new):
@@ -251,19 +270,25 @@ def maxconn_changes(live, wanted):
                 backend = words[1]
             if before == after:
                 continue
-            was, now = SERVER_MAXCONN.match(before), SERVER_MAXCONN.match(after)
-            if not (was and now and backend and was.group(1) == now.group(1) and was.group(4) == now.group(4)):
+            was, now = server_line(before), server_line(after)
+            if not (was and now and backend and was[0] == now[0] and was[5] == now[5]):
                 return None
-            changes.append((backend, now.group(2), int(now.group(3))))
-    return changes
+            server = "%s/%s" % (backend, now[0])
+            if was[1:3] != now[1:3]:
+                commands.append("set server %s addr %s port %d" % (server, now[1], now[2]))
+            if was[3] != now[3]:
+                commands.append("set server %s check-port %d" % (server, now[3]))
+            if was[4] != now[4]:
+                commands.append("set maxconn server %s %d" % (server, now[4]))
+    return commands
 
 
-def set_at_runtime(path, changes):
-    """Each change sent to the running worker (`set maxconn server`); whether every one was taken (HAProxy answers
-    nothing to one it took)."""
-    for backend, server, maxconn in changes:
-        said = runtime(path, "set maxconn server %s/%s %d" % (backend, server, maxconn), timeout=5)
-        if said is None or said.strip():
+def set_at_runtime(path, commands):
+    """Each command sent to the running worker; whether every one was taken (HAProxy says so by the shape of its
+    answer: door_runtime.refusal)."""
+    for command in commands:
+        said = runtime(path, command, timeout=5)
+        if said is None or refusal(command, said):
             return False
     return True
 
@@ -321,7 +346,7 @@ def main():
     if wanted == live and pid is not None and not created and read_text(stamp) == keys_now:
         print(json.dumps(dict(answer, action="unchanged")))
         return
-    runtime = maxconn_changes(live, wanted) \
+    runtime = server_changes(live, wanted) \
         if pid is not None and not created and keys is None and read_text(stamp) == keys_now else None
     stage = folder + ".next"
     shutil.rmtree(stage, ignore_errors=True)

@@ -16,44 +16,14 @@ command, or has no such server (stdout: the answers so far, the refused one last
 
 import csv, json, socket, sys, time
 
+from tritonops.host_programs.haproxy_answers import line_problem, refusal
+
 ANSWER_LIMIT = 16 * 1024 * 1024  # a `show stat` of thousands of servers is a few MiB
 SOCKET_TIMEOUT_S = 10
 
 
 class Unreachable(Exception):
     """The stats socket could not be reached or did not answer; the message is one line."""
-
-
-def line_problem(command):
-    """Why `command` is not one runtime-API line this program sends, or None. HAProxy splits a line at
-    ';' into several commands (a trailing one runs the first and answers "Unknown command" for the
-    rest) and reads '\\' as an escape: neither is in a command tritonops builds."""
-    if not command.strip():
-        return "an empty command"
-    if any(not " " <= char <= "~" for char in command):
-        return "a command with a control or non-ASCII character"
-    if ";" in command or "\\" in command:
-        return "a command with ';' or '\\' (HAProxy would read more than one command)"
-    return None
-
-
-def refusal(command, answer):
-    """HAProxy's error for `command` (the answer's first line), or None when the answer is what success
-    looks like: `show stat` a CSV header, `show servers state` its format's version, another `show` any
-    text, and a command that changes something answers nothing. HAProxy marks no error as an error
-    (an unknown command is even answered at the 'info' severity), so each is told from its shape."""
-    text = answer.strip("\n")
-    first = text.split("\n", 1)[0].strip()
-    if first.startswith("Unknown command"):
-        return first
-    words = command.split()
-    if words[:2] == ["show", "stat"] and not {"typed", "json", "domain"} & set(words):
-        return None if first.startswith("# pxname,") else first or "an empty answer"
-    if command.startswith("show servers state"):
-        return None if first.isdigit() else first or "an empty answer"
-    if command.startswith("show "):
-        return None
-    return first or None
 
 
 def ask(path, command):
