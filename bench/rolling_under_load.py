@@ -2,7 +2,7 @@
 """Streaming load through the front door while the fleet changes under it (issues #31, #41).
 
     python bench/rolling_under_load.py -i inventory/lab.yml [-i ...] [--clients 8] [--tokens 32] [--quiet-s 20]
-        [-e tritonops_max_num_seqs=200] [--limit PATTERN | --kill-replica HOST[:INDEX]]
+        [-e tritonops_max_num_seqs=200] [--limit PATTERN | --kill-replica HOST[:INDEX]] [--no-fewer]
 
 Three scenarios, each `--quiet-s` seconds of load before, the change ("during"), `--quiet-s` seconds after:
 - a full deploy (the default): `tritonops deploy -i ... -e ...`; the extra variable makes a new release, so every
@@ -21,7 +21,9 @@ reported too. Printed per phase: requests, ok, failed, cut, latency p50 / p99 (m
 
 The goal, and the exit status (0 met, 1 missed):
 - a deploy: 0 failed, 0 cut, p99 during <= 2 x p99 before, the deploy exits 0, and each serving host the deploy
-  selects (every one, or those --limit selects) has a new current release while the others keep theirs;
+  selects (every one, or those --limit selects) has a new current release while the others keep theirs; with
+  --no-fewer also: every door keeps as many servers in service throughout the deploy as before it (sampled every
+  0.5 s: Kamal's order on spare GPUs, issue #42);
 - a killed replica: 0 failed (a request that had not begun to answer is sent to another replica: the door's
   retries), p99 during <= 2 x p99 before, the replica DOWN then UP again; the only losses allowed are streams that
   were flowing when it died (sent before the kill was done, ended after it began), reported as cut, none other.
@@ -187,6 +189,34 @@ def verdict(answers: list[Answer], change: Deployed | Killed, client_errors: lis
     return why
 
 
+def in_service(rows) -> dict[str, int]:
+    """Each balancer's door servers in service in a `show stat` sample (HTTP doors' servers UP, not down, draining
+    or in maintenance), by balancer: rows are (balancer, StatRow)."""
+    from tritonops.render.door_config import door_of_proxy
+
+    counted: dict[str, int] = {}
+    for balancer, row in rows:
+        counted.setdefault(balancer, 0)
+        if row.kind == "server" and (door_of_proxy(row.backend) or ("", ""))[1] == "http" \
+                and row.status.split(" ")[0] == "UP":  # "UP 1/3": a check failed, still in service
+            counted[balancer] += 1
+    return counted
+
+
+def fewer_in_service(samples: list[tuple[float, dict[str, int]]], before: dict[str, int]) -> list[str]:
+    """Each balancer whose door had fewer servers in service during the change than before it: the lowest count
+    and when (seconds into the change)."""
+    if not samples:
+        return ["the door was never sampled during the change"]
+    start = samples[0][0]
+    why = []
+    for balancer, count in sorted(before.items()):
+        low_at, low = min(((at, sample.get(balancer, 0)) for at, sample in samples), key=lambda pair: pair[1])
+        if low < count:
+            why.append(f"{balancer}: {low} of {count} door server(s) in service {low_at - start:.1f} s into the change")
+    return why
+
+
 def exit_status(missed: list[str]) -> int:
     """0: the goal met; 1: missed."""
     return 1 if missed else 0
@@ -344,6 +374,51 @@ def redispatched(before: dict[str, tuple[str, int]], after: dict[str, tuple[str,
     return total, reloaded
 
 
+class DoorSampler:
+    """Every balancer's `show stat`, every `interval_s` while running, over one session each: the door servers in
+    service at each moment (`in_service`)."""
+
+    def __init__(self, paths: list[str], interval_s: float = 0.5):
+        from tritonops.inventory import load_inventory
+        from tritonops.planning.door import balancers_among
+        from tritonops.transport.sessions import SessionPool
+
+        self.balancers = balancers_among(load_inventory(paths).hosts)
+        self.pool = SessionPool([b.connection for b in self.balancers])
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, dict[str, int]]] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> dict[str, int]:
+        from tritonops.door.runtime import parse_stat, show_stat
+        from tritonops.door.runtime_program import read_send, send_argv
+
+        rows = []
+        for b in self.balancers:
+            out = self.pool.session(b.name).transport.run(shlex.join(send_argv([show_stat()])), timeout=30)
+            rows += [(b.name, row) for row in parse_stat(read_send(out.exit_code, out.stdout, out.stderr)[0].text)]
+        return in_service(rows)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append((time.monotonic(), self.sample()))
+            except Exception as err:  # noqa: BLE001 -- every failure to sample is reported, none stops the load
+                self.errors.append(f"{type(err).__name__}: {err}")
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> "DoorSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+        self.pool.close()
+
+
 def current_releases(paths: list[str]) -> dict[str, str | None]:
     """Each serving host's current release, by `tritonops releases --json`."""
     argv = [sys.executable, "-m", "tritonops", "releases", "--json"] + [f"-i{path}" for path in paths]
@@ -445,6 +520,9 @@ def main() -> int:
     scenario.add_argument("--limit", metavar="PATTERN", help="deploy only the hosts the pattern selects")
     scenario.add_argument("--kill-replica", metavar="HOST[:INDEX]", help="kill a replica's Triton, no deploy")
     parser.add_argument("--recover-s", type=float, default=180.0, help="longest wait for a killed replica's return")
+    parser.add_argument("--no-fewer", action="store_true",
+                        help="a deploy's goal includes: no door ever has fewer servers in service than before it "
+                             "(Kamal's order on spare GPUs, issue #42)")
     args = parser.parse_args()
     from tritonops.inventory import load_inventory
 
@@ -456,14 +534,28 @@ def main() -> int:
         name = f"deploy --limit {args.limit}" if args.limit else "deploy"
         change = lambda: deploy(args.inventory, args.extra_vars, args.limit)  # noqa: E731
     counted_before = door_redispatches(args.inventory)
-    answers, done, raised = run_load(found, args.clients, args.tokens, args.quiet_s, change)
+    sampler = DoorSampler(args.inventory)
+    before = sampler.sample()
+
+    def sampled():
+        with sampler:
+            return change()
+
+    answers, done, raised = run_load(found, args.clients, args.tokens, args.quiet_s, sampled)
     retried, reloaded = redispatched(counted_before, door_redispatches(args.inventory))
     print(f"scenario: {name}; {args.clients} clients, {args.tokens} tokens, {len(found)} door(s)")
     print("\n".join(describe(done)))
     print("\n".join(table(figures(answers))))
     print(f"the doors sent {retried} request(s) to another replica after one lost them before answering"
           f"{' (since HAProxy reloaded during the run)' if reloaded else ''}")
+    fewer = fewer_in_service(sampler.samples, before)
+    lowest = {b: min((s.get(b, 0) for _, s in sampler.samples), default=0) for b in before}
+    print(f"door servers in service: {', '.join(f'{b} {before[b]} before, at least {lowest[b]} during' for b in before)}"
+          f" ({len(sampler.samples)} samples every {sampler.interval_s:g} s; {len(sampler.errors)} failed"
+          f"{': ' + sampler.errors[0] if sampler.errors else ''})")
     missed = verdict(answers, done, raised)
+    if args.no_fewer and not args.kill_replica:
+        missed += fewer + [f"sampling the door failed: {error}" for error in sampler.errors[:3]]
     print("goal met" if not missed else "goal missed:\n" + "\n".join(f"  {why}" for why in missed))
     return exit_status(missed)
 

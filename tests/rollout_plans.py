@@ -15,6 +15,8 @@ def said(plan: RolloutPlan) -> dict:
         for name in ("previous", "refusal", "why_no_way_back"):
             if getattr(replica, name) is not None:
                 shown[name] = getattr(replica, name)
+        if replica.index in plan.moved:  # it runs on its standby slot once its steps are done
+            shown["on_standby"] = True
         replicas.append(shown)
     return {"replicas": replicas, "surplus": [step.said() for step in plan.surplus],
             "switch_current": plan.switch_current, "refusals": list(plan.refusals)}

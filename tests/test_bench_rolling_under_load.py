@@ -195,3 +195,19 @@ def test_the_same_door_not_cutting_meets_the_goal(door):
     answers, missed = _run(door, cut=False)
     assert missed == [] and _bench().exit_status(missed) == 0
     assert all(a.whole for a in answers) and {a.phase for a in answers} == {"before", "during", "after"}
+
+
+def test_the_door_servers_in_service_are_counted_per_balancer_and_any_moment_with_fewer_misses_the_goal():
+    from tritonops.door.runtime import parse_stat
+
+    rows = parse_stat((Path(__file__).parent / "fixtures" / "haproxy" / "door_show_stat.txt").read_text())
+    counted = _bench().in_service([("door-1", row) for row in rows])
+    http = [row for row in rows if row.kind == "server" and row.backend.endswith("_http")]
+    assert [row.status for row in http] == ["UP 1/3", "DRAIN 1/3"]  # the first one in service, the other not
+    assert counted == {"door-1": 1}
+    fewer_in_service = _bench().fewer_in_service
+    steady = [(10.0, {"door-1": 3}), (10.5, {"door-1": 3}), (11.0, {"door-1": 3})]
+    assert fewer_in_service(steady, {"door-1": 3}) == []
+    dipped = steady + [(12.5, {"door-1": 2}), (13.0, {"door-1": 3})]
+    assert fewer_in_service(dipped, {"door-1": 3}) == ["door-1: 2 of 3 door server(s) in service 2.5 s into the change"]
+    assert fewer_in_service([], {"door-1": 3}) == ["the door was never sampled during the change"]

@@ -66,7 +66,7 @@ def test_the_serve_step_gives_the_gate_the_modes_requests_and_each_replica_its_e
     step = serve_step("/opt/tritonops/d", "d", "r1", "img", serve_record(**SERVE),
                       ContainerSettings(prompt="Hi", max_tokens=3))
     assert step.rollout.requests == KSERVE.host_requests(["chat"], "Hi", 3)
-    assert step.rollout.launches[0].endpoints == {"http": 8000, "grpc": 8001, "metrics": 8002}
+    assert step.rollout.launches[0].endpoints() == {"http": 8000, "grpc": 8001, "metrics": 8002}
     assert step.specs[0].mode is KSERVE
 
 

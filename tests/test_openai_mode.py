@@ -51,7 +51,7 @@ def test_the_production_container_publishes_the_openai_port_and_runs_the_fronten
                                                              30, (), (WEIGHTS,))
     assert not any("restricted" in a or "admin.key" in a for a in argv)  # main.py takes no such flags
     assert step.rollout.prepare["admin_key_file"] is None
-    assert step.rollout.launches[0].endpoints == {"http": 8000, "grpc": 8001, "openai": 9000}
+    assert step.rollout.launches[0].endpoints() == {"http": 8000, "grpc": 8001, "openai": 9000}
 
 
 def test_check_diff_shows_the_frontends_command_line():

@@ -86,3 +86,46 @@ def test_the_gate_answer_and_vllms_kv_line():
 def test_a_log_driver_that_cannot_start_is_told_apart_from_other_run_failures():
     assert logging_driver_failed("docker: Error response from daemon: failed to initialize logging driver: dial tcp")
     assert not logging_driver_failed("docker: Error response from daemon: Conflict. The container name is in use")
+
+
+def test_a_replica_booted_on_its_standby_slot_runs_there_beside_the_old_one_and_release_json_says_so():
+    # Kamal's order (issue #42): the old replica serves on GPU 0 at 8000-8002; the new one boots as
+    # tritonops-d--r2 on its standby slot (GPU 1, 8010-8012), the gate asks it there, and the release's record is
+    # rewritten to say where it runs (its slots swapped)
+    from tritonops.operations.serve import ContainerSettings, serve_step
+
+    spare = [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002], "standby": {"gpus": [1],
+                                                                                  "ports": [8010, 8011, 8012]}}]
+    record = serve_record(replicas=spare)
+    host = HostFacts({"tritonops-d": ContainerFact("r1", True, ports=(8000, 8001, 8002))}, current="r1",
+                     passed=frozenset({"r1"}), serving=record)
+    plan, _ = rollout_plan("d", "r2", record, host)
+    assert plan.moved == (0,) and plan.replicas[0].order == "boot-first"
+    step = serve_step("/opt/tritonops/d", "d", "r2", "img", record, ContainerSettings(), plan)
+    launch = step.rollout.launches[0]
+    argv = launch.run_argv("tritonops-d--r2")
+    assert argv[argv.index("--name") + 1] == "tritonops-d--r2" and argv[argv.index("--gpus") + 1] == '"device=1"'
+    assert [argv[at + 1] for at, arg in enumerate(argv) if arg == "--publish"] == [
+        "0.0.0.0:8010:8000", "0.0.0.0:8011:8001", "0.0.0.0:8012:8002"]
+    assert launch.run_argv()[launch.run_argv().index("--name") + 1] == "tritonops-d"
+    assert launch.endpoints() == {"http": 8010, "grpc": 8011, "metrics": 8012}
+    assert launch.endpoints((8000, 8001, 8002))["http"] == 8000 and launch.door_ports((8010, 8011, 8012)) == (8010, 8011)
+    written = step.rollout.prepare["serve"]["replicas"][0]
+    assert (written["gpus"], written["ports"], written["standby"]) == (
+        [1], [8010, 8011, 8012], {"gpus": [0], "ports": [8000, 8001, 8002]})
+    # the old one published the standby slot's ports: it runs there, so the next release boots back on the first
+    running = HostFacts({"tritonops-d": ContainerFact("r2", True, ports=(8010, 8011, 8012))}, current="r2",
+                        passed=frozenset({"r2"}), serving=record.with_replica(record.replicas[0].swapped()))
+    back, _ = rollout_plan("d", "r3", record, running)
+    assert back.moved == () and back.replicas[0].steps[2].said() == "ready tritonops-d--r3 at 8000/8001/8002"
+    assert "serve" not in serve_step("/opt/tritonops/d", "d", "r3", "img", record, ContainerSettings(),
+                                     back).rollout.prepare
+
+
+def test_the_containers_listing_reads_the_ports_each_publishes():
+    listing = json.dumps({"tritonops-d": {"release": "r1", "running": True, "image": "sha256:a", "logging": "L",
+                                          "restarts": 0, "ports": [8010, 8011, 8012]},
+                          "tritonops-d--r0": {"release": "r0", "running": False, "image": "sha256:a", "logging": "L",
+                                              "restarts": 0}})
+    found = parse_containers(listing, "sha256:a", "L")
+    assert found["tritonops-d"].ports == (8010, 8011, 8012) and found["tritonops-d--r0"].ports == ()

@@ -123,7 +123,7 @@ backend tritonops_chat_http
     http-check expect status 200
     http-error status 503 content-type application/json \
 string '{"error": "the request waited too long for a free replica", "reason": "queue_timeout"}'
-    default-server check inter 2000ms fall 3 rise 2 observe layer7 error-limit 10 on-error mark-down
+    default-server check inter 2000ms fall 3 rise 2 observe layer7 error-limit 10 on-error mark-down max-reuse 0
     server node-a-r0 10.0.0.1:8100 maxconn 256
     server node-b-r0 10.0.0.2:8100 maxconn 128
 """

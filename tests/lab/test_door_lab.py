@@ -901,6 +901,9 @@ def test_a_limited_deploy_drains_on_every_balancer_and_never_shrinks_the_door(ca
         with capsys.disabled():
             print("\n".join(line for line in lines if " 200 " not in line)[-4000:])
     for argv, (code, report) in zip(runs, rolled):
+        if code != 0:  # the whole message: pytest shortens a long assertion message in the middle
+            with capsys.disabled():
+                print(f"deploy {' '.join(argv)} failed: {failures(report)}")
         assert code == 0, (argv, failures(report))
         drain = " ".join(r["msg"] for r in report["results"] if r["task"] == "drain")
         assert f"tritonops_{DEPLOYMENT}_http/s1-r0 on door-1" in drain, (argv, drain)
@@ -933,5 +936,81 @@ def test_a_limited_deploy_of_a_host_serving_fewer_replicas_takes_exactly_those_o
         servers = door_servers(clean)
         assert sorted(name for name in servers if name.startswith(f"tritonops_{DEPLOYMENT}_http/")) == [
             f"tritonops_{DEPLOYMENT}_http/s1-r0", f"tritonops_{DEPLOYMENT}_http/s2-r0"]
+    finally:
+        _put_profile(lab, "2080ti")
+
+
+def test_on_spare_gpus_each_new_replica_boots_there_and_takes_the_door_before_the_old_one_stops(
+        capsys, fleet, clean, balancer, lab):
+    # Kamal's order where the GPUs allow (issue #42): s1 with four GPUs serving two replicas has a standby slot per
+    # replica (GPU 2 and 3, the ports of replicas 2 and 3). Under HTTP and gRPC streaming load through the door, a
+    # --limit s1 deploy boots each new replica there, sends the door's servers to it once it passed its gate, then
+    # stops the old one; the next boots them back on their first slots. No request fails or is cut, and the door
+    # never has one of its three servers out of service. tritonops_boot_first: false is stop, then start again.
+    import threading
+
+    from tests.lab.test_replicas_lab import _put_profile
+
+    _put_profile(lab, "a100x4")
+    try:
+        two = with_vars(fleet, "s1", tritonops_replicas=2)
+        code, report = cli(capsys, "deploy", "-i", str(two))
+        assert code == 0, failures(report)
+        http = [f"tritonops_{DEPLOYMENT}_http/{name}" for name in ("s1-r0", "s1-r1", "s2-r0")]
+        key = clean(f"cat {KEYS}").stdout.strip()
+        assert until_servers(clean, "UP", http, 30), door_servers(clean)
+        first = {name: door_servers(clean)[name].address for name in http}
+        samples: list[dict[str, str]] = []
+        done = threading.Event()
+
+        def sample():  # the door's HTTP servers, every 0.2 s, while the deploys run
+            while not done.is_set():
+                rows = door_servers(clean)
+                samples.append({name: rows[name].status for name in http if name in rows})
+                done.wait(0.2)
+
+        def deploys():
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            try:
+                return [cli(capsys, "deploy", "-i", str(two), "--limit", "s1", "-e", f"tritonops_max_num_seqs={n}")
+                        for n in (12, 16)]
+            finally:
+                done.set()
+                sampler.join(timeout=30)
+
+        rolled, answers = under_load(balancer, key, deploys)
+        failed = [a for a in answers if not a[2]]
+        out = [name for name, status in ((n, s) for sample in samples for n, s in sample.items()) if status != "UP"]
+        with capsys.disabled():
+            for n, (code, report) in zip((12, 16), rolled):
+                print(f"\ndeploy --limit s1 -e tritonops_max_num_seqs={n}: exit {code}; "
+                      f"{[r['msg'] for r in report['results'] if r['task'] == 'drain']}")
+            print(f"under load: {len(answers)} requests, {len(failed)} failed or cut: {failed[:5]}; the door sampled "
+                  f"{len(samples)} times, a server out of service {len(out)} times: {sorted(set(out))}")
+        for code, report in rolled:
+            assert code == 0, failures(report)
+        said = [" ".join(r["msg"] for r in report["results"] if r["task"] == "drain") for _, report in rolled]
+        # each replica to its other slot (replica i's first slot: 18100 + 10 i; its standby: the ports of replica
+        # 2 + i), then back where it was
+        other = {18100: 18120, 18120: 18100, 18110: 18130, 18130: 18110}
+        for index, server in enumerate(http[:2]):
+            was = int(first[server].rsplit(":", 1)[1])
+            assert f"{server} on door-1 -> :{other[was]}" in said[0] and f"{server} on door-1 -> :{was}" in said[1], \
+                (server, was, said)
+            assert door_servers(clean)[server].address == first[server]
+        assert "drained" not in " ".join(said), said
+        assert not failed and len(answers) > 50, (len(answers), failed[:10])
+        assert len(samples) > 20 and not out, (len(samples), out[:10])
+
+        # without standby slots, a replica on its first slot drains, stops and restarts there
+        on_first = [server for index, server in enumerate(http[:2])
+                    if door_servers(clean)[server].address.endswith(f":{18100 + 10 * index}")]
+        code, report = cli(capsys, "deploy", "-i", str(with_vars(two, "s1", tritonops_boot_first=False)),
+                           "--limit", "s1", "-e", "tritonops_max_num_seqs=20")
+        drain = " ".join(r["msg"] for r in report["results"] if r["task"] == "drain")
+        assert code == 0 and on_first, (failures(report), on_first)
+        assert all(f"{server} on door-1 (" in drain and f"{server} on door-1 ->" not in drain for server in on_first), \
+            drain
     finally:
         _put_profile(lab, "2080ti")

@@ -24,7 +24,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from tritonops.door.runtime import RuntimeApiError, find_server, parse_stat, set_server_state, show_stat
+from tritonops.door.runtime import (RuntimeApiError, find_server, parse_servers_state, parse_stat, set_server_address,
+                                    set_server_check_port, set_server_state, show_servers_state, show_stat)
 from tritonops.door.runtime_program import read_send, read_wait, send_argv, wait_drained_argv
 from tritonops.errors import InputError
 from tritonops.operations.execute import run_step
@@ -56,6 +57,7 @@ class DoorRollout:
     no_drain: bool = False                 # --no-drain: replicas restart undrained, said per host
     notes: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> what draining said (not failures)
     drained: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> each replica drained, and how long
+    pointed: dict[str, list[str]] = field(default_factory=dict)  # GPU host -> each server sent to a booted replica
     unreachable: dict[str, str] = field(default_factory=dict)   # balancer -> why it could not be asked
     _asked: dict[str, bool] = field(default_factory=dict, repr=False)  # balancer -> asked once this run
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -66,6 +68,8 @@ class DoorRollout:
     def summary(self, host: str, when: str = "before each restart") -> str | None:
         """What draining did on a host's rollout, one line (None: nothing was drained or said)."""
         said = [f"drained {', '.join(self.drained[host])} {when}"] if self.drained.get(host) else []
+        if self.pointed.get(host):
+            said.append(f"sent {', '.join(self.pointed[host])} once it passed its gate, before the old one stopped")
         return "; ".join(said + self.notes.get(host, [])) or None
 
     def __call__(self, session: HostSession, step):
@@ -169,6 +173,37 @@ class DoorRollout:
                     "of draining")
         return drained
 
+    def point(self, host: str, index: int, http_port: int, grpc_port: int | None) -> list[tuple[str, str, str]]:
+        """The replica's servers on every balancer sent to its container on the other slot (Kamal's order: the new
+        container answers there, the old one still runs): the HTTP door's at `http_port`, the gRPC door's at
+        `grpc_port` with its health checks at `http_port`. New requests go there at once; the ones in flight on
+        the old container finish as it stops. Each (balancer, backend, server) re-pointed, to be set ready."""
+        pointed = []
+        for balancer in self.balancers:
+            if balancer in self.unreachable:
+                continue
+            for backend, server in self.backends(host, index):
+                port = http_port if backend == http_backend(self.deployments[host]) else grpc_port
+                if port is None:
+                    continue
+                try:
+                    states = parse_servers_state(self._send(balancer, show_servers_state(backend)))
+                    found = next((st for st in states if st.server == server), None)
+                    if found is None:
+                        continue  # the door does not know the replica yet: its file is written after the run
+                    self._send(balancer, set_server_address(backend, server, found.address, port))
+                    if port != http_port:
+                        self._send(balancer, set_server_check_port(backend, server, http_port))
+                except RuntimeApiError:
+                    continue  # no HAProxy running there, or no such backend: nothing to point
+                except (Unreachable, CommandTimeout) as err:
+                    self.notes.setdefault(host, []).append(f"{balancer} could not point {server} at its new "
+                                                           f"container: {err}")
+                    break
+                pointed.append((balancer, backend, server))
+                self.pointed.setdefault(host, []).append(f"{backend}/{server} on {balancer} -> :{port}")
+        return pointed
+
     def ready(self, host: str, servers: list[tuple[str, str, str]]) -> None:
         """Each drained server ready again, then, before the next replica drains, seen UP by HAProxy's health
         checks (a replica still DOWN there while the next one drains would leave the door with one less)."""
@@ -250,7 +285,10 @@ class HostDoor:
     def drain(self, index: int) -> None:
         self._drained.setdefault(index, []).extend(self.rollout.drain(self.host, index))
 
-    def ready(self, index: int) -> None:
+    def ready(self, index: int, at: tuple[int, int | None] | None = None) -> None:
         servers = self._drained.pop(index, [])
+        if at is not None:  # its container on the other slot: every balancer's servers sent there first
+            pointed = self.rollout.point(self.host, index, *at)
+            servers += [server for server in pointed if server not in servers]
         if servers:
             self.rollout.ready(self.host, servers)

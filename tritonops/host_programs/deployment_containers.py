@@ -2,7 +2,8 @@
 (`<replica>--<release>`) and the ones kept aside (`...-failed`), each with what the rollout planner reads
 (tritonops/serving/replica_rollout.py). One `docker ps` and one `docker inspect`.
 
-    python3 -c SOURCE DEPLOYMENT    stdout: JSON {name: {release, running, image, restarts, logging}}
+    python3 -c SOURCE DEPLOYMENT    stdout: JSON {name: {release, running, image, restarts, logging, ports}}
+    (ports: the host ports its `docker run` published, whether it runs or not)
 """
 
 import json, sys
@@ -22,10 +23,13 @@ def main():
         code, out, err = docker("inspect", *names)
         for info in json.loads(out or "[]"):  # a container removed meanwhile is missing (docker exits 1)
             state, labels = info.get("State") or {}, (info.get("Config") or {}).get("Labels") or {}
+            bindings = (info.get("HostConfig") or {}).get("PortBindings") or {}
+            ports = sorted({int(b["HostPort"]) for published in bindings.values() for b in published or ()
+                            if str(b.get("HostPort") or "").isdigit()})
             found[info.get("Name", "").lstrip("/")] = {
                 "release": labels.get("tritonops.release"), "running": bool(state.get("Running")),
                 "image": info.get("Image"), "restarts": int(info.get("RestartCount") or 0),
-                "logging": labels.get("tritonops.logging")}
+                "logging": labels.get("tritonops.logging"), "ports": ports}
     answer(found)
 
 

@@ -61,6 +61,17 @@ def record_gate(root, release, gate, if_none_passed=False):
     return True
 
 
+def record_serve(root, release, serve):
+    """The release's release.json says where its replicas run (`serve`: the record with each replica on the slot
+    the rollout boots it on); left as it is when damaged. Whether it changed."""
+    body = release_document(root, release)
+    if body is None or body.get("serve") == serve:
+        return False
+    body["serve"] = serve
+    write_atomically(os.path.join(root, "releases", release, "release.json"), json.dumps(body, indent=2) + "\n")
+    return True
+
+
 def prune(root, keep, current, previous):
     """The newest `keep` releases kept (and always `current` and `previous`), the older folders removed: their
     names (their parked containers are the caller's to remove)."""

@@ -4,8 +4,9 @@ program does the folder's, each one SSH command.
 
     python3 -c SOURCE    stdin: one JSON document {action, root, ...}    stdout: one JSON document
 
-    prepare  {admin_key_file, logger_path, logger_source}: the restricted APIs' key made here the first time (0600;
-             it never crosses the network), the container logger written when missing or different -> {}
+    prepare  {admin_key_file, logger_path, logger_source[, release, serve]}: the restricted APIs' key made here the
+             first time (0600; it never crosses the network), the container logger written when missing or
+             different, the release's `serve` record rewritten when its replicas boot on their other slot -> {}
     record   {release, gate, if_none_passed}: a gate appended to the release's release.json -> {recorded}
     switch   {release, keep, previous}: `current` names the release, releases beyond the newest `keep` removed
              (never current or previous) -> {was, pruned}
@@ -14,7 +15,7 @@ program does the folder's, each one SSH command.
 import json, sys
 
 from tritonops.host_programs.basic import answer, fail
-from tritonops.host_programs.release_files import current_release, prune, record_gate, switch_current
+from tritonops.host_programs.release_files import current_release, prune, record_gate, record_serve, switch_current
 from tritonops.host_programs.release_files import ensure_admin_key, install_logger
 
 
@@ -27,6 +28,8 @@ def main():
         ensure_admin_key(spec.get("admin_key_file"))
         if spec.get("logger_path"):
             install_logger(spec["logger_path"], spec["logger_source"])
+        if spec.get("serve"):
+            record_serve(root, spec["release"], spec["serve"])
         answer({})
     if action == "record":
         answer({"recorded": record_gate(root, spec["release"], spec["gate"], bool(spec.get("if_none_passed")))})

@@ -25,7 +25,7 @@ from tritonops.errors import TritonopsError
 from tritonops.facts.listeners import TABLES, binds, parse_listeners
 from tritonops.facts.queries import DirQuery, Facts, FileQuery, Query
 from tritonops.logs.ecs import LOGGER_SOURCE
-from tritonops.logs.shipping import (DRIVERS, LOCAL_FALLBACK, LogSettingError, LogShipping, deployment_tag,
+from tritonops.logs.shipping import (DRIVERS, LogSettingError, LogShipping, deployment_tag,
                                      log_shipping)
 from tritonops.operations.base import Args
 from tritonops.operations.release import (RELEASE_FILE, REPOSITORY_DIR, ReleaseArgs, content_digest, existing_release,
@@ -324,8 +324,12 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: S
     admin_key_file = settings.admin_key_file if mode.restricts_apis else None
     member = ray_member(serve.cluster, root, deployment, image_id) if serve.cluster is not None else None
     logger_path = posixpath.join(root, "bin", "container_logger.py")
+    placed = serve.replicas if member is None or member.role == "head" else ()
+    if plan is None:
+        plan = plan_rollout(deployment, release, serve, HostFacts({})) if placed else RolloutPlan(release, ())
+    booted = plan.serve or serve  # each replica on the slot the rollout boots it on
     specs, launches = [], {}
-    for replica in (serve.replicas if member is None or member.role == "head" else ()):
+    for replica in (booted.replicas if placed else ()):
         http, grpc, metrics = replica.ports
         spec = ServeSpec(deployment=deployment, release=release, release_dir=posixpath.join(root, "releases", release),
                          image_id=image_id, gpus=replica.gpus, weights_dirs=serve.weights_dirs,
@@ -337,16 +341,16 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: S
                          replica=replica_label(replica.index), mode=mode,
                          ray=member.driver if member is not None else None)
         specs.append(spec)
-        launches[replica.index] = ReplicaLaunch(replica.index, spec.container, run_argv(spec),
-                                                run_argv(spec, log=LOCAL_FALLBACK), mode.endpoints(replica.ports))
-    if plan is None:
-        plan = plan_rollout(deployment, release, serve, HostFacts({})) if launches else RolloutPlan(release, ())
+        launches[replica.index] = ReplicaLaunch(replica.index, spec, replica.ports)
     rollout = Rollout(
         root=root, deployment=deployment, release=release, plan=plan, launches=launches, restarts=dict(restarts or {}),
         deadline_s=serve.deadline_s, address=local_address(settings.bind_address),
         requests=mode.host_requests(list(serve.models), settings.prompt, settings.max_tokens),
         models=serve.models, predicted_kv_tokens=serve.kv_cache_tokens, keep=settings.keep_releases,
-        prepare={"admin_key_file": admin_key_file, "logger_path": logger_path, "logger_source": LOGGER_SOURCE},
+        prepare={"admin_key_file": admin_key_file, "logger_path": logger_path, "logger_source": LOGGER_SOURCE,
+                 # release.json's record where replicas boot on their other slot: where they run, for the door,
+                 # Prometheus, status and the next rollout
+                 **({"release": release, "serve": booted.to_release()} if plan.moved else {})},
         log_driver=log.driver, log_collector=log.collector,
         ray=member.program_input(serve.deadline_s) if member is not None else None)
     return ServeStep(tuple(specs), rollout, serve.models, serve.kv_cache_tokens)

@@ -18,12 +18,14 @@ import shlex
 import time
 from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ContextManager, Protocol
 
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
+from tritonops.logs.shipping import LOCAL_FALLBACK
 from tritonops.serving import container_commands as commands
+from tritonops.serving.container import ServeSpec, run_argv
 from tritonops.serving.outcome import ServeOutcome, failure_reason
 from tritonops.serving.replica_rollout import ReplicaPlan, RolloutPlan, Step as PlanStep, replica_index
 from tritonops.serving.verdict import KV_PATTERNS
@@ -41,7 +43,9 @@ class ReplicaDoor(Protocol):
 
     def drain(self, index: int) -> None: ...
 
-    def ready(self, index: int) -> None: ...
+    def ready(self, index: int, at: tuple[int, int | None] | None = None) -> None:
+        """The replica's servers ready; with `at` (its HTTP door port, its gRPC port), sent there first: the
+        container answering for it now runs on its other slot."""
 
 
 class NoDoor:
@@ -53,20 +57,37 @@ class NoDoor:
     def drain(self, index: int) -> None:
         pass
 
-    def ready(self, index: int) -> None:
+    def ready(self, index: int, at: tuple[int, int | None] | None = None) -> None:
         pass
 
 
 @dataclass(frozen=True)
 class ReplicaLaunch:
-    """How one replica starts and is asked: its `docker run` (and the one with the host's local logs, when the log
-    driver cannot start), the serving mode's ports on the host by role."""
+    """How one replica starts and is asked: its container (serving.container's spec, on the slot the rollout boots
+    it on) and the ports it answers on, in its serving mode's order."""
 
     index: int
-    container: str
-    run_argv: tuple[str, ...]
-    fallback_argv: tuple[str, ...]
-    endpoints: Mapping[str, int]
+    spec: ServeSpec
+    ports: tuple[int, ...]
+
+    @property
+    def container(self) -> str:
+        return self.spec.container
+
+    def run_argv(self, name: str | None = None, *, fallback: bool = False) -> tuple[str, ...]:
+        """Its `docker run`, under `name` when it boots beside the replica's container (the replica's own name when
+        None); `fallback`: with the host's local logs, when the log driver cannot start."""
+        spec = replace(self.spec, name=name) if name and name != self.spec.container else self.spec
+        return run_argv(spec, log=LOCAL_FALLBACK if fallback else None)
+
+    def endpoints(self, ports: tuple[int, ...] | None = None) -> dict[str, int]:
+        """The serving mode's ports on the host by role: its own, or `ports` (its previous container's)."""
+        return self.spec.mode.endpoints(ports or self.ports)
+
+    def door_ports(self, ports: tuple[int, ...]) -> tuple[int, int | None]:
+        """Where the balancers send to a container on `ports`: the HTTP door's port, the gRPC door's."""
+        endpoints = self.endpoints(ports)
+        return endpoints[self.spec.mode.http_door_role], endpoints.get("grpc")
 
 
 @dataclass(frozen=True)
@@ -175,10 +196,11 @@ class _Run:
     def folder(self, action: str, **fields: Any) -> dict:
         return json.loads(self.program("release_folder", {"action": action, "root": self.rollout.root, **fields}, 120))
 
-    def gate(self, container: str, release: str, index: int, deadline_s: float) -> GateAnswer:
+    def gate(self, container: str, release: str, index: int, deadline_s: float,
+             ports: tuple[int, ...] | None = None) -> GateAnswer:
         launch = self.rollout.launches[index]
         document = {"container": container, "release": release, "deadline_s": deadline_s,
-                    "endpoints": dict(launch.endpoints), "address": self.rollout.address,
+                    "endpoints": launch.endpoints(ports), "address": self.rollout.address,
                     "requests": self.rollout.requests, "models": list(self.rollout.models)}
         return GateAnswer.from_json(self.program("replica_gate", document, deadline_s + 120))
 
@@ -195,18 +217,18 @@ class _Run:
             record["replica"] = index
         self.folder("record", release=release, gate=record, if_none_passed=if_none_passed)
 
-    def run(self, index: int) -> tuple[bool, str, str, tuple[str, ...]]:
-        """The replica's `docker run`, with the host's local logs when the log driver cannot start: (started, why
-        not, shipping degraded, docker's error lines)."""
+    def run(self, index: int, name: str) -> tuple[bool, str, str, tuple[str, ...]]:
+        """The replica's `docker run` as `name`, with the host's local logs when the log driver cannot start:
+        (started, why not, shipping degraded, docker's error lines)."""
         launch = self.rollout.launches[index]
-        result = self.docker(launch.run_argv, timeout=600)
+        result = self.docker(launch.run_argv(name), timeout=600)
         shipping = ""
         if not result.ok and logging_driver_failed(result.stderr):
             last = result.stderr.strip().splitlines()[-1][-200:] if result.stderr.strip() else "?"
             shipping = (f"{self.rollout.log_driver} to {self.rollout.log_collector or 'the host'} failed ({last}); "
                         "logs kept on the host (json-file) for this release")
-            self.docker(commands.remove(launch.container, force=True))
-            result = self.docker(launch.fallback_argv, timeout=600)
+            self.docker(commands.remove(name, force=True))
+            result = self.docker(launch.run_argv(name, fallback=True), timeout=600)
         if result.ok:
             return True, "", shipping, ()
         return False, "docker run failed: " + result.stderr.strip()[-300:], shipping, tuple(result.stderr.splitlines())
@@ -222,14 +244,14 @@ class _Run:
             if step.action == "drain":
                 self.door.drain(index)
             elif step.action == "ready":
-                self.door.ready(index)
+                self.door.ready(index, self.rollout.launches[index].door_ports(step.ports) if step.ports else None)
             elif step.action == "run":
-                started, why, shipping, lines = self.run(index)
+                started, why, shipping, lines = self.run(index, step.container)
                 if not started:
                     return GateAnswer(False, why, log=lines), why, shipping
             elif step.action == "gate":
                 gate = self.gate(step.container, step.release or self.rollout.release, index,
-                                 self.rollout.deadline_s if deadline_s is None else deadline_s)
+                                 self.rollout.deadline_s if deadline_s is None else deadline_s, step.ports)
                 if not gate.passed:
                     return gate, gate.why, shipping
             elif step.action == "record_gate":

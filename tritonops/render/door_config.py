@@ -375,8 +375,11 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
             "    http-check expect status 200",
             # the one 503 HAProxy makes itself once a request is in the backend: its queue timed out
             queue_timeout,
+            # max-reuse 0: each request on a connection of its own to its replica, so a server sent to a replica's
+            # new container (Kamal's order, `set server ... addr`) takes no new request over a connection to the
+            # old one, which answers errors as it stops (a gRPC client's HTTP/2 streams would share one)
             f"    default-server check inter {door.check_interval_ms}ms fall {CHECK_FALL} rise {CHECK_RISE}"
-            f" observe layer7 error-limit {OBSERVED_ERRORS} on-error mark-down",
+            f" observe layer7 error-limit {OBSERVED_ERRORS} on-error mark-down max-reuse 0",
             *servers]
 
 

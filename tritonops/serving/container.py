@@ -67,10 +67,11 @@ class ServeSpec:
     replica: str | None = None         # one container per replica (issue #22); None: one per deployment
     mode: ServingMode = KSERVE         # what the container runs and which ports it has (tritonops/modes)
     ray: RayDriver | None = None       # a pipeline's head: Triton as the Ray cluster's driver, on the host's network
+    name: str | None = None            # the container's name when not the replica's (one booted beside it)
 
     @property
     def container(self) -> str:
-        return container_name(self.deployment, self.replica)
+        return self.name or container_name(self.deployment, self.replica)
 
     @property
     def model_repository(self) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tritonops.planning.serve_record import ReplicaRecord, ServeRecord
+from tritonops.planning.serve_record import ReplicaRecord, ReplicaSlot, ServeRecord
 from tritonops.serving import container_commands as commands
 from tritonops.values.containers import replica_container
 
@@ -43,6 +43,7 @@ class ContainerFact:
     release: str | None      # its tritonops.release label
     running: bool
     as_asked: bool = True    # its image and log settings are the ones the release asks for
+    ports: tuple[int, ...] = ()  # the host ports it publishes (none known: read from the serving release's record)
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,13 @@ class Step:
     to: str | None = None    # rename: the new name
     release: str | None = None  # run, gate, record_gate: the release it starts or gates; stop: a new container
     # that failed its gate (a shorter grace: it serves nothing). remove: whatever has the name, if anything does
+    ports: tuple[int, ...] | None = None  # ready: the replica's servers re-pointed at these ports first (a
+    # container booted on the replica's other slot, or its previous one back there); gate: asked there
 
     def said(self) -> str:
         """The step in one line, as the JSON cases write it."""
-        return " ".join(part for part in (self.action, self.container, self.to, self.release) if part)
+        at = "at " + "/".join(map(str, self.ports)) if self.ports else None
+        return " ".join(part for part in (self.action, self.container, self.to, self.release, at) if part)
 
     def argv(self) -> tuple[str, ...] | None:
         """The docker command of a container action (serving.container_commands); None for the others (run: the
@@ -93,6 +97,7 @@ class ReplicaPlan:
     previous: str | None = None        # the release it served before (parked as <replica>--<previous>)
     refusal: str | None = None
     why_no_way_back: str | None = None  # when its gate fails nothing comes back: why
+    record: ReplicaRecord | None = None  # where it runs once its steps are done (on its standby slot: swapped)
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,12 @@ class RolloutPlan:
     surplus: tuple[Step, ...] = ()     # after the last replica: the containers of replicas the release no longer has
     switch_current: bool = False       # `current` names the release once every replica passed
     refusals: tuple[str, ...] = field(default=())
+    serve: ServeRecord | None = None   # the release's record as the rollout leaves it: each replica where it runs
+
+    @property
+    def moved(self) -> tuple[int, ...]:
+        """The replicas that boot on their standby slot (or back on their first one)."""
+        return tuple(p.index for p in self.replicas if p.record is not None and p.record.ports != p.record.planned().ports)
 
     @property
     def refused(self) -> bool:
@@ -117,7 +128,10 @@ def plan_rollout(deployment: str, release: str, record: ServeRecord, facts: Host
         plans.append(_replica(deployment, release, replica, facts, occupied))
         if plans[-1].order == "boot-first" or plans[-1].order == "stop-first":
             old = _placed(facts, replica.index, replica_container(deployment, replica.index))
-            occupied = _moved(occupied, old, replica)
+            occupied = _moved(occupied, old, plans[-1].record or replica)
+    for plan in plans:
+        if plan.record is not None:
+            record = record.with_replica(plan.record)
     refusals = tuple(f"replica {p.index}: {p.refusal}" for p in plans if p.refusal)
     if refusals:
         return RolloutPlan(release, tuple(ReplicaPlan(p.index, "refused", refusal=p.refusal) if p.refusal
@@ -126,7 +140,7 @@ def plan_rollout(deployment: str, release: str, record: ServeRecord, facts: Host
     surplus = tuple(step for name in sorted(facts.containers) if _is_replica(deployment, name) and name not in names
                     for step in ((Step("drain", name), Step("stop", name)) if facts.containers[name].running else ())
                     + (Step("remove", name),))
-    return RolloutPlan(release, tuple(plans), surplus, switch_current=facts.current != release)
+    return RolloutPlan(release, tuple(plans), surplus, switch_current=facts.current != release, serve=record)
 
 
 def _replica(deployment: str, release: str, replica: ReplicaRecord, facts: HostFacts,
@@ -137,7 +151,7 @@ def _replica(deployment: str, release: str, replica: ReplicaRecord, facts: HostF
         steps = (Step("gate", name, release=release),)
         if release not in facts.passed:  # found running with no passed gate on record (its run was cut off)
             steps += (Step("record_gate", name, release=release),)
-        return ReplicaPlan(replica.index, "unchanged", steps)
+        return ReplicaPlan(replica.index, "unchanged", steps, record=_running_slot(facts, replica, name))
     refusal = _refusal(replica, facts)
     if refusal:
         return ReplicaPlan(replica.index, "refused", refusal=refusal)
@@ -147,15 +161,23 @@ def _replica(deployment: str, release: str, replica: ReplicaRecord, facts: HostF
     parked = f"{name}--{previous}" if previous else None
     aside, failed = f"{name}--{release}", f"{name}--{release}-failed"
     gpus, ports = occupied
-    free = not (set(replica.gpus) & gpus) and not (set(replica.ports) & ports)
-    if found is not None and found.running and free and previous != release:
+
+    def free(slot: ReplicaRecord | ReplicaSlot) -> bool:
+        return not (set(slot.gpus) & gpus) and not (set(slot.ports) & ports)
+
+    booted = replica if free(replica) else replica.swapped() if replica.standby and free(replica.standby) else None
+    if found is not None and found.running and booted is not None and previous != release:
+        # the new one answers before the old one leaves: the door's server is re-pointed at it (requests in
+        # flight on the old one finish as it stops: Triton waits for them, up to its exit timeout)
+        was = _placed(facts, replica.index, name)
         steps = (*_cleared(aside, facts), Step("run", aside, release=release), Step("gate", aside, release=release),
-                 Step("ready", aside), Step("drain", name), Step("stop", name), *_cleared(parked, facts),
+                 Step("ready", aside, ports=booted.ports), Step("stop", name), *_cleared(parked, facts),
                  Step("rename", name, parked), Step("rename", aside, name))
         on_failure = (*_cleared(failed, facts), Step("stop", aside, release=release),
                       Step("rename", aside, failed))  # the old one never stopped: it serves on
-        return ReplicaPlan(replica.index, "boot-first", steps, on_failure, _undo(name, parked, aside, previous),
-                           previous)
+        return ReplicaPlan(replica.index, "boot-first", steps, on_failure,
+                           _undo(name, parked, aside, previous, was.ports if was is not None else None), previous,
+                           record=booted)
     steps = ((Step("drain", name), Step("stop", name)) if found is not None and found.running else ())
     if found is not None:
         steps += (*_cleared(parked, facts), Step("rename", name, parked)) if parked else (Step("remove", name),)
@@ -168,17 +190,33 @@ def _replica(deployment: str, release: str, replica: ReplicaRecord, facts: HostF
             Step("ready", name))
     # the same release with other log settings: a later replica's failure leaves this one as it is (same release)
     undo = _undo(name, parked, aside, previous) if previous != release else ()
-    return ReplicaPlan(replica.index, "stop-first", steps, keep_aside + back, undo, previous)
+    return ReplicaPlan(replica.index, "stop-first", steps, keep_aside + back, undo, previous, record=replica)
 
 
-def _undo(name: str, parked: str | None, aside: str, previous: str | None) -> tuple[Step, ...]:
+def _undo(name: str, parked: str | None, aside: str, previous: str | None,
+          back_at: tuple[int, ...] | None = None) -> tuple[Step, ...]:
     """A replica that switched while a later one failed: its new container kept aside as <replica>--<release>, its
-    parked previous one serving again, gated."""
+    parked previous one serving again, gated (`back_at`: on other ports than the new one, where the door's server
+    is re-pointed)."""
     if parked is None:
         return ()
     return (Step("drain", name), Step("stop", name), Step("remove", aside), Step("rename", name, aside),
-            Step("rename", parked, name), Step("start", name), Step("gate", name, release=previous),
-            Step("ready", name))
+            Step("rename", parked, name), Step("start", name), Step("gate", name, release=previous, ports=back_at),
+            Step("ready", name, ports=back_at))
+
+
+def _running_slot(facts: HostFacts, replica: ReplicaRecord, name: str) -> ReplicaRecord:
+    """Where a replica found running the release runs: on its standby slot when its container publishes that
+    slot's ports (or, with no ports known, when the serving release's record says it runs there), else where the
+    plan puts it."""
+    standby, found = replica.standby, facts.containers.get(name)
+    if standby is None:
+        return replica
+    if found is not None and found.ports:
+        return replica.swapped() if set(standby.ports) <= set(found.ports) else replica
+    placed = _placed(facts, replica.index, name)
+    return replica.swapped() if placed is not None and (placed.gpus, placed.ports) == (standby.gpus, standby.ports) \
+        else replica
 
 
 def _cleared(name: str | None, facts: HostFacts) -> tuple[Step, ...]:

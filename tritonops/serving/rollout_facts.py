@@ -26,11 +26,12 @@ class ContainerState:
     image: str | None
     restarts: int
     logging: str | None
+    ports: tuple[int, ...] = ()  # the host ports it publishes
 
     def fact(self, image_id: str, logging: str) -> ContainerFact:
         """As the planner reads it: `as_asked` where it runs the image `image_id` with the log settings whose digest
         is `logging`."""
-        return ContainerFact(self.release, self.running, self.image == image_id and self.logging == logging)
+        return ContainerFact(self.release, self.running, self.image == image_id and self.logging == logging, self.ports)
 
     def runs(self, release: str, image_id: str, logging: str) -> bool:
         """Running `release` as asked."""
@@ -46,7 +47,8 @@ def parse_container_states(stdout: str) -> dict[str, ContainerState]:
     """The deployment's containers by name, from the listing program's answer."""
     try:
         return {name: ContainerState(c.get("release") or None, c.get("running") is True, c.get("image"),
-                                     int(c.get("restarts") or 0), c.get("logging"))
+                                     int(c.get("restarts") or 0), c.get("logging"),
+                                     tuple(p for p in c.get("ports") or () if isinstance(p, int)))
                 for name, c in json.loads(stdout).items()}
     except (ValueError, AttributeError, TypeError):
         raise TritonopsError(f"the deployment's containers could not be read: {stdout[:200]!r}") from None
