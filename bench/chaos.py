@@ -25,7 +25,7 @@ refused by a lock is retried with --break-lock and counted as a manual step.
 A deployment of its own (`chaos`, ports 19600-19602), removed at the end; the collector must be up
 (`python -m tritonops.lab collector up`) for collector faults, which are skipped otherwise.
 
-    tritonops lab up && python bench/chaos.py [-N 12] [--seed 13] [-i inventory/lab.yml]
+    tritonops lab up && python bench/chaos.py [-N 12] [--seed 13] [-i inventory/lab.yml] [--limit HOST] [-e VARS]
 Goal: every landed fault converges, no manual step (exit 1 otherwise, or when no fault landed).
 """
 
@@ -188,8 +188,9 @@ def intact(containers: dict[str, str], deployment: str) -> list[str]:
 
 
 def run_chaos(inventory: str, playbook: str, containers: dict[str, str], injector: Injector, faults: list[Fault], *,
-              deployment: str = "chaos", say=print) -> list[dict]:
-    base = ["-i", inventory, "--playbook", playbook, "--roles-path", str(SHIPPED_ROLES), "--audit-log", "none"]
+              deployment: str = "chaos", say=print, extra_vars: tuple[str, ...] = ()) -> list[dict]:
+    base = ["-i", inventory, "--playbook", playbook, "--roles-path", str(SHIPPED_ROLES), "--audit-log", "none",
+            *(arg for value in extra_vars for arg in ("-e", value))]
     first = tritonops("deploy", *base, "-e", json.dumps({"tritonops_max_num_seqs": 99}))
     if first.returncode != 0:
         raise SystemExit("the first deploy failed:\n" + first.stderr[-3000:])
@@ -327,6 +328,8 @@ def main() -> int:
     parser.add_argument("--limit", default=None, help="comma-separated lab hosts (default: every full host)")
     parser.add_argument("--kinds", default=None, help="comma-separated fault kinds (default: all)")
     parser.add_argument("--json", default=None, help="also write every trial to this file")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[],
+                        help="passed to every deploy (e.g. '{\"tritonops_replicas\": 2}': spare GPUs, Kamal's order)")
     args = parser.parse_args()
     from tritonops.lab.faults import KINDS
 
@@ -343,7 +346,8 @@ def main() -> int:
         faults = plan_faults(args.seed, args.trials, list(containers), kinds)
         clean(containers, "chaos")
         try:
-            records = run_chaos(inventory, playbook, containers, injector, faults)
+            records = run_chaos(inventory, playbook, containers, injector, faults,
+                                extra_vars=tuple(args.extra_vars))
         finally:
             injector.heal()
             clean(containers, "chaos")

@@ -178,16 +178,21 @@ def _replica(deployment: str, release: str, replica: ReplicaRecord, facts: HostF
         return ReplicaPlan(replica.index, "boot-first", steps, on_failure,
                            _undo(name, parked, aside, previous, was.ports if was is not None else None), previous,
                            record=booted)
+    # a run cut off after booting the release beside the old one may have left the door's server sent to it: the
+    # server is sent back to the replica's own container once that passes, then that stray one goes
+    stray = aside if previous != release and aside in facts.containers and facts.containers[aside].running else None
+    was = _placed(facts, replica.index, name) if stray else None
     steps = ((Step("drain", name), Step("stop", name)) if found is not None and found.running else ())
     if found is not None:
         steps += (*_cleared(parked, facts), Step("rename", name, parked)) if parked else (Step("remove", name),)
-    steps += (Step("run", name, release=release), Step("gate", name, release=release), Step("ready", name))
+    steps += (Step("run", name, release=release), Step("gate", name, release=release),
+              Step("ready", name, ports=replica.ports if stray else None), *((Step("remove", stray),) if stray else ()))
     keep_aside = (*_cleared(failed, facts), Step("stop", name, release=release), Step("rename", name, failed))
     if parked is None:
         return ReplicaPlan(replica.index, "stop-first", steps, keep_aside, (), previous,
                            why_no_way_back="it had no previous release")
     back = (Step("rename", parked, name), Step("start", name), Step("gate", name, release=previous),
-            Step("ready", name))
+            Step("ready", name, ports=(was.ports if was is not None else replica.ports) if stray else None))
     # the same release with other log settings: a later replica's failure leaves this one as it is (same release)
     undo = _undo(name, parked, aside, previous) if previous != release else ()
     return ReplicaPlan(replica.index, "stop-first", steps, keep_aside + back, undo, previous, record=replica)
