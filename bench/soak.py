@@ -10,7 +10,7 @@ retention (tritonops_keep_releases newest, plus current and previous), SSH sessi
 processes, disk use of /opt/tritonops and /var/lib/docker; on this machine, the controller's open
 file descriptors and threads. A deployment of its own (`soak`, ports 19500-19502), removed at the end.
 
-    tritonops lab up && python bench/soak.py [-K 30] [-i inventory/lab.yml] [--limit HOSTS]
+    tritonops lab up && python bench/soak.py [-K 30] [-i inventory/lab.yml] [--limit HOSTS] [-e JSON]
 Goal: every good deploy switches, every rollback passes, every bad deploy rolls back; leftovers within
 the retention (0 beyond it), no lock, no SSH session, process or file descriptor more than before.
 """
@@ -64,11 +64,11 @@ def controller_counts(ports: set[int]) -> dict:
 
 
 def run_soak(inventory: str, containers: dict[str, str], cycles: int, *, deployment: str = "soak",
-             keep: int = KEEP, say=print) -> dict:
-    """The cycles over the hosts of `inventory` (host name -> its lab container in `containers`);
-    returns the figures (see main for their meaning)."""
+             keep: int = KEEP, say=print, extra_vars: dict | None = None) -> dict:
+    """The cycles over the hosts of `inventory` (host name -> its lab container in `containers`), every run with
+    `extra_vars` too; returns the figures (see main for their meaning)."""
     playbook, back_book = default_playbook("deploy.yml"), default_playbook("rollback.yml")
-    kept = {"tritonops_keep_releases": keep}
+    kept = {**(extra_vars or {}), "tritonops_keep_releases": keep}
 
     def inputs(book: str, extra: dict):
         return load_run_inputs(book, [inventory], roles_path=default_roles_path(book), extra_vars=extra)
@@ -200,6 +200,9 @@ def main() -> int:
     parser.add_argument("--keep", type=int, default=KEEP, help="tritonops_keep_releases (default 5)")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--keep-deployment", action="store_true", help="leave the soak deployment on the hosts")
+    parser.add_argument("-e", "--extra-vars", default="{}",
+                        help="a JSON object passed to every run (e.g. '{\"tritonops_replicas\": 2}': spare GPUs, "
+                             "Kamal's order)")
     args = parser.parse_args()
     if args.cycles < 1:
         parser.error("-K must be at least 1")
@@ -211,7 +214,8 @@ def main() -> int:
         inventory = Path(tmp) / "soak.yml"
         inventory.write_text(yaml.safe_dump(data))
         try:
-            figures = run_soak(str(inventory), containers, args.cycles, keep=args.keep)
+            figures = run_soak(str(inventory), containers, args.cycles, keep=args.keep,
+                               extra_vars=json.loads(args.extra_vars))
         finally:
             if not args.keep_deployment:
                 clean(containers, "soak")

@@ -348,9 +348,10 @@ def serve_step(root: str, deployment: str, release: str, image_id: str, serve: S
         requests=mode.host_requests(list(serve.models), settings.prompt, settings.max_tokens),
         models=serve.models, predicted_kv_tokens=serve.kv_cache_tokens, keep=settings.keep_releases,
         prepare={"admin_key_file": admin_key_file, "logger_path": logger_path, "logger_source": LOGGER_SOURCE,
-                 # release.json's record where replicas boot on their other slot: where they run, for the door,
-                 # Prometheus, status and the next rollout
-                 **({"release": release, "serve": booted.to_release()} if plan.moved else {})},
+                 # release.json's record says where the replicas run, on either slot (rewritten where it says
+                 # otherwise: a release rolled back to, or made again, may boot on its other slot this time), for
+                 # the door, Prometheus, status and the next rollout
+                 **({"release": release, "serve": booted.to_release()} if launches else {})},
         log_driver=log.driver, log_collector=log.collector,
         ray=member.program_input(serve.deadline_s) if member is not None else None)
     return ServeStep(tuple(specs), rollout, serve.models, serve.kv_cache_tokens)
