@@ -945,8 +945,9 @@ def test_on_spare_gpus_each_new_replica_boots_there_and_takes_the_door_before_th
     # Kamal's order where the GPUs allow (issue #42): s1 with four GPUs serving two replicas has a standby slot per
     # replica (GPU 2 and 3, the ports of replicas 2 and 3). Under HTTP and gRPC streaming load through the door, a
     # --limit s1 deploy boots each new replica there, sends the door's servers to it once it passed its gate, then
-    # stops the old one; the next boots them back on their first slots. No request fails or is cut, and the door
-    # never has one of its three servers out of service. tritonops_boot_first: false is stop, then start again.
+    # stops the old one; the next boots them back on their first slots, and a rollback to the one before on the
+    # standby slots again. No request fails or is cut, and the door never has one of its three servers out of
+    # service. tritonops_boot_first: false is stop, then start again.
     import threading
 
     from tests.lab.test_replicas_lab import _put_profile
@@ -974,7 +975,7 @@ def test_on_spare_gpus_each_new_replica_boots_there_and_takes_the_door_before_th
             sampler.start()
             try:
                 return [cli(capsys, "deploy", "-i", str(two), "--limit", "s1", "-e", f"tritonops_max_num_seqs={n}")
-                        for n in (12, 16)]
+                        for n in (12, 16)] + [cli(capsys, "rollback", "-i", str(two), "--limit", "s1")]
             finally:
                 done.set()
                 sampler.join(timeout=30)
@@ -983,8 +984,9 @@ def test_on_spare_gpus_each_new_replica_boots_there_and_takes_the_door_before_th
         failed = [a for a in answers if not a[2]]
         out = [name for name, status in ((n, s) for sample in samples for n, s in sample.items()) if status != "UP"]
         with capsys.disabled():
-            for n, (code, report) in zip((12, 16), rolled):
-                print(f"\ndeploy --limit s1 -e tritonops_max_num_seqs={n}: exit {code}; "
+            for n, (code, report) in zip(("deploy -e tritonops_max_num_seqs=12", "deploy -e tritonops_max_num_seqs=16",
+                                          "rollback"), rolled):
+                print(f"\n{n} --limit s1: exit {code}; "
                       f"{[r['msg'] for r in report['results'] if r['task'] == 'drain']}")
             print(f"under load: {len(answers)} requests, {len(failed)} failed or cut: {failed[:5]}; the door sampled "
                   f"{len(samples)} times, a server out of service {len(out)} times: {sorted(set(out))}")
@@ -996,21 +998,20 @@ def test_on_spare_gpus_each_new_replica_boots_there_and_takes_the_door_before_th
         other = {18100: 18120, 18120: 18100, 18110: 18130, 18130: 18110}
         for index, server in enumerate(http[:2]):
             was = int(first[server].rsplit(":", 1)[1])
-            assert f"{server} on door-1 -> :{other[was]}" in said[0] and f"{server} on door-1 -> :{was}" in said[1], \
-                (server, was, said)
-            assert door_servers(clean)[server].address == first[server]
+            assert f"{server} on door-1 -> :{other[was]}" in said[0] and f"{server} on door-1 -> :{was}" in said[1] \
+                and f"{server} on door-1 -> :{other[was]}" in said[2], (server, was, said)  # the rollback: back there
+            assert door_servers(clean)[server].address == first[server].replace(f":{was}", f":{other[was]}")
         assert "drained" not in " ".join(said), said
         assert not failed and len(answers) > 50, (len(answers), failed[:10])
         assert len(samples) > 20 and not out, (len(samples), out[:10])
 
-        # without standby slots, a replica on its first slot drains, stops and restarts there
-        on_first = [server for index, server in enumerate(http[:2])
-                    if door_servers(clean)[server].address.endswith(f":{18100 + 10 * index}")]
-        code, report = cli(capsys, "deploy", "-i", str(with_vars(two, "s1", tritonops_boot_first=False)),
-                           "--limit", "s1", "-e", "tritonops_max_num_seqs=20")
+        # without standby slots: the replicas back on their own GPUs (booted first: those are free), then a
+        # replica drains, stops and restarts there
+        plain = with_vars(two, "s1", tritonops_boot_first=False)
+        for n in (20, 24):
+            code, report = cli(capsys, "deploy", "-i", str(plain), "--limit", "s1", "-e", f"tritonops_max_num_seqs={n}")
+            assert code == 0, failures(report)
         drain = " ".join(r["msg"] for r in report["results"] if r["task"] == "drain")
-        assert code == 0 and on_first, (failures(report), on_first)
-        assert all(f"{server} on door-1 (" in drain and f"{server} on door-1 ->" not in drain for server in on_first), \
-            drain
+        assert all(f"{server} on door-1 (" in drain for server in http[:2]) and "->" not in drain, drain
     finally:
         _put_profile(lab, "2080ti")
