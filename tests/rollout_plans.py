@@ -4,6 +4,11 @@ and rollback operations' cases (tests/operations/serve_release/, rollback_releas
 from tritonops.serving.replica_rollout import RolloutPlan
 
 
+def on_standby(plan: RolloutPlan) -> tuple[int, ...]:
+    """The replicas that run on their standby slot once the plan is carried out."""
+    return tuple(p.index for p in plan.replicas if p.record is not None and p.record.ports != p.record.planned().ports)
+
+
 def said(plan: RolloutPlan) -> dict:
     """The plan as the cases write it: each replica's non-empty fields, each step in one line."""
     replicas = []
@@ -15,7 +20,7 @@ def said(plan: RolloutPlan) -> dict:
         for name in ("previous", "refusal", "why_no_way_back"):
             if getattr(replica, name) is not None:
                 shown[name] = getattr(replica, name)
-        if replica.index in plan.moved:  # it runs on its standby slot once its steps are done
+        if replica.index in on_standby(plan):  # it runs on its standby slot once its steps are done
             shown["on_standby"] = True
         replicas.append(shown)
     return {"replicas": replicas, "surplus": [step.said() for step in plan.surplus],

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.rollout_plans import on_standby
 from tests.serve_records import serve_record
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
@@ -100,7 +101,7 @@ def test_a_replica_booted_on_its_standby_slot_runs_there_beside_the_old_one_and_
     host = HostFacts({"tritonops-d": ContainerFact("r1", True, ports=(8000, 8001, 8002))}, current="r1",
                      passed=frozenset({"r1"}), serving=record)
     plan, _ = rollout_plan("d", "r2", record, host)
-    assert plan.moved == (0,) and plan.replicas[0].order == "boot-first"
+    assert on_standby(plan) == (0,) and plan.replicas[0].order == "boot-first"
     step = serve_step("/opt/tritonops/d", "d", "r2", "img", record, ContainerSettings(), plan)
     launch = step.rollout.launches[0]
     argv = launch.run_argv("tritonops-d--r2")
@@ -117,7 +118,7 @@ def test_a_replica_booted_on_its_standby_slot_runs_there_beside_the_old_one_and_
     running = HostFacts({"tritonops-d": ContainerFact("r2", True, ports=(8010, 8011, 8012))}, current="r2",
                         passed=frozenset({"r2"}), serving=record.with_replica(record.replicas[0].swapped()))
     back, _ = rollout_plan("d", "r3", record, running)
-    assert back.moved == () and back.replicas[0].steps[2].said() == "ready tritonops-d--r3 at 8000/8001/8002"
+    assert on_standby(back) == () and back.replicas[0].steps[2].said() == "ready tritonops-d--r3 at 8000/8001/8002"
     # where it runs is said either way: a release rolled back to may run on the other slot than it did before
     assert serve_step("/opt/tritonops/d", "d", "r3", "img", record, ContainerSettings(),
                       back).rollout.prepare["serve"]["replicas"][0]["ports"] == [8000, 8001, 8002]
@@ -130,3 +131,20 @@ def test_the_containers_listing_reads_the_ports_each_publishes():
                                               "restarts": 0}})
     found = parse_containers(listing, "sha256:a", "L")
     assert found["tritonops-d"].ports == (8010, 8011, 8012) and found["tritonops-d--r0"].ports == ()
+
+
+def test_a_port_of_a_standby_slot_another_process_binds_is_held_and_the_replica_stops_first():
+    # the kernel's socket table: a process outside the deployment listens on 8010 (the standby slot's HTTP port)
+    from tritonops.operations.serve import _held_ports
+
+    spare = [{"index": 0, "gpus": [0], "ports": [8000, 8001, 8002], "standby": {"gpus": [1],
+                                                                                  "ports": [8010, 8011, 8012]}}]
+    record = serve_record(replicas=spare)
+    table = ("  sl  local_address rem_address   st\n"
+             "   0: 00000000:1F4A 00000000:0000 0A\n"   # 0.0.0.0:8010, listening
+             "   1: 00000000:1F40 00000000:0000 0A\n")  # 0.0.0.0:8000: the running replica's own
+    held = _held_ports(record, "d", "0.0.0.0", [table], record, ["tritonops-d"])
+    assert held == frozenset({8010})
+    plan, _ = rollout_plan("d", "r2", record, HostFacts({"tritonops-d": ContainerFact("r1", True)}, current="r1",
+                                                        passed=frozenset({"r1"}), held_ports=held, serving=record))
+    assert plan.replicas[0].order == "stop-first" and on_standby(plan) == ()

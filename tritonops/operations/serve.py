@@ -273,15 +273,15 @@ def _host_facts(args: ServeArgs, facts: Facts, states: Mapping[str, ContainerSta
 
 def _held_ports(serve: ServeRecord, deployment: str, bind: str, tables: list[str | None],
                 serving: ServeRecord | None, running: list[str]) -> frozenset[int]:
-    """The replicas' ports a process binds that is none of the deployment's running replicas (from the kernel's
-    socket tables); none when who holds what is not known here."""
+    """The replicas' ports, on either of their slots, a process binds that is none of the deployment's running
+    replicas (from the kernel's socket tables); none when who holds what is not known here."""
     if any(text is None for text in tables) or (running and serving is None):
         return frozenset()
     ours = {port for r in (serving.replicas if serving else ()) if r.container(deployment) in running
             for port in r.ports}
     listeners = frozenset().union(*(parse_listeners(text) for text in tables if text is not None))
-    return frozenset(port for r in serve.replicas for port in r.ports if port not in ours
-                     and any(binds(listener, bind, port) for listener in listeners))
+    return frozenset(port for r in serve.replicas for port in (*r.ports, *(r.standby.ports if r.standby else ()))
+                     if port not in ours and any(binds(listener, bind, port) for listener in listeners))
 
 
 def _current_document(args: ServeArgs, facts: Facts) -> dict | None:

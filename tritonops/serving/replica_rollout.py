@@ -110,11 +110,6 @@ class RolloutPlan:
     serve: ServeRecord | None = None   # the release's record as the rollout leaves it: each replica where it runs
 
     @property
-    def moved(self) -> tuple[int, ...]:
-        """The replicas that boot on their standby slot (or back on their first one)."""
-        return tuple(p.index for p in self.replicas if p.record is not None and p.record.ports != p.record.planned().ports)
-
-    @property
     def refused(self) -> bool:
         return bool(self.refusals)
 
