@@ -286,3 +286,33 @@ def test_a_server_moved_to_another_port_is_sent_there_on_the_running_worker_with
         assert Path(place["pidfile"]).read_text() == pid
     finally:
         other.shutdown()
+
+
+def test_a_door_routing_by_prefix_gets_its_lua_script_written_before_haproxy_checks_it(place):
+    scripts_dir = place["tmp"] / "etc" / "tritonops-lua"
+    script = door_program.PREFIX_KEY
+    members = (BalancedReplica("node-r0", "127.0.0.1", place["replica"], place["replica"] + 1, 8),)
+    config = BalancerConfig("chat", members, http_port=place["door"], grpc_port=None, check_interval_ms=200,
+                            bind_address="127.0.0.1", routing="prefix")
+    wanted = render_balancer_files(BalancerGlobals(stats_socket=place["socket"], metrics_port=place["metrics"],
+                                                   maxconn=1000, lua_scripts=(f"{scripts_dir}/{script.name}",)),
+                                   [config])
+    body = json.loads(door_program.request(wanted, scripts=[script]))
+    assert body["scripts"] == {script.name: script.text} and body["scripts_dir"] == door_program.SCRIPTS_DIR
+    done = apply(place, wanted, scripts_dir=str(scripts_dir), scripts=body["scripts"])
+    assert done.returncode == 0, done.stderr
+    assert (scripts_dir / script.name).read_text() == script.text
+    assert through(place)[0] == 200
+    refused = apply(place, wanted, scripts_dir=str(scripts_dir), scripts={"../x.lua": "x"})
+    assert refused.returncode == 2 and "script '../x.lua' is not a .lua name" in refused.stderr
+
+
+def test_a_door_loading_a_lua_script_that_is_not_there_is_refused_and_nothing_changes(place):
+    missing = f"{place['tmp']}/nowhere/{door_program.PREFIX_KEY.name}"
+    members = (BalancedReplica("node-r0", "127.0.0.1", place["replica"], place["replica"] + 1, 8),)
+    config = BalancerConfig("chat", members, http_port=place["door"], grpc_port=None, bind_address="127.0.0.1",
+                            routing="prefix")
+    wanted = render_balancer_files(BalancerGlobals(stats_socket=place["socket"], metrics_port=place["metrics"],
+                                                   lua_scripts=(missing,)), [config])
+    done = apply(place, wanted)
+    assert done.returncode == door_program.REFUSED and not os.path.exists(place["dir"]), done.stderr

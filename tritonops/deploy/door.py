@@ -20,7 +20,7 @@ import posixpath
 import shlex
 from collections.abc import Mapping, Sequence
 
-from tritonops.door.program import ARGV, CONFIG_DIR, DoorApplied, read_answer, request
+from tritonops.door.program import ARGV, CONFIG_DIR, PREFIX_KEY, DoorApplied, read_answer, request
 from tritonops.deploy.run import Record
 from tritonops.deploy.served import read_current
 from tritonops.errors import InputError, TritonopsError
@@ -30,7 +30,7 @@ from tritonops.modes.kserve import KSERVE
 from tritonops.planning.door import Door, ServedHost, balancer_config, balancer_globals, door, served_host
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.door_change import door_change, door_servers, file_diff, kept_host
-from tritonops.render.door_config import GLOBALS_FILE, deployment_file, render_balancer_files
+from tritonops.render.door_config import GLOBALS_FILE, PREFIX, deployment_file, render_balancer_files
 from tritonops.results import HostResult
 from tritonops.transport.sessions import HostSession, SessionPool
 
@@ -125,10 +125,12 @@ def update_doors(pool: SessionPool, balancers, fleet, record: Record, *, check: 
             grpc = f", gRPC :{config.grpc_port}" if config.grpc_port else ""
             said.append(f"{deployment}: {len(config.replicas)} replica(s) behind :{config.http_port}{grpc}"
                         f"{' (TLS)' if config.tls_pem else ''}{' (API keys)' if config.keys_file else ''}"
+                        f"{' (by prompt prefix)' if config.routing == PREFIX else ''}"
                         + "".join(f"; {line}" for line in change.lines()))
+        scripts = [PREFIX_KEY] if any(c.routing == PREFIX for c in configs) else []
         try:
-            files = render_balancer_files(balancer_globals(next(h for h in balancers if h.name == session.name)),
-                                          configs)
+            files = render_balancer_files(balancer_globals(next(h for h in balancers if h.name == session.name),
+                                                           tuple(script.path for script in scripts)), configs)
         except InputError as err:
             return HostResult(session.name, "failed", str(err), task=TASK)
         if check:
@@ -139,7 +141,7 @@ def update_doors(pool: SessionPool, balancers, fleet, record: Record, *, check: 
                               "; ".join(said + notes + drains + ([] if changed else ["unchanged"])),
                               task=TASK, diff=("".join(diffs) or None) if diff else None)
         keys = [settings.keys_file] if settings.keys_file and configs else []
-        body = request(files, remove=remove, keys_files=keys)
+        body = request(files, remove=remove, keys_files=keys, scripts=scripts)
         result = session.transport.run(shlex.join(ARGV), stdin=body, timeout=APPLY_TIMEOUT_S)
         try:
             applied: DoorApplied = read_answer(result.exit_code, result.stdout, result.stderr)

@@ -5,9 +5,11 @@ code, stdout and stderr to `read_answer`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 
 from tritonops import host_programs
 from tritonops.errors import TritonopsError, one_line
@@ -16,8 +18,31 @@ from tritonops.render.door_config import BalancerGlobals
 PROGRAM = host_programs.source("door_apply")
 ARGV = ("python3", "-c", PROGRAM)
 CONFIG_DIR = "/etc/haproxy/tritonops"
+# Lua scripts HAProxy loads, beside CONFIG_DIR (which is replaced whole on a change, and `haproxy -c` checks the
+# next one before it is in place): each named for its content, never rewritten, so a configuration always loads
+# the script it was checked with
+SCRIPTS_DIR = "/etc/haproxy/tritonops-lua"
 PIDFILE = "/run/haproxy-tritonops.pid"
 REFUSED, NOT_RUNNING, NOT_INSTALLED = 3, 4, 5
+
+
+@dataclass(frozen=True)
+class Script:
+    """A Lua script for HAProxy: its file name in SCRIPTS_DIR (its name and a digest of its text) and its text."""
+    name: str
+    text: str
+
+    @property
+    def path(self) -> str:
+        return f"{SCRIPTS_DIR}/{self.name}"
+
+
+def _script(stem: str) -> Script:
+    text = resources.files("tritonops.door").joinpath(f"{stem}.lua").read_text(encoding="utf-8")
+    return Script(f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.lua", text)
+
+
+PREFIX_KEY = _script("prefix_key")  # the prefix key (render/door_config.py: PREFIX_KEY_FETCH)
 
 
 class DoorRefused(TritonopsError):
@@ -47,11 +72,16 @@ class DoorApplied:
 
 
 def request(files: Mapping[str, str], *, remove: Iterable[str] = (), keys_files: Iterable[str] = (),
-            globals_: BalancerGlobals = BalancerGlobals(), install: bool = True) -> bytes:
-    """The program's stdin: the files to hold in CONFIG_DIR beside the other deployments' ones."""
-    return json.dumps({"dir": CONFIG_DIR, "files": dict(files), "remove": sorted(set(remove)), "pidfile": PIDFILE,
-                       "socket": globals_.stats_socket, "install": install,
-                       "keys_files": sorted(set(keys_files))}).encode()
+            globals_: BalancerGlobals = BalancerGlobals(), install: bool = True,
+            scripts: Iterable[Script] = ()) -> bytes:
+    """The program's stdin: the files to hold in CONFIG_DIR beside the other deployments' ones, and the Lua scripts
+    they load, in SCRIPTS_DIR."""
+    body = {"dir": CONFIG_DIR, "files": dict(files), "remove": sorted(set(remove)), "pidfile": PIDFILE,
+            "socket": globals_.stats_socket, "install": install, "keys_files": sorted(set(keys_files))}
+    scripts = {script.name: script.text for script in scripts}
+    if scripts:
+        body.update(scripts_dir=SCRIPTS_DIR, scripts=scripts)
+    return json.dumps(body).encode()
 
 
 def keys_request(keys_file: str, action: str, *, keep_old: bool = False, check: bool = False,

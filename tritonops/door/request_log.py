@@ -6,6 +6,9 @@ HAProxy 2.6's HTTP log format (doc/configuration.txt, 8.2.3 "HTTP log format"), 
 
     %ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r
 
+%hr is `{...}` only where the frontend declares a capture: a door that routes by prefix captures a hash of each
+request's key there (render/door_config.py), empty for a request without one.
+
 The timers are HAProxy's own, in milliseconds, -1 where a stage never happened (a refusal the door answers itself
 has no queue, connection or server response: Tw/Tc/Tr -1). Ta is the request's whole active time at the balancer,
 from its first byte received to the last byte of the answer sent (the client's idle time before it excluded).
@@ -23,7 +26,7 @@ _TIMER = r"(-?\d+)"
 _LINE = re.compile(
     r"(?P<client>\S+) \[(?P<accepted>[^\]]+)\] (?P<frontend>\S+) (?P<backend>[^/\s]+)/(?P<server>\S+) "
     rf"{_TIMER}/{_TIMER}/{_TIMER}/{_TIMER}/\+?{_TIMER} (?P<status>-?\d+) \+?(?P<bytes>\d+) "
-    r"\S+ \S+ (?P<termination>\S{4}) \S+ \S+ (?:\{[^}]*\} )*\"(?P<request>[^\"]*)\"")
+    r"\S+ \S+ (?P<termination>\S{4}) \S+ \S+ (?:\{(?P<captured>[^}]*)\} )?(?:\{[^}]*\} )*\"(?P<request>[^\"]*)\"")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class LoggedRequest:
     termination: str       # how the session ended, 4 characters (e.g. "----" normally, "LR--" answered by the
                            # door itself, "sQ--" its queue timed out, "SD--" the server cut the data)
     request: str           # the request line, e.g. "POST /v2/models/m/generate HTTP/1.1"
+    key_hash: str | None = None  # a door that routes by prefix: a CRC-32 of the request's prefix key (None: no key)
 
 
 def show_events() -> str:
@@ -57,5 +61,6 @@ def parse_request_log(answer: str) -> tuple[LoggedRequest, ...]:
             continue
         tr, tw, tc, tresp, ta = (int(value) for value in match.groups()[5:10])
         found.append(LoggedRequest(match["frontend"], match["backend"], match["server"], tr, tw, tc, tresp, ta,
-                                   int(match["status"]), match["termination"], match["request"]))
+                                   int(match["status"]), match["termination"], match["request"],
+                                   match["captured"] or None))
     return tuple(found)

@@ -8,6 +8,7 @@ stream that reaches it as it stops.
 
     python3 -c SOURCE            stdin: JSON {"dir", "files": {name: text}, "remove": [name], "pidfile",
                                               "socket", "install": bool, "keys_files": [path],
+                                              "scripts_dir", "scripts": {name: text} (optional),
                                               "keys": {"action": "rotate" | "retire", "file": path,
                                                        "keep_old": bool, "check": bool} (optional)}
     stdout: JSON {"action": "started" | "reloaded" | "updated without a reload" | "unchanged" | "would reload",
@@ -15,7 +16,8 @@ stream that reaches it as it stops.
                   "keys_created": [path], "version", "keys": {"file", "new", "kept": [id], "removed": [id]}}
 
 `dir` holds every deployment's file on this balancer: the files given replace theirs, `remove` goes, the others
-stay. A keys file that does not exist is made (0600, in a 0700 folder) with one new key, never printed; a keys file
+stay. `scripts` are Lua files the files load (`lua-load`), written into `scripts_dir` before `haproxy -c` reads
+them: each is named for its content (door/program.py), so one already there is left as it is. A keys file that does not exist is made (0600, in a 0700 folder) with one new key, never printed; a keys file
 whose content changed since haproxy last loaded it (a key added or rotated by hand) reloads haproxy.
 
 `keys` changes a keys file a door here checks, on this host (tritonops door rotate-key / retire-keys): `rotate`
@@ -56,6 +58,11 @@ def checked(request):
             fail(2, "file name %r is not a .cfg name of letters, digits, '-', '_' and '.'" % (name,))
     if not all(isinstance(text, str) for text in files.values()):
         fail(2, "file contents must be text")
+    scripts = request.get("scripts") or {}
+    for name, text in scripts.items():
+        if not name.endswith(".lua") or set(name) - NAME_OK or name.startswith(".") or not isinstance(text, str):
+            fail(2, "script %r is not a .lua name of letters, digits, '-', '_' and '.' with text" % (name,))
+    scripts_dir = path(request.get("scripts_dir"), "scripts_dir") if scripts else None
     keys = request.get("keys")
     if keys is not None:
         if not isinstance(keys, dict) or keys.get("action") not in ("rotate", "retire"):
@@ -64,7 +71,7 @@ def checked(request):
                 "keep_old": bool(keys.get("keep_old")), "check": bool(keys.get("check"))}
     return (path(request.get("dir"), "dir"), files, remove, path(request.get("pidfile"), "pidfile"),
             path(request.get("socket"), "socket"), bool(request.get("install")),
-            [path(p, "keys file") for p in request.get("keys_files") or []], keys)
+            [path(p, "keys file") for p in request.get("keys_files") or []], keys, scripts_dir, scripts)
 
 
 def haproxy_version():
@@ -178,6 +185,20 @@ def read_dir(folder):
             with open(os.path.join(folder, name), encoding="utf-8") as handle:
                 found[name] = handle.read()
     return found
+
+
+def write_scripts(folder, scripts):
+    """Each script whose file is missing or differs, written whole (a new file renamed into place)."""
+    if not scripts:
+        return
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+    for name, text in scripts.items():
+        target = os.path.join(folder, name)
+        if read_text(target) == text:
+            continue
+        with open(target + ".new", "w", encoding="utf-8") as out:
+            out.write(text)
+        os.rename(target + ".new", target)
 
 
 def write_dir(folder, files):
@@ -310,7 +331,7 @@ def main():
         fail(2, "the request is not JSON: %s" % err)
     if not isinstance(request, dict):
         fail(2, "the request is not a JSON object")
-    folder, files, remove, pidfile, sock, may_install, keys_files, keys = checked(request)
+    folder, files, remove, pidfile, sock, may_install, keys_files, keys, scripts_dir, scripts = checked(request)
     os.makedirs(os.path.dirname(pidfile), exist_ok=True)
     lock = open(pidfile + ".lock", "a")
     fcntl.flock(lock, fcntl.LOCK_EX)  # one door program at a time: a deploy's door and a key rotation
@@ -332,6 +353,7 @@ def main():
     version = haproxy_version()
     created = [path for path in keys_files if make_key(path)]
 
+    write_scripts(scripts_dir, scripts)  # also when nothing else changes: a later reload loads them again
     live = read_dir(folder)
     wanted = dict(live)
     wanted.update(files)

@@ -88,6 +88,11 @@ KNOWN_VARS: dict[str, str] = {
     "tritonops_drain_timeout_s": "a balancer's wait for a drained replica's requests to finish before it restarts (default 120)",
     "tritonops_api_keys_file": "file on a balancer with the bearer tokens that may call the deployment (empty: none needed)",
     "tritonops_tls_pem": "certificate and key (one PEM file on the balancer) its doors serve TLS with (empty: plain)",
+    "tritonops_door_routing": "how a balancer's HTTP door picks a replica: leastconn (default) or prefix (requests "
+                              "sharing a prompt prefix go to the replica whose prefix cache holds it, bounded load)",
+    "tritonops_door_prefix_bytes": "routing prefix: the bytes of the prompt that make its key (default 1024)",
+    "tritonops_door_balance_factor": "routing prefix: no replica takes another key's request past this percentage "
+                                     "of the average load (default 150; 0: no bound)",
     "tritonops_door_address": "where clients (tritonops bench) reach a balancer's doors (default: its ansible_host)",
     "tritonops_replica_address": "address balancers reach this host's replicas at (default: a specific "
                                  "tritonops_bind_address, else ansible_host)",

@@ -6,7 +6,9 @@ A balancer is a host of the inventory group `tritonops_balancers`. Its door sett
 `tritonops_queue_timeout_ms` (default 2000) and `tritonops_max_queue` (default 256), the circuit breaker;
 `tritonops_longest_generation_s` (default 900), above which HAProxy gives up on a replica's answer;
 `tritonops_drain_timeout_s` (default 120), how long a rolling deploy lets a drained replica finish its requests;
-`tritonops_api_keys_file` and `tritonops_tls_pem`, paths on the balancer. HAProxy's Prometheus exporter (:8405)
+`tritonops_api_keys_file` and `tritonops_tls_pem`, paths on the balancer; `tritonops_door_routing` (`leastconn`, the
+default, or `prefix`: by a hash of the prompt's first `tritonops_door_prefix_bytes` (default 1024), bounded by
+`tritonops_door_balance_factor` (default 150; render/door_config.py says how). HAProxy's Prometheus exporter (:8405)
 binds to the balancer's private address, as the replicas do on theirs (planning/bind.py): the balancer's own
 `tritonops_bind_address` (an IP address; `0.0.0.0` or `::` only when set so), else `ansible_host` when it is a private
 or loopback IP address, else an InputError naming the variable (`exporter_bind`). A serving host is reached at
@@ -29,7 +31,7 @@ from tritonops.modes.kserve import KSERVE
 from tritonops.planning.bind import given_bind, private_connection
 from tritonops.planning.entries import host_where
 from tritonops.planning.serve_record import ServeRecord
-from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals
+from tritonops.render.door_config import LEASTCONN, ROUTINGS, BalancedReplica, BalancerConfig, BalancerGlobals
 from tritonops.values.names import safe_name
 from tritonops.values.numbers import whole_number
 
@@ -44,11 +46,16 @@ KEYS_VAR = "tritonops_api_keys_file"
 TLS_VAR = "tritonops_tls_pem"
 ADDRESS_VAR = "tritonops_replica_address"
 BIND_VAR = "tritonops_bind_address"
+ROUTING_VAR = "tritonops_door_routing"
+PREFIX_BYTES_VAR = "tritonops_door_prefix_bytes"
+BALANCE_FACTOR_VAR = "tritonops_door_balance_factor"
 
 DEFAULT_QUEUE_TIMEOUT_MS = 2000
 DEFAULT_MAX_QUEUE = 256
 DEFAULT_LONGEST_S = 900
 DEFAULT_DRAIN_S = 120
+DEFAULT_PREFIX_BYTES = 1024
+DEFAULT_BALANCE_FACTOR = 150
 _OFF = ("off", "none", "false", "no")
 
 
@@ -63,6 +70,9 @@ class Door:
     keys_file: str | None = None
     tls_pem: str | None = None
     drain_timeout_s: int = DEFAULT_DRAIN_S
+    routing: str = LEASTCONN
+    prefix_bytes: int = DEFAULT_PREFIX_BYTES
+    balance_factor: int = DEFAULT_BALANCE_FACTOR
 
 
 @dataclass(frozen=True)
@@ -119,11 +129,20 @@ def door(host: Host) -> Door:
         grpc_port = 8001 if grpc_value is None else whole_number(grpc_value, GRPC_PORT_VAR, grpc_where, maximum=65535)
     if grpc_port == http_port:
         raise InputError(f"{GRPC_PORT_VAR} {grpc_port} is the same port as {HTTP_PORT_VAR}", grpc_where)
+    routing, routing_where = _value(host, ROUTING_VAR)
+    routing = LEASTCONN if routing is None else str(routing).strip().lower()
+    if routing not in ROUTINGS:
+        raise InputError(f"{ROUTING_VAR} {routing!r} is not {' or '.join(ROUTINGS)}", routing_where)
+    factor = number(BALANCE_FACTOR_VAR, DEFAULT_BALANCE_FACTOR, 0, 10_000)
+    if 0 < factor < 100:
+        raise InputError(f"{BALANCE_FACTOR_VAR} {factor} is neither 0 (no bound) nor a percentage of the average load "
+                         "of 100 or more", _value(host, BALANCE_FACTOR_VAR)[1])
     return Door(http_port, grpc_port,
                 number(QUEUE_TIMEOUT_VAR, DEFAULT_QUEUE_TIMEOUT_MS, 1, 3_600_000),
                 number(MAX_QUEUE_VAR, DEFAULT_MAX_QUEUE, 0, 1_000_000),
                 number(LONGEST_VAR, DEFAULT_LONGEST_S, 1, 7 * 86400),
-                _path(host, KEYS_VAR), _path(host, TLS_VAR), number(DRAIN_VAR, DEFAULT_DRAIN_S, 0, 86400))
+                _path(host, KEYS_VAR), _path(host, TLS_VAR), number(DRAIN_VAR, DEFAULT_DRAIN_S, 0, 86400),
+                routing, number(PREFIX_BYTES_VAR, DEFAULT_PREFIX_BYTES, 1, 8192), factor)
 
 
 def _path(host: Host, name: str) -> str | None:
@@ -149,9 +168,9 @@ def exporter_bind(host: Host) -> str:
                      host_where(host, "ansible_host"))
 
 
-def balancer_globals(host: Host) -> BalancerGlobals:
-    """A balancer's global section: its exporter bound to exporter_bind(host)."""
-    return BalancerGlobals(metrics_address=exporter_bind(host))
+def balancer_globals(host: Host, lua_scripts: tuple[str, ...] = ()) -> BalancerGlobals:
+    """A balancer's global section: its exporter bound to exporter_bind(host), loading `lua_scripts`."""
+    return BalancerGlobals(metrics_address=exporter_bind(host), lua_scripts=lua_scripts)
 
 
 def replica_address(host: Host) -> str:
@@ -196,7 +215,8 @@ def balancer_config(deployment: str, settings: Door, hosts: Iterable[ServedHost]
                           http_port=settings.http_port,
                           grpc_port=settings.grpc_port, queue_timeout_ms=settings.queue_timeout_ms,
                           max_queue=settings.max_queue, server_timeout_s=settings.longest_generation_s,
-                          keys_file=settings.keys_file, tls_pem=settings.tls_pem)
+                          keys_file=settings.keys_file, tls_pem=settings.tls_pem, routing=settings.routing,
+                          prefix_bytes=settings.prefix_bytes, balance_factor=settings.balance_factor)
 
 
 def served_host(host: Host, serve: ServeRecord, max_num_seqs: int) -> ServedHost:

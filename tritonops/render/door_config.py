@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -64,6 +65,21 @@ _MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the final NUL
 _MAX_PORT = 65535
 _MAX_CONNECTIONS = 1_000_000
 
+# How the HTTP door picks a replica (issue #44): LEASTCONN, the one with the fewest requests; PREFIX, by a hash of
+# the prompt's first prefix_bytes (door/prefix_key.lua, a Lua fetch over the part of the body HAProxy holds) on a
+# consistent-hash ring with bounded load (`hash-balance-factor`: no replica past that percentage of the average
+# load takes another key's request; 0: no bound), so that requests sharing a prefix reach the replica whose vLLM
+# already holds it in its prefix cache. Every balancer renders the same servers with the same ids and weights, so
+# each makes the same choice for the same prompt; a server's id comes from its name, so a replica that comes or
+# goes moves only its own share of the keys. A request without a key (no prompt field in the part held, not
+# JSON, not a POST) is spread instead. gRPC stays on leastconn.
+LEASTCONN, PREFIX = "leastconn", "prefix"
+ROUTINGS = (LEASTCONN, PREFIX)
+PREFIX_KEY_FETCH = "tritonops_prefix_key"  # the Lua fetch door/prefix_key.lua registers
+PREFIX_KEY_VAR = "txn.tritonops_key"
+SERVER_WEIGHT = 100  # points per server on the ring: HAProxy places weight x 16, so keys spread evenly
+_MAX_ID = 2**31 - 1
+
 # Triton's gRPC service: the calls that pass the door. Model control (RepositoryIndex,
 # RepositoryModelLoad/Unload), LogSettings, TraceSetting, the shared-memory calls, ModelConfig and
 # ModelStatistics do not (the same as over HTTP).
@@ -100,6 +116,9 @@ class BalancerConfig:
     tls_pem: str | None = None  # certificate and key in one PEM on the balancer; None: plain HTTP
     bind_address: str = "*"  # the doors' address on the balancer: "*" for all, or one IP address
     mode: ServingMode = KSERVE  # how the replicas serve: what the HTTP door passes and checks, its answers' shape
+    routing: str = LEASTCONN  # how the HTTP door picks a replica (ROUTINGS)
+    prefix_bytes: int = 1024  # routing prefix: how much of the prompt makes its key
+    balance_factor: int = 150  # routing prefix: a replica takes no other key's request past this % of the average
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,8 @@ class BalancerGlobals:
     # where the exporter binds: one IP address (planning.balancer.exporter_bind: the balancer's private one), or "*"
     # for every address; loopback unless given, so nothing off the balancer reads it unasked
     metrics_address: str = "127.0.0.1"
+    # Lua scripts HAProxy loads (`lua-load`), paths on the balancer: door/prefix_key.lua where a door routes by prefix
+    lua_scripts: tuple[str, ...] = ()
 
 
 def http_backend(deployment: str) -> str:
@@ -201,12 +222,14 @@ def render_globals(g: BalancerGlobals) -> str:
     metrics_port = _port(g.metrics_port, "metrics_port", "balancer")
     maxconn = whole_number(g.maxconn, "maxconn", "balancer", maximum=_MAX_CONNECTIONS, strings=False)
     address = _bind_address(g.metrics_address, "metrics_address", "balancer")
+    scripts = [_balancer_path(path, "lua_scripts", "balancer") for path in g.lua_scripts]
     return "\n".join([
         "# tritonops: the balancer's global section, defaults and metrics (rendered; edits are replaced)",
         "global",
         "    master-worker",
         f"    maxconn {maxconn}",
         f"    stats socket {socket} mode 600 level admin expose-fd listeners",
+        *(f"    lua-load {path}" for path in scripts),
         f"    log ring@{LOG_RING} local0 info",
         "",
         f"ring {LOG_RING}",
@@ -250,9 +273,13 @@ def render_deployment(c: BalancerConfig) -> str:
 def render_balancer_files(g: BalancerGlobals, configs: Iterable[BalancerConfig]) -> dict[str, str]:
     """Every file of the balancer's configuration directory, by name; a port bound twice on the
     balancer (by two doors, or a door and the metrics) or a deployment given twice is refused."""
+    configs = list(configs)
     files = {GLOBALS_FILE: render_globals(g)}
     bound = {g.metrics_port: "metrics_port"}
     for c in configs:
+        if c.routing == PREFIX and not g.lua_scripts:
+            raise InputError(f"deployment {c.deployment!r} routes by prefix: the balancer must load the prefix key's "
+                             "Lua script (BalancerGlobals.lua_scripts)", "balancer")
         name = deployment_file(c.deployment)
         if name in files:
             raise InputError(f"deployment {c.deployment!r} is given twice", "balancer")
@@ -282,6 +309,9 @@ class _Door:
     tls_pem: str | None
     check_path: str
     mode: ServingMode
+    routing: str
+    prefix_bytes: int
+    balance_factor: int
 
     @classmethod
     def checked(cls, c: BalancerConfig, where: str) -> _Door:
@@ -293,6 +323,9 @@ class _Door:
         def number(value: Any, field: str, minimum: int = 1, maximum: int = 86_400_000) -> int:
             return whole_number(value, field, where, minimum=minimum, maximum=maximum, strings=False)
 
+        if c.routing not in ROUTINGS:
+            raise InputError(f"routing must be {' or '.join(ROUTINGS)}, not {_shown(c.routing)}", where)
+
         return cls(
             address=_bind_address(c.bind_address, "bind_address", where),
             http_port=http_port, grpc_port=grpc_port,
@@ -303,7 +336,11 @@ class _Door:
             check_interval_ms=number(c.check_interval_ms, "check_interval_ms", minimum=100, maximum=3_600_000),
             keys_file=None if c.keys_file is None else _balancer_path(c.keys_file, "keys_file", where),
             tls_pem=None if c.tls_pem is None else _balancer_path(c.tls_pem, "tls_pem", where),
-            check_path=_check_path(c.mode.check_path, where), mode=c.mode,
+            check_path=_check_path(c.mode.check_path, where), mode=c.mode, routing=c.routing,
+            # the key is read from the part of the body HAProxy holds (its 16 kB buffer)
+            prefix_bytes=number(c.prefix_bytes, "prefix_bytes", maximum=8192),
+            # HAProxy's own bounds: 0 (no bound), or 100 (every replica at most the average) and above
+            balance_factor=_balance_factor(c.balance_factor, where),
         )
 
 
@@ -319,11 +356,25 @@ def _http_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
         *(f"    acl {name} path {path}" for name, path in door.mode.door_refused),
     ]
     servers = [f"    server {r.name} {r.address}:{r.http_port} maxconn {r.maxconn}" for r in replicas]
+    balance = ["    balance leastconn"]
+    if door.routing == PREFIX:
+        # the slot the backend's capture of the key's hash fills: logged as {hash} (door/request_log.py)
+        frontend.append("    declare capture request len 10")
+        ids = server_ids([r.name for r in replicas])
+        servers = [f"{line} id {ids[r.name]} weight {SERVER_WEIGHT}" for line, r in zip(servers, replicas)]
+        balance = [f"    balance hash var({PREFIX_KEY_VAR})",
+                   "    hash-type consistent",
+                   f"    hash-balance-factor {door.balance_factor}",
+                   # a backend's http-request rules run before `option http-buffer-request` waits for the body
+                   "    http-request wait-for-body time 10s if METH_POST",
+                   f"    http-request set-var({PREFIX_KEY_VAR},ifnotempty) lua.{PREFIX_KEY_FETCH}({door.prefix_bytes})"
+                   " if METH_POST",
+                   f"    http-request capture var({PREFIX_KEY_VAR}),crc32 id 0 if {{ var({PREFIX_KEY_VAR}) -m found }}"]
     queue_timeout = (f"    http-error status 503 content-type application/json string "
                      f"'{QUEUE_TIMEOUT.json(door.mode)}'")
     refused = "".join(f" or {name}" for name, _ in door.mode.door_refused)
     return _door(frontend, f"if !exposed{refused}", _http_return(door.mode), backend, door, queue_timeout, servers,
-                 HTTP_RETRY_ON)
+                 HTTP_RETRY_ON, balance)
 
 
 def _grpc_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) -> list[str]:
@@ -343,11 +394,28 @@ def _grpc_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
                f" maxconn {r.maxconn}" for r in replicas]
     queue_timeout = (f"    http-error status 503 hdr grpc-status {QUEUE_TIMEOUT.grpc_status}"
                      f" hdr grpc-message '{QUEUE_TIMEOUT.grpc_message()}'")
-    return _door(frontend, "unless exposed", _grpc_return, backend, door, queue_timeout, servers, GRPC_RETRY_ON)
+    return _door(frontend, "unless exposed", _grpc_return, backend, door, queue_timeout, servers, GRPC_RETRY_ON,
+                 ["    balance leastconn"])
+
+
+def server_ids(names: Iterable[str]) -> dict[str, int]:
+    """Each server's id in its backend, from its name alone (a CRC-32 of it; the next free one on a clash, in name
+    order), so that every balancer, and the same balancer before and after a replica comes or goes, places each
+    server at the same points of the consistent-hash ring."""
+    ids: dict[str, int] = {}
+    taken: set[int] = set()
+    for name in sorted(names):
+        value = zlib.crc32(name.encode()) % _MAX_ID + 1
+        while value in taken:
+            value = value % _MAX_ID + 1
+        ids[name] = value
+        taken.add(value)
+    return ids
 
 
 def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str], str], backend: str,
-          door: _Door, queue_timeout: str, servers: list[str], retry_on: tuple[str, ...]) -> list[str]:
+          door: _Door, queue_timeout: str, servers: list[str], retry_on: tuple[str, ...],
+          balance: list[str]) -> list[str]:
     """A frontend's refusals in order (a path not exposed, no key, no replica up, a full queue), then
     its backend, which sends a request lost for `retry_on` to another replica."""
     acls, rules = [], [answer(NOT_EXPOSED, not_exposed)]
@@ -360,7 +428,7 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
               answer(QUEUE_FULL, f"if {{ queue({backend}) ge {door.max_queue} }}")]
     return ["", *frontend, *acls, *rules, f"    default_backend {backend}", "",
             f"backend {backend}",
-            "    balance leastconn",
+            balance[0],
             f"    timeout server {door.server_timeout_s}s",
             f"    timeout queue {door.queue_timeout_ms}ms",
             # each server-sent event (a generated token) leaves at once: without it HAProxy 2.6 lets the
@@ -370,6 +438,7 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
             f"    retry-on {' '.join(retry_on)}",
             f"    retries {RETRIES}",
             "    option redispatch 1",  # every retry to another replica, at once (no turn-around wait)
+            *balance[1:],
             "    option httpchk",
             f"    http-check send meth GET uri {door.check_path}",
             "    http-check expect status 200",
@@ -409,6 +478,14 @@ def _replicas(replicas: Any, where: str) -> list[BalancedReplica]:
         maxconn = whole_number(replica.maxconn, f"{field}.maxconn", where, maximum=_MAX_CONNECTIONS, strings=False)
         checked.append(BalancedReplica(name, address, http_port, grpc_port, maxconn))
     return checked
+
+
+def _balance_factor(value: Any, where: str) -> int:
+    factor = whole_number(value, "balance_factor", where, minimum=0, maximum=10_000, strings=False)
+    if 0 < factor < 100:
+        raise InputError(f"balance_factor must be 0 (no bound) or at least 100 (percent of the average load), "
+                         f"not {factor}", where)
+    return factor
 
 
 def _port(value: Any, field: str, where: str) -> int:
