@@ -369,6 +369,24 @@ def test_metrics_use_vllm_names_and_count_tokens(backend):
     model.metrics = None  # closed above
 
 
+def test_the_prefix_caches_hit_rate_is_counted_in_tokens_under_vllms_names(backend):
+    """Issue #44: queries are the prompts' tokens, hits the tokens the engine found cached (num_cached_tokens);
+    the stand-in's cache holds a prompt's full 16-token blocks, never its last token."""
+    model = backend()
+    prompt = " ".join(f"w{i}" for i in range(60))
+    run(model, Request(prompt, parameters={"max_tokens": 2}))
+    run(model, Request(prompt, parameters={"max_tokens": 2}), Request("a different prompt", parameters={"max_tokens": 2}))
+    m = _metrics()
+    model.metrics.close()
+    prompt_tokens = model.engine.lab_stats["prompt_tokens"]
+    cached = model.engine.lab_stats["prefix_cache_hits"]
+    assert m["vllm:prefix_cache_queries_total"].metrics[0].value == prompt_tokens
+    assert m["vllm:prefix_cache_hits_total"].metrics[0].value == cached
+    single = len(model.engine._core.tokenizer.encode(prompt))
+    assert cached == (single - 1) // 16 * 16 and cached >= 48, (single, cached)
+    model.metrics = None
+
+
 @pytest.mark.parametrize("version, profile, reported", [
     ("0.10.2", "2080ti", True),   # V0 engine: its add_logger
     ("0.11.0", "2080ti", True),   # V1-only version: AsyncLLM's stat_loggers
