@@ -65,6 +65,29 @@ def _replica(index: int, state: str, health: dict):
                                                                           8002 + 10 * index)), state, health)
 
 
+def _with_prefix_cache(queries: int, hits: int) -> dict:
+    return dict(READY, metrics=METRICS + f'vllm:prefix_cache_queries_total{{model="chat",version="1"}} {queries}\n'
+                                         f'vllm:prefix_cache_hits_total{{model="chat",version="1"}} {hits}\n')
+
+
+def test_status_shows_the_prefix_caches_hit_rate_per_host_and_per_replica():
+    """Issue #44: the share of prompt tokens each replica's vLLM found in its prefix cache (the backend's
+    vllm:prefix_cache_* counters), the host's from its metrics page; '-' where no engine reports them."""
+    from tritonops.cli.cmd_status import _tables
+
+    results = GroupResult.of([
+        _host("gpu1", RUNNING, _with_prefix_cache(1000, 620),
+              (_replica(0, "running", _with_prefix_cache(1000, 700)), _replica(1, "running", _with_prefix_cache(
+                  2000, 1100)))),
+        _host("gpu2", RUNNING, READY),
+    ])
+    rows = table_lines(shown(_tables(results)))[1:]
+    last = [row.rstrip("│ ").rsplit("│", 1)[1].strip() for row in rows]  # the last column, a row a line
+    first, second = next(i for i, row in enumerate(rows) if "gpu1" in row), next(i for i, row in enumerate(rows)
+                                                                               if "gpu2" in row)
+    assert " ".join(last[first:second]) == "62% hits (r0 70%, r1 55%)" and last[second] == "-", rows
+
+
 def test_status_shows_a_stopped_replica_as_stopped_beside_the_one_that_serves_and_says_what_starts_it():
     from tritonops.door.servers import door_status
     from tritonops.door.runtime import parse_stat
@@ -82,7 +105,7 @@ def test_status_shows_a_stopped_replica_as_stopped_beside_the_one_that_serves_an
     header = rows[0]
     # compact by default (issue #45 item 2): the release whole, to paste into rollback --to; no container column
     assert [c.strip() for c in header.strip("┃").split("┃")] == [
-        "host", "status", "release", "replicas", "model", "KV plan / vLLM", "requests"], header
+        "host", "status", "release", "replicas", "model", "KV plan / vLLM", "requests", "prefix cache"], header
     gpu1 = next(row for row in rows if "gpu1" in row)
     assert "│ ok " in gpu1 and f" {RELEASE} " in gpu1 and "running" not in gpu1 and "1/2 ready," in gpu1
     verbose = shown(_tables(results, verbose=True))  # -v: and each host's container, and its models' times

@@ -76,26 +76,34 @@ def _door_table(results) -> Table | Group:
     return with_notes(table, notes)
 
 
+def _hits(model) -> str:
+    """The share of prompt tokens vLLM found in its prefix cache, and with several replicas each one's (r0, r1...)."""
+    if model.prefix_hit_rate is None:
+        return "-"
+    each = [f"r{i} {'-' if rate is None else f'{rate:.0%}'}" for i, rate in enumerate(model.replica_hit_rates)]
+    return f"{model.prefix_hit_rate:.0%}" + (f" ({', '.join(each)})" if each else "")
+
+
 def _table(results) -> Table | Group:
     from rich.table import Table
 
     table = Table(title="METRICS (average ms per request)", title_justify="left")
     notes: list = []
     for column in ("host", "model", "requests ok / failed", "queue", "input", "infer", "output", "request",
-                   "KV cache", "running / waiting"):
+                   "KV cache", "running / waiting", "prefix hits"):
         table.add_column(column, justify="left" if column in ("host", "model") else "right")
     for result in results:
         figures = result.payload
         if figures is None:
-            table.add_row(result.host, status_text(result.status), *("",) * 8)
+            table.add_row(result.host, status_text(result.status), *("",) * 9)
             notes.append(said(result))
             continue
         if not figures.models:
-            table.add_row(result.host, "-", "no model", *("",) * 7)
+            table.add_row(result.host, "-", "no model", *("",) * 8)
         for index, model in enumerate(figures.models):
             kv = "-" if model.kv_cache_usage is None else f"{model.kv_cache_usage:.0%}"
             engine = "-" if model.running is None and model.waiting is None else \
                 f"{model.running if model.running is not None else '-'} / {model.waiting if model.waiting is not None else '-'}"
             table.add_row(result.host if index == 0 else "", model.model, f"{model.requests:,} / {model.failures:,}",
-                          *(_ms(model.average_ms.get(name)) for name in TIMES), kv, engine)
+                          *(_ms(model.average_ms.get(name)) for name in TIMES), kv, engine, _hits(model))
     return with_notes(table, notes)

@@ -81,14 +81,14 @@ def _table(results, verbose: bool = False) -> Table | Group:
     from rich.table import Table
 
     table = Table(title="STATUS", title_justify="left")
-    for column in ("host", "status", "release", "replicas", "model", "KV plan / vLLM", "requests"):
+    for column in ("host", "status", "release", "replicas", "model", "KV plan / vLLM", "requests", "prefix cache"):
         table.add_column(column, no_wrap=column in ("status", "release", "KV plan / vLLM"),
-                         justify="right" if column in ("requests", "KV plan / vLLM") else "left")
+                         justify="right" if column in ("requests", "KV plan / vLLM", "prefix cache") else "left")
     notes = []
     for result in results:
         found = result.payload
         if found is None:
-            table.add_row(styled(result.host), status_text(result.status), *("",) * 5)
+            table.add_row(styled(result.host), status_text(result.status), *("",) * 6)
             notes.append(said(result))
             continue
         if result.status != "ok" or found.stopped or found.kv_shortfall is not None or found.cluster is not None:
@@ -100,10 +100,11 @@ def _table(results, verbose: bool = False) -> Table | Group:
             if found.kv_shortfall is not None:
                 kv = styled(kv, "yellow")
             if model is None:
-                table.add_row(*head, "-", kv, "-")
+                table.add_row(*head, "-", kv, "-", "-")
                 continue
             name = styled(model.name, "green") if model.ready else line(styled(model.name, "red"), " (not ready)")
-            table.add_row(*head, name, kv, f"{model.metrics.requests:,}")
+            table.add_row(*head, name, kv, f"{model.metrics.requests:,}",
+                          _hit_rates(model.metrics.prefix_hit_rate, found.replicas if index == 0 else ()))
     shown = with_notes(table, notes)
     return Group(shown, _details(results)) if verbose else shown
 
@@ -129,6 +130,13 @@ def _details(results) -> Table:
             table.add_row(*head, model.name if model is not None else "-", _ms(avg.get("request")),
                           _ms(avg.get("queue")), _ms(avg.get("compute_infer")))
     return table
+
+
+def _hit_rates(rate: float | None, replicas) -> str:
+    """The share of prompt tokens vLLM found in its prefix cache; on a host's first row, each replica's (r0, r1...)."""
+    text = "-" if rate is None else f"{rate:.0%} hits"
+    each = [f"r{r.index} {r.prefix_hit_rate:.0%}" for r in replicas if r.prefix_hit_rate is not None]
+    return f"{text} ({', '.join(each)})" if len(each) > 1 else text
 
 
 def _replicas(found) -> Text:

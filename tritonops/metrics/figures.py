@@ -7,12 +7,14 @@ Counts and cumulative times are summed over a model's versions. Average times pe
                           (both leave cached requests out; a request carrying a batch of n counts n)
 Where the engine reports them (NVIDIA's vLLM backend with REPORT_CUSTOM_METRICS): KV-cache usage
 (`vllm:kv_cache_usage_perc`, older `vllm:gpu_cache_usage_perc`, a fraction 0..1; the highest of the
-model's engines) and requests running / waiting (`vllm:num_requests_running` / `_waiting`, summed).
+model's engines) and requests running / waiting (`vllm:num_requests_running` / `_waiting`, summed); with tritonops'
+backend, the prefix cache's hit rate (`vllm:prefix_cache_hits_total` ÷ `vllm:prefix_cache_queries_total`, in
+tokens), the host's and, where it has several replicas, each one's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tritonops.metrics.exposition import Exposition, parse_exposition
 
@@ -23,6 +25,7 @@ PER_INFERENCE = {"compute_input": "nv_inference_compute_input_duration_us",
 TIMES = tuple(PER_REQUEST) + tuple(PER_INFERENCE)  # the order they are shown in
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
+PREFIX_QUERIES, PREFIX_HITS = "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
 _COUNTS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
            "nv_inference_exec_count", "nv_inference_pending_request_count")
 
@@ -43,6 +46,8 @@ class ModelFigures:
     kv_cache_usage: float | None = None   # 0..1
     running: int | None = None
     waiting: int | None = None
+    prefix_hit_rate: float | None = None  # tokens found in vLLM's prefix cache / tokens looked up (None: not reported)
+    replica_hit_rates: tuple[float | None, ...] = ()  # each replica's, in the order of its pages (several only)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def model_figures(page: Exposition) -> dict[str, ModelFigures]:
         model = sample.label("model") or sample.label("model_name")
         if model is None:
             continue
-        if sample.name.startswith("nv_inference_"):
+        if sample.name.startswith("nv_inference_") or sample.name in (PREFIX_QUERIES, PREFIX_HITS):
             found = sums.setdefault(model, {})
             found[sample.name] = found.get(sample.name, 0.0) + sample.value
         elif sample.name in (*KV_USAGE, RUNNING, WAITING):
@@ -76,9 +81,11 @@ def _figures(model: str, sums: dict[str, float], gauges: dict[str, list[float]])
             if divisor and metric in sums:
                 averages[name] = round(sums[metric] / divisor / 1000.0, 3)
     usage = [value for name in KV_USAGE for value in gauges.get(name, ())]
+    queries = sums.get(PREFIX_QUERIES)
     return ModelFigures(model, int(requests or 0), int(failures or 0), int(inferences or 0), int(executions or 0),
                         None if pending is None else int(pending), averages,
-                        max(usage) if usage else None, _total(gauges.get(RUNNING)), _total(gauges.get(WAITING)))
+                        max(usage) if usage else None, _total(gauges.get(RUNNING)), _total(gauges.get(WAITING)),
+                        round(sums.get(PREFIX_HITS, 0.0) / queries, 4) if queries else None)
 
 
 def _total(values: list[float] | None) -> int | None:
@@ -89,8 +96,8 @@ def host_figures(text: str | list[str]) -> HostFigures:
     """A whole :8002/metrics page -> figures; MetricsPageError when it is not Triton's metrics. Several pages
     (a host's replicas, issue #22) are one host: their counters and times add up, KV-cache usage is the
     highest, running and waiting requests add up."""
-    if isinstance(text, list):
-        pages = [parse_exposition(one) for one in text]
+    pages = [parse_exposition(one) for one in text] if isinstance(text, list) else []
+    if pages:
         page = Exposition(tuple(sample for one in pages for sample in one.samples),
                           {k: v for one in pages for k, v in one.types.items()},
                           tuple(error for one in pages for error in one.errors))
@@ -101,5 +108,11 @@ def host_figures(text: str | list[str]) -> HostFigures:
         raise MetricsPageError(f"not Prometheus text: {page.errors[0]}{more}")
     if not any(sample.name.startswith("nv_") for sample in page.samples):
         raise MetricsPageError(f"no Triton metrics (nv_*) among its {len(page.samples)} samples")
-    return HostFigures(tuple(model_figures(page).values()),
-                       any(sample.name.startswith("vllm:") for sample in page.samples))
+    models = model_figures(page)
+    if len(pages) > 1:  # each replica's hit rate beside the host's
+        each = [model_figures(one) for one in pages]
+        models = {name: replace(figures, replica_hit_rates=tuple(
+            one[name].prefix_hit_rate if name in one else None for one in each))
+            if any(name in one and one[name].prefix_hit_rate is not None for one in each) else figures
+            for name, figures in models.items()}
+    return HostFigures(tuple(models.values()), any(sample.name.startswith("vllm:") for sample in page.samples))

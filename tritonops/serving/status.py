@@ -95,6 +95,7 @@ class ReplicaStatus:
     container: str            # running, stopped (on purpose: replica_state), exited, restarting, absent
     ready: bool
     requests: int             # successful requests, every model
+    prefix_hit_rate: float | None = None  # its vLLM's prefix cache, every model: tokens found / tokens asked
 
     @property
     def serving(self) -> bool:
@@ -104,9 +105,12 @@ class ReplicaStatus:
 def replica_status(replica: ReplicaRecord, container: str, health: dict) -> ReplicaStatus:
     """One replica of the current release's placement: its container's state (replica_state) and its Triton's
     readiness. Pure."""
-    requests = sum(m.requests for m in parse_metrics(health.get("metrics") or "").values())
+    metrics = parse_metrics(health.get("metrics") or "").values()
+    queries = sum(m.prefix_queries for m in metrics)
     return ReplicaStatus(replica.index, replica.gpus, replica.ports[0], container,
-                         bool(health.get("ready")) and all((health.get("models") or {}).values()), requests)
+                         bool(health.get("ready")) and all((health.get("models") or {}).values()),
+                         sum(m.requests for m in metrics),
+                         round(sum(m.prefix_hits for m in metrics) / queries, 4) if queries else None)
 
 
 @dataclass(frozen=True)
@@ -114,14 +118,25 @@ class ModelMetrics:
     requests: int = 0          # successful requests
     failures: int = 0
     average_ms: dict[str, float] = field(default_factory=dict)  # request, queue, compute_* per request
+    prefix_queries: int = 0    # prompt tokens its vLLM looked up in its prefix cache (vllm:prefix_cache_queries)
+    prefix_hits: int = 0       # of them, found there (vllm:prefix_cache_hits)
+
+    @property
+    def prefix_hit_rate(self) -> float | None:
+        return round(self.prefix_hits / self.prefix_queries, 4) if self.prefix_queries else None
+
+
+PREFIX_QUERIES, PREFIX_HITS = "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
 
 
 def parse_metrics(text: str) -> dict[str, ModelMetrics]:
-    """Triton's Prometheus text -> per model (summed over versions) counts and average times."""
+    """Triton's Prometheus text -> per model (summed over versions) counts and average times, and the prefix
+    cache's lookups and hits in tokens where the backend reports them."""
     sums: dict[str, dict[str, float]] = {}
     for sample in parse_exposition(text).samples:  # lines that are not the format are left out here
         model = sample.label("model")
-        if model is None or not sample.name.startswith("nv_inference_"):
+        if model is None or not (sample.name.startswith("nv_inference_") or sample.name in (PREFIX_QUERIES,
+                                                                                              PREFIX_HITS)):
             continue
         sums.setdefault(model, {})
         sums[model][sample.name] = sums[model].get(sample.name, 0.0) + sample.value
@@ -130,7 +145,8 @@ def parse_metrics(text: str) -> dict[str, ModelMetrics]:
         requests = int(values.get("nv_inference_request_success", 0))
         averages = {name: round(values[metric] / requests / 1000.0, 3)
                     for name, metric in _DURATIONS.items() if requests and metric in values}
-        found[model] = ModelMetrics(requests, int(values.get("nv_inference_request_failure", 0)), averages)
+        found[model] = ModelMetrics(requests, int(values.get("nv_inference_request_failure", 0)), averages,
+                                    int(values.get(PREFIX_QUERIES, 0)), int(values.get(PREFIX_HITS, 0)))
     return found
 
 
