@@ -1015,3 +1015,82 @@ def test_on_spare_gpus_each_new_replica_boots_there_and_takes_the_door_before_th
         assert all(f"{server} on door-1 (" in drain for server in http[:2]) and "->" not in drain, drain
     finally:
         _put_profile(lab, "2080ti")
+
+
+# --- routing by prompt prefix (issue #44) -----------------------------------------------------------------------
+
+def _door_log(clean) -> list:
+    """The door's request log on the balancer (HAProxy's ring), through its runtime program over SSH."""
+    import shlex
+
+    from tritonops.door.request_log import parse_request_log, show_events
+    from tritonops.door.runtime_program import read_send, send_argv
+
+    found = clean(shlex.join(send_argv([show_events()])))
+    return list(parse_request_log(read_send(found.returncode, found.stdout, found.stderr)[0].text))
+
+
+def test_a_door_routing_by_prefix_sends_each_prompts_requests_to_one_replica_whose_cache_then_hits(
+        capsys, inventory, clean, balancer, lab, tmp_path):
+    # two replicas behind door-1 with tritonops_door_routing: prefix; 12 tenants' prompts (300 words each, their
+    # own from the first word), each sent 3 times with another question after it, over HTTP generate: the door's
+    # log shows each key (its hash) served by one replica, both replicas serving keys; the lab engine's prefix
+    # cache finds each tenant's prompt on its second and third request, and `status` and `metrics` say each
+    # replica's hit rate. A request whose body has no prompt is spread, never refused.
+    import random
+
+    from tests.lab.test_replicas_lab import _put_profile
+    from tritonops.render.door_config import http_backend
+
+    two = two_replicas(inventory, tmp_path)
+    data = yaml.safe_load(two.read_text())
+    data["all"]["children"]["tritonops_balancers"]["hosts"]["door-1"]["tritonops_door_routing"] = "prefix"
+    data["all"]["hosts"]["s1"]["tritonops_max_num_seqs"] = 48  # a release of its own: the counters start at 0
+    routed = tmp_path / "routed.yml"
+    routed.write_text(yaml.safe_dump(data))
+    servers = [f"{http_backend(DEPLOYMENT)}/s1-r{i}" for i in range(2)]
+    _put_profile(lab, "a100x4")
+    try:
+        code, report = cli(capsys, "deploy", "-i", str(routed))
+        assert code == 0, failures(report)
+        assert "2 replica(s) behind" in task(report, "door")["msg"] and "(by prompt prefix)" in task(
+            report, "door")["msg"], task(report, "door")
+        key = clean(f"cat {KEYS}").stdout.strip()
+        assert until_servers(clean, "UP", servers, 30), door_servers(clean)
+
+        rng = random.Random(44)
+        words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+        tenants = [" ".join(rng.choice(words) for _ in range(300)) for _ in range(12)]
+        for round_ in range(3):
+            for prompt in tenants:
+                status, body = call(balancer, f"/v2/models/{MODEL}/generate", key, {
+                    "text_input": f"{prompt} question {round_}", "parameters": {"max_tokens": 2}})
+                assert status == 200, body
+        status, body = call(balancer, f"/v2/models/{MODEL}/generate", key, {"parameters": {"max_tokens": 2}})
+        assert status != 503 and status < 500, (status, body)  # no key: spread; the replica's own 400
+
+        logged = [row for row in _door_log(clean) if row.backend == http_backend(DEPLOYMENT)
+                  and row.request.startswith(f"POST /v2/models/{MODEL}/generate")]
+        by_key: dict[str, set] = {}
+        for row in logged:
+            if row.key_hash:
+                by_key.setdefault(row.key_hash, set()).add(row.server)
+        with capsys.disabled():
+            print(f"\nprefix routing: {len(logged)} logged, {len(by_key)} keys: "
+                  f"{sorted((k, sorted(v)) for k, v in by_key.items())}")
+        assert len(by_key) == 12 and all(len(on) == 1 for on in by_key.values()), by_key
+        assert {server for on in by_key.values() for server in on} == {"s1-r0", "s1-r1"}, by_key
+        assert logged[-1].key_hash is None and logged[-1].server in ("s1-r0", "s1-r1"), logged[-1]
+
+        code, state = cli(capsys, "status", "-i", str(routed))
+        replicas = state["results"][0]["payload"]["replicas"]
+        code_m, metrics = cli(capsys, "metrics", "-i", str(routed))
+        (model,) = [m for m in metrics["results"][0]["payload"]["models"] if m["model"] == MODEL]
+        with capsys.disabled():
+            print(f"status: {[(r['index'], r['requests'], r['prefix_hit_rate']) for r in replicas]}; metrics: "
+                  f"{model['prefix_hit_rate']} {model['replica_hit_rates']}")
+        # a tenant's 2nd and 3rd requests find its 300 words cached (whole 16-token blocks): about 2/3 of the tokens
+        assert code == 0 and all(0.5 < r["prefix_hit_rate"] < 0.7 for r in replicas), replicas
+        assert code_m == 0 and 0.5 < model["prefix_hit_rate"] < 0.7 and len(model["replica_hit_rates"]) == 2, model
+    finally:
+        _put_profile(lab, "2080ti")
