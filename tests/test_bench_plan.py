@@ -203,3 +203,29 @@ def test_a_kept_summary_reads_back_as_it_was_written():
     assert summary_from_json(json.loads(json.dumps(kept.to_json()))) == kept
     with pytest.raises(TritonopsError, match="not a tritonops bench summary"):
         summary_from_json({"levels": []})
+
+
+def test_the_shared_prefix_workload_asks_aiperf_for_its_tenants_prefixes_before_each_prompt():
+    """Issue #44: --workload shared-prefix --tenants P --prefix-tokens L: aiperf's own prefix prompts (a pool of P,
+    L tokens each, one picked per request before its --input-tokens); both or neither."""
+    argv = aiperf_argv(["aiperf"], ["http://a:1"], Workload("m", input_tokens=64, tenants=12, prefix_tokens=2048), 8,
+                       "/tok", "/t.j2", "/out")
+    assert argv[argv.index("--num-prefix-prompts"):][:4] == ["--num-prefix-prompts", "12", "--prefix-prompt-length",
+                                                             "2048"]
+    assert argv[argv.index("--prompt-input-tokens-mean") + 1] == "64"
+    assert "--num-prefix-prompts" not in aiperf_argv(["aiperf"], ["http://a:1"], Workload("m"), 8, "/tok", "/t.j2",
+                                                     "/out")
+    with pytest.raises(InputError, match="needs both") as refused:
+        check_workload(Workload("m", tenants=12))
+    assert refused.value.where == "--prefix-tokens"
+    with pytest.raises(InputError, match="not between 1 and 100,000"):
+        check_workload(Workload("m", tenants=-1, prefix_tokens=-1))
+
+
+def test_a_levels_prefix_cache_hit_rate_is_its_hits_over_its_lookups_not_since_start():
+    before = [ModelFigures("m", requests=100, inferences=100, prefix_queries=10_000, prefix_hits=1_000)]
+    after = [ModelFigures("m", requests=110, inferences=110, prefix_queries=12_000, prefix_hits=2_500)]
+    assert server_times(before, after, "m").prefix_hit_rate == 0.75
+    plain = [ModelFigures("m", requests=120, inferences=120)]
+    assert server_times(plain, plain[:0] + [ModelFigures("m", requests=130, inferences=130)], "m").prefix_hit_rate \
+        is None

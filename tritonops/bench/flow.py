@@ -172,10 +172,13 @@ def _other_run(root: Path, deployment: str, summary: BenchSummary, compare_to: s
 
 
 def _workload_doc(workload: Workload) -> dict:
-    return {"mode": workload.mode, "concurrency": list(workload.concurrency), "request_rate": workload.request_rate,
-            "input_tokens": workload.input_tokens, "output_tokens": workload.output_tokens,
-            "requests": {str(c): workload.requests_at(c) for c in workload.concurrency}
-            if workload.duration_s is None else None, "duration_s": workload.duration_s}
+    doc = {"mode": workload.mode, "concurrency": list(workload.concurrency), "request_rate": workload.request_rate,
+           "input_tokens": workload.input_tokens, "output_tokens": workload.output_tokens,
+           "requests": {str(c): workload.requests_at(c) for c in workload.concurrency}
+           if workload.duration_s is None else None, "duration_s": workload.duration_s}
+    if workload.tenants:  # the shared-prefix workload; a random one's summary stays as it was
+        doc.update(tenants=workload.tenants, prefix_tokens=workload.prefix_tokens)
+    return doc
 
 
 def _last_line(log: str) -> str:

@@ -62,6 +62,10 @@ class Workload:
     duration_s: float | None = None   # per level, instead of a count
     mode: str = "kserve"
     seed: int = 0
+    # the shared-prefix workload (issue #44): `tenants` prompts of `prefix_tokens` each, one of them picked at random
+    # before each request's own input_tokens (aiperf's --num-prefix-prompts / --prefix-prompt-length); 0: none
+    tenants: int = 0
+    prefix_tokens: int = 0
 
     def requests_at(self, concurrency: int) -> int:
         if self.requests is not None:
@@ -106,6 +110,13 @@ def check_workload(workload: Workload) -> Workload:
         raise InputError(f"{workload.duration_s:g} s is not between 1 and {MAX_DURATION_S}", "--duration")
     if workload.requests is not None and workload.duration_s is not None:
         raise InputError("give --requests or --duration, not both", "--duration")
+    if (workload.tenants > 0) != (workload.prefix_tokens > 0):
+        raise InputError("the shared-prefix workload needs both --tenants and --prefix-tokens",
+                         "--tenants" if not workload.tenants else "--prefix-tokens")
+    for flag, value, high in (("--tenants", workload.tenants, 100_000), ("--prefix-tokens", workload.prefix_tokens,
+                                                                         1_000_000)):
+        if not 0 <= value <= high:
+            raise InputError(f"{value} is not between 1 and {high:,}", flag)
     if workload.request_rate is not None and not 0 < workload.request_rate <= 100_000:
         raise InputError(f"{workload.request_rate:g} is not a rate above 0 and at most 100,000 per second",
                          "--request-rate")
@@ -184,6 +195,8 @@ def aiperf_argv(aiperf: Sequence[str], urls: Iterable[str], workload: Workload, 
         argv += ["--benchmark-duration", f"{workload.duration_s:g}", "--benchmark-grace-period", str(GRACE_S)]
     else:
         argv += ["--request-count", str(workload.requests_at(concurrency))]
+    if workload.tenants:
+        argv += ["--num-prefix-prompts", str(workload.tenants), "--prefix-prompt-length", str(workload.prefix_tokens)]
     argv += ["--request-timeout-seconds", str(REQUEST_TIMEOUT_S),
              "--prompt-input-tokens-mean", str(workload.input_tokens), "--prompt-input-tokens-stddev", "0",
              "--prompt-output-tokens-mean", str(workload.output_tokens), "--prompt-output-tokens-stddev", "0",

@@ -33,10 +33,12 @@ DEFAULT_THRESHOLD = 0.10  # a figure 10 % worse than the other release's is mark
 
 @dataclass(frozen=True)
 class ServerTimes:
-    """Per request at the servers over one level: Triton's queue and compute (infer) time, ms."""
+    """Per request at the servers over one level: Triton's queue and compute (infer) time, ms; and the share of
+    prompt tokens the engines found in their prefix caches (None where the backend does not count them)."""
     requests: int
     queue_ms: float | None
     compute_ms: float | None
+    prefix_hit_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def server_times(before: Iterable[Any], after: Iterable[Any], model: str) -> Ser
     """Queue and compute (infer) time per request over a level, from the servers' figures read before and
     after it (metrics.figures.ModelFigures of every replica: requests and average ms since start). None when
     the model's figures are missing or no request finished in between."""
-    def totals(figures: Iterable[Any]) -> tuple[int, int, float, float] | None:
+    def totals(figures: Iterable[Any]) -> tuple[int, int, float, float, int, int] | None:
         found = [f for f in figures if getattr(f, "model", None) == model]
         if not found:
             return None
@@ -131,7 +133,8 @@ def server_times(before: Iterable[Any], after: Iterable[Any], model: str) -> Ser
         inferences = sum(f.inferences for f in found)
         queue = sum(f.average_ms.get("queue", 0.0) * f.requests for f in found)
         compute = sum(f.average_ms.get("compute_infer", 0.0) * f.inferences for f in found)
-        return requests, inferences, queue, compute
+        return (requests, inferences, queue, compute, sum(f.prefix_queries for f in found),
+                sum(f.prefix_hits for f in found))
 
     start, end = totals(before), totals(after)
     if start is None or end is None or end[0] <= start[0]:
@@ -139,7 +142,9 @@ def server_times(before: Iterable[Any], after: Iterable[Any], model: str) -> Ser
     requests, inferences = end[0] - start[0], end[1] - start[1]
     queue = (end[2] - start[2]) / requests
     compute = (end[3] - start[3]) / inferences if inferences > 0 else None
-    return ServerTimes(requests, round(queue, 3), None if compute is None else round(compute, 3))
+    queries = end[4] - start[4]
+    return ServerTimes(requests, round(queue, 3), None if compute is None else round(compute, 3),
+                       round((end[5] - start[5]) / queries, 4) if queries > 0 else None)
 
 
 @dataclass(frozen=True)
@@ -188,7 +193,7 @@ def compare(now: BenchSummary, before: BenchSummary, threshold: float = DEFAULT_
     return Comparison(now.release, before.release, threshold, tuple(changes))
 
 
-WORKLOAD_SHAPE = ("input_tokens", "output_tokens", "request_rate")  # two runs are compared only when these match
+WORKLOAD_SHAPE = ("input_tokens", "output_tokens", "request_rate", "tenants", "prefix_tokens")  # two runs are compared only when these match
 
 
 def comparable(run: BenchSummary, other: BenchSummary) -> bool:

@@ -33,7 +33,17 @@ def register(subparsers, common) -> None:
                         help="concurrency levels, one aiperf run each (default 1,8,32,128)")
     parser.add_argument("--request-rate", type=float, default=None, metavar="R",
                         help="requests per second (constant arrivals), capped by the concurrency")
-    parser.add_argument("--input-tokens", type=int, default=128, metavar="N", help="prompt tokens (default 128)")
+    parser.add_argument("--input-tokens", type=int, default=128, metavar="N",
+                        help="prompt tokens (default 128); with --workload shared-prefix, each request's own after "
+                             "its tenant's prefix")
+    parser.add_argument("--workload", choices=("random", "shared-prefix"), default="random",
+                        help="random prompts (default), or shared-prefix: --tenants prompts of --prefix-tokens each, "
+                             "one of them before each request's own tokens, as chat with system prompts, RAG and "
+                             "agents send (the prefix caches' hit rate is shown)")
+    parser.add_argument("--tenants", type=int, default=None, metavar="P",
+                        help="shared-prefix: how many distinct prefixes (default 16)")
+    parser.add_argument("--prefix-tokens", type=int, default=None, metavar="L",
+                        help="shared-prefix: tokens of each prefix (default 2048)")
     parser.add_argument("--output-tokens", type=int, default=128, metavar="N",
                         help="generated tokens per request (default 128)")
     bound = parser.add_mutually_exclusive_group()
@@ -65,9 +75,15 @@ def run(args, out) -> int:
         raise InputError(f"{args.threshold:g} is not a fraction above 0 (0.10: 10 %)", "--threshold")
     if args.tokenizer and not os.path.isabs(args.tokenizer):
         raise InputError(f"{args.tokenizer!r} is not an absolute path", "--tokenizer")
+    shared = args.workload == "shared-prefix"
+    if not shared and (args.tenants is not None or args.prefix_tokens is not None):
+        raise InputError("--tenants and --prefix-tokens shape the shared-prefix workload: add --workload "
+                         "shared-prefix", "--tenants" if args.tenants is not None else "--prefix-tokens")
     workload = Workload(model=args.model, concurrency=parse_levels(args.concurrency), request_rate=args.request_rate,
                         input_tokens=args.input_tokens, output_tokens=args.output_tokens, requests=args.requests,
-                        duration_s=args.duration)
+                        duration_s=args.duration,
+                        tenants=(16 if args.tenants is None else args.tenants) if shared else 0,
+                        prefix_tokens=(2048 if args.prefix_tokens is None else args.prefix_tokens) if shared else 0)
     request = BenchRequest(workload, args.through, None if args.compare == "none" else args.compare,
                            args.threshold, args.tokenizer, plots=not args.no_plots)
     inputs, options = reading_inputs(args)
@@ -128,7 +144,9 @@ def _table(report) -> Table:
     title = (f"BENCH {summary.deployment} release {summary.release} model {summary.model} through "
              f"{summary.through} ({', '.join(summary.endpoints)}); latencies in ms")
     table = Table(title=title, title_justify="left")
-    for column in ("concurrency", "requests ok / failed", *(name for name, _ in COLUMNS), "queue", "compute"):
+    prefix = any(level.server and level.server.prefix_hit_rate is not None for level in summary.levels)
+    for column in ("concurrency", "requests ok / failed", *(name for name, _ in COLUMNS), "queue", "compute",
+                   *(("prefix hits",) if prefix else ())):
         table.add_column(column, justify="right")
     comparison = report.comparison
     for level in summary.levels:
@@ -140,6 +158,8 @@ def _table(report) -> Table:
                 text = f"! {text} ({change.ratio - 1:+.0%})"
             cells.append(text)
         server = level.server
+        hits = "-" if server is None or server.prefix_hit_rate is None else f"{server.prefix_hit_rate:.0%}"
         table.add_row(str(level.concurrency), f"{level.requests_ok:,} / {level.requests_failed:,}", *cells,
-                      _number(server.queue_ms) if server else "-", _number(server.compute_ms) if server else "-")
+                      _number(server.queue_ms) if server else "-", _number(server.compute_ms) if server else "-",
+                      *((hits,) if prefix else ()))
     return table

@@ -48,6 +48,8 @@ class ModelFigures:
     waiting: int | None = None
     prefix_hit_rate: float | None = None  # tokens found in vLLM's prefix cache / tokens looked up (None: not reported)
     replica_hit_rates: tuple[float | None, ...] = ()  # each replica's, in the order of its pages (several only)
+    prefix_queries: int = 0    # the counts behind prefix_hit_rate, since the replicas started (tokens)
+    prefix_hits: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ def _figures(model: str, sums: dict[str, float], gauges: dict[str, list[float]])
     return ModelFigures(model, int(requests or 0), int(failures or 0), int(inferences or 0), int(executions or 0),
                         None if pending is None else int(pending), averages,
                         max(usage) if usage else None, _total(gauges.get(RUNNING)), _total(gauges.get(WAITING)),
-                        round(sums.get(PREFIX_HITS, 0.0) / queries, 4) if queries else None)
+                        round(sums.get(PREFIX_HITS, 0.0) / queries, 4) if queries else None, (),
+                        int(queries or 0), int(sums.get(PREFIX_HITS, 0)))
 
 
 def _total(values: list[float] | None) -> int | None:
