@@ -10,6 +10,7 @@ import http.client
 import http.server
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -154,6 +155,18 @@ class Replica(http.server.BaseHTTPRequestHandler):
             wait = float(json.loads(body).get("parameters", {}).get("sleep_s", 0))
         except (ValueError, AttributeError):
             wait = 0.0
+        if self.path.endswith("/generate_stream"):  # 5 events, `wait` apart
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(5):
+                data = f"data: {json.dumps({'text_output': f'w{i}', 'replica': self.server.name})}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+                time.sleep(min(wait, 1.0))
+            self.wfile.write(b"0\r\n\r\n")
+            return
         time.sleep(min(wait, 5.0))
         self._answer(200, json.dumps({"replica": self.server.name}).encode())
 
@@ -180,6 +193,7 @@ class Balancer:
     socket: str
     ports: dict[str, int]  # deployment -> its HTTP door
     process: subprocess.Popen | None = None
+    folder: Path | None = None
 
     def send(self, prompt: str | None, deployment: str = "bounded", sleep_s: float = 0.0) -> str:
         body = {"parameters": {"sleep_s": sleep_s}} if prompt is None else {"text_input": prompt,
@@ -224,7 +238,7 @@ def fleet(tmp_path_factory, script) -> Fleet:
             conf.mkdir()
             for name, text in render_balancer_files(globals_, configs).items():
                 (conf / name).write_text(text)
-            balancer = Balancer(globals_.stats_socket, ports)
+            balancer = Balancer(globals_.stats_socket, ports, folder=conf)
             balancer.process = start(conf, balancer.socket)
             fleet.balancers.append(balancer)
         yield fleet
@@ -294,3 +308,66 @@ def test_the_balance_factor_bounds_a_hot_keys_replica(fleet, deployment, most):
             time.sleep(0.02)  # one after the other, as HAProxy counts each served request before the next
         reached = Counter(future.result() for future in futures)
     assert max(reached.values()) <= most and (len(reached) > 1) == (deployment == "bounded"), reached
+
+
+def test_a_reload_under_load_fails_nothing_and_keeps_every_keys_replica(fleet):
+    """HAProxy reloads (SIGUSR2 to its master: a new worker) while keyed requests flow: none fails, and the new
+    worker sends each prompt where the old one did (the ring is the configuration's, not the process's). The door
+    without a balance factor: with 3 clients at once the bound would rightly send some elsewhere."""
+    balancer = fleet.balancers[1]
+    chosen = {prompt: balancer.send(prompt, "unbounded") for prompt in PROMPTS[:10]}
+    stop = threading.Event()
+    seen: list = []
+
+    def load():
+        while not stop.is_set():
+            for prompt in PROMPTS[:10]:
+                seen.append((prompt, balancer.send(prompt, "unbounded", sleep_s=0.05)))
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    old = ask(balancer.socket, "show info")
+    balancer.process.send_signal(signal.SIGUSR2)
+    deadline = time.monotonic() + 10
+    while ask(balancer.socket, "show info") == old and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert len(seen) > 30 and all(replica == chosen[prompt] for prompt, replica in seen), seen[:5]
+
+
+def test_server_sent_events_keep_their_spacing_through_a_prefix_door(fleet):
+    """generate_stream through the door: 5 events 0.2 s apart arrive 0.2 s apart (http-no-delay), not in a burst;
+    the stream's replica is its prompt's."""
+    balancer = fleet.balancers[0]
+    prompt = PROMPTS[7]
+    expected = balancer.send(prompt)
+    connection = http.client.HTTPConnection("127.0.0.1", balancer.ports["bounded"], timeout=10)
+    connection.request("POST", GENERATE + "_stream", body=json.dumps(
+        {"text_input": prompt, "parameters": {"sleep_s": 0.2}}).encode(), headers={"Content-Type": "application/json"})
+    answer = connection.getresponse()
+    arrived, replicas = [], set()
+    while len(arrived) < 5:
+        line = answer.fp.readline()
+        if line.startswith(b"data:"):
+            arrived.append(time.monotonic())
+            replicas.add(json.loads(line[5:])["replica"])
+    connection.close()
+    gaps = [b - a for a, b in zip(arrived, arrived[1:])]
+    assert all(0.15 < gap < 0.35 for gap in gaps) and replicas == {expected}, (gaps, replicas)
+
+
+def test_the_grpc_door_is_the_same_whatever_the_http_door_routes_by():
+    """gRPC streams stay on leastconn: routing by prefix changes the HTTP door only."""
+    from tritonops.render.door_config import LEASTCONN, render_deployment
+
+    replicas = (BalancedReplica("a-r0", "10.0.0.1", 8000, 8001, 8), BalancedReplica("a-r1", "10.0.0.1", 8010, 8011, 8))
+    texts = {routing: render_deployment(BalancerConfig("chat", replicas, routing=routing))
+             for routing in (LEASTCONN, PREFIX)}
+    grpc = {routing: text[text.index("frontend tritonops_chat_grpc_door"):] for routing, text in texts.items()}
+    assert grpc[LEASTCONN] == grpc[PREFIX] and "balance leastconn" in grpc[PREFIX]
+    assert texts[LEASTCONN] != texts[PREFIX]
