@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from tests.test_sizing_gpu import host_facts
-from tests.test_startup_imports import loaded
+from tests.support.facts import host_facts
+from tests.support.startup import loaded
 from tritonops import api
 from tritonops.errors import InputError
 from tritonops.facts.model import HostProbe, ProbeReport, report_to_json
@@ -100,7 +100,7 @@ def test_the_cli_running_a_command_never_loads_fabric(tmp_path):
 
 
 def test_a_cli_module_importing_fabric_breaks_the_cli_without_fabric_contract(tmp_path):
-    from tests.test_import_layers import copy_with, lint
+    from tests.support.import_lint import copy_with, lint
 
     folder = copy_with(tmp_path, "tritonops/cli/cmd_status.py",
                        "\n\ndef _fabric():\n    from tritonops.transport import fabric_adapter  # noqa: F401\n")

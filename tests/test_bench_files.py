@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_bench_plan import fixture_level, summary
+from tests.support.bench import fixture_level, summary
 from tritonops.bench import store
 from tritonops.bench.plots import write_plots
 from tritonops.bench.runner import AiperfMissing, aiperf_command, find_aiperf

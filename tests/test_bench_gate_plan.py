@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.test_bench_plan import Host, fixture_level
+from tests.support.bench import Host, fixture_level
 from tritonops.errors import InputError
 from tritonops.bench.plan import Workload
 from tritonops.bench.gate_plan import GateSettings, baseline, gate_settings, verdict

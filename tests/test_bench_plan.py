@@ -5,28 +5,20 @@ the comparison of two releases and its thresholds."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.serve_records import serve_record
+from tests.support.bench import Host, fixture_level, summary
+from tests.support.serve_records import serve_record
 from tritonops.errors import InputError, TritonopsError
 from tritonops.metrics.figures import ModelFigures
 from tritonops.bench.plan import (KSERVE_TEMPLATE, Workload, aiperf_argv, check_workload, door_endpoints,
                                       parse_levels, release_key, replica_endpoints)
-from tritonops.bench.results import (BenchSummary, ServerTimes, compare, level_from_aiperf, previous_run,
+from tritonops.bench.results import (ServerTimes, compare, level_from_aiperf, previous_run,
                                               server_times, summary_from_json, workload_said)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "aiperf"
-
-
-@dataclass
-class Host:
-    name: str
-    groups: tuple[str, ...] = ()
-    vars: dict = field(default_factory=dict)
-    history: dict = field(default_factory=dict)
 
 
 def test_concurrency_levels_are_whole_numbers_each_given_once():
@@ -127,10 +119,6 @@ def test_the_kserve_payload_template_renders_the_body_triton_streams():
                                 "parameters": {"max_tokens": 32, "stream": True, "ignore_eos": True}}
 
 
-def fixture_level(name: str, concurrency: int):
-    return level_from_aiperf(concurrency, (FIXTURES / name).read_text())
-
-
 def test_a_level_is_read_from_aiperfs_real_json_export():
     level = fixture_level("fast_c1.json", 1)
     assert (level.concurrency, level.requests_ok, level.requests_failed) == (1, 8, 0)
@@ -156,11 +144,6 @@ def test_server_times_are_the_differences_over_the_level_not_the_averages_since_
     assert server_times(before, after, "m") == ServerTimes(10, 7.0, 4.0)
     assert server_times(before, before, "m") is None  # nothing finished in between
     assert server_times([], after, "m") is None
-
-
-def summary(release: str, started: str, levels, through: str = "balancer", tokens=(128, 128)) -> BenchSummary:
-    return BenchSummary("dep", release, "vllm_model", through, ("door-1",),
-                        {"input_tokens": tokens[0], "output_tokens": tokens[1]}, tuple(levels), started, "0.13.0")
 
 
 def test_a_slower_release_is_flagged_where_it_got_worse_and_nowhere_else():

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from tests.serve_records import serve_record
+from tests.support.serve_records import serve_record
 from tritonops.planning.serve_record import ReplicaRecord
 from tritonops.cli.main import main
 from tritonops.results import GroupResult, HostResult

@@ -30,10 +30,10 @@ def test_members_that_would_run_different_images_are_refused():
 
 
 def test_a_limit_that_leaves_out_members_of_a_cluster_refuses_the_selected_ones(tmp_path):
-    from tests.test_planning_cluster_hosts import inventory
+    from tests.support.planning import cluster_inventory
     from tritonops.planning.cluster_rollout import outside_limit
 
-    hosts = inventory(tmp_path)  # solo, and the cluster big of g1, g2, g3
+    hosts = cluster_inventory(tmp_path)  # solo, and the cluster big of g1, g2, g3
     by_name = {h.name: h for h in hosts}
     assert outside_limit([by_name["g1"], by_name["solo"]], hosts) == {
         "g1": "cluster big: --limit leaves out its members g2, g3; a pipeline is deployed and rolled back as one "

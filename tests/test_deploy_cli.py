@@ -5,6 +5,7 @@ import json
 import pytest
 import yaml
 
+from tests.support.playbooks import write_playbook
 from tritonops.cli.main import main
 
 
@@ -14,14 +15,6 @@ def unreachable_inventory(tmp_path):
     path = tmp_path / "hosts.yml"
     path.write_text(yaml.safe_dump({"all": {"hosts": {"gpu1": {"ansible_host": "127.0.0.1", "ansible_port": 1}}}}))
     return str(path)
-
-
-def write_playbook(tmp_path, tasks):
-    roles = tmp_path / "roles" / "r" / "tasks"
-    roles.mkdir(parents=True)
-    (roles / "main.yml").write_text(tasks)
-    (tmp_path / "play.yml").write_text("- name: p\n  hosts: all\n  roles: [r]\n")
-    return str(tmp_path / "play.yml")
 
 
 @pytest.mark.parametrize("tasks, problem, line", [

@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import deploy_inputs
+from tests.support.playbooks import deploy_inputs
 from tritonops.door.program import DoorApplied, KeysChanged
 from tritonops.cli.main import main
 from tritonops.deploy.door_keys import KeysOptions, change_keys, said

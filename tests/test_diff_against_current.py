@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve_records import serve_record
+from tests.support.serve_records import serve_record
 from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
 from tritonops.facts.query_program import read_facts
 from tritonops.operations.execute import run_step

@@ -1,5 +1,5 @@
 """balancer/door_figures: a door's requests and refusals by reason, from `show stat` captured from Debian's HAProxy
-2.6.12 running the rendered door after a known mix of 14 requests (tests/haproxy_door_capture.py; the fixtures'
+2.6.12 running the rendered door after a known mix of 14 requests (tests/support/haproxy_door_capture.py; the fixtures'
 README lists them): every figure is what those requests must give."""
 
 from pathlib import Path

@@ -5,8 +5,8 @@ the way those files say."""
 
 import pytest
 
-from tests.conftest import FIXTURES
-from tests.haproxy_harness import BACKEND, balancer  # noqa: F401 - the module's haproxy, a fixture
+from tests.support.haproxy_harness import BACKEND, balancer  # noqa: F401 - the module's haproxy, a fixture
+from tests.support.paths import FIXTURES
 from tritonops.door import runtime_program
 from tritonops.door.runtime import (RuntimeApiError, RuntimeRefused, ServerState, StatRow, check_answer,
                                         drained, find_server, parse_servers_state, parse_stat, server_status,

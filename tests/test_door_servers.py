@@ -1,5 +1,5 @@
 """door/servers: each replica as a balancer's door sees it, read from `show stat` answers captured from
-Debian's HAProxy 2.6.12 running tritonops' rendered door (tests/haproxy_door_capture.py; fixtures README)."""
+Debian's HAProxy 2.6.12 running tritonops' rendered door (tests/support/haproxy_door_capture.py; fixtures README)."""
 
 from pathlib import Path
 

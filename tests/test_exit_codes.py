@@ -6,8 +6,8 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import closed_port
-from tests.test_sizing_gpu import host_facts
+from tests.support.facts import host_facts
+from tests.support.network import closed_port
 from tritonops.cli.main import main
 from tritonops.exit_codes import ExitCode, exit_code_of
 from tritonops.facts.model import HostProbe, ProbeReport, report_to_json

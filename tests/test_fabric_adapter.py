@@ -7,7 +7,7 @@ import pytest
 from fabric import Config, Connection, SerialGroup, ThreadingGroup
 from paramiko import AutoAddPolicy
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops import api
 from tritonops.errors import InputError
 from tritonops.transport.base import Unreachable

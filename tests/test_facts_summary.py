@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 from tritonops.facts.probe_parse import parse_nvml, parse_probe_output
 from tritonops.facts.summary import free_vram_summary, gpu_summary, short_gpu_name
 

@@ -1,7 +1,7 @@
 """Fuzzing what a deploy reads besides the inventory: playbooks and roles, -e values, and the
 release.json files read back from hosts (tampered, truncated, not ours). Every input gives a result
 or our typed one-line error, never another exception; a valid playbook compiles to exactly the tasks it
-names, per host, with the arguments it wrote (playbook_model.py says which, without asking the engine);
+names, per host, with the arguments it wrote (tests/support/playbook_model.py says which, without asking the engine);
 a release read back damaged is never started. Each fuzzer checks that part of what it made was accepted."""
 
 import json
@@ -16,9 +16,9 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fuzzcount import accepted, fuzzed, tried
-from playbook_model import HOSTS, PLAYBOOKS, PlaybookSpec
-from tests.serve_records import HOST_PORTS
+from tests.support.fuzzcount import accepted, fuzzed, tried
+from tests.support.playbook_model import HOSTS, PLAYBOOKS, PlaybookSpec
+from tests.support.serve_records import HOST_PORTS
 from tritonops.errors import TritonopsError
 from tritonops.operations.serve import ContainerSettings, serve_step
 from tritonops.playbook import compile_playbook, load_run_inputs, parse_extra_vars

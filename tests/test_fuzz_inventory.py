@@ -1,6 +1,6 @@
 """Fuzzing the inventory loaders (YAML, INI, group_vars/host_vars) and host patterns: every input loads
 or fails with our typed one-line error, never another exception, a hang or unbounded memory; whatever
-loads hands SSH only inert values (connection_oracle.py says what that means, independently of the
+loads hands SSH only inert values (tests/support/connection_oracle.py says what that means, independently of the
 loader's own checks); a hostile address, user, port or ssh option is refused, and a hostile string in
 any other variable is kept exactly as written. Each fuzzer checks that part of what it made loaded."""
 
@@ -14,8 +14,9 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from connection_oracle import connection_problems, inert_address, inert_hop, inert_user, never_a_port, port_number
-from fuzzcount import accepted, fuzzed, tried
+from tests.support.connection_oracle import (connection_problems, inert_address, inert_hop, inert_user, never_a_port,
+                                             port_number)
+from tests.support.fuzzcount import accepted, fuzzed, tried
 from tritonops.errors import TritonopsError
 from tritonops.inventory import load_inventory
 

@@ -5,7 +5,7 @@ Every input either loads or raises our typed error (InputError; ConfigError is o
 another exception, a hang or unbounded memory; and what loads is made of sizes (positive whole
 numbers), so no plan "fits" on nonsense. A valid model directory (config.json and safetensors
 shards the test lays out itself) sizes to a plan whose weights are the bytes of the tensors it
-wrote. Each fuzzer checks that it tried its examples and that enough of them loaded (fuzzcount.py).
+wrote. Each fuzzer checks that it tried its examples and that enough of them loaded (tests/support/fuzzcount.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from fuzzcount import accepted, fuzzed, tried
+from tests.support.fuzzcount import accepted, fuzzed, tried
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_host_program_door_apply import apply, files, place, through  # noqa: F401 - place is a fixture
+from tests.support.door_program import apply, files, place, through  # noqa: F401 - place is a fixture
 from tritonops.door import program as door_program
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.haproxy_harness import BACKEND, SLOW_S, balancer  # noqa: F401 - the module's haproxy, a fixture
+from tests.support.haproxy_harness import BACKEND, SLOW_S, balancer  # noqa: F401 - the module's haproxy, a fixture
 from tritonops.door import runtime_program
 from tritonops.door.runtime import (RuntimeRefused, RuntimeUnreachable, find_server, parse_stat,
                                         server_status, set_server_state, show_stat)

@@ -11,13 +11,13 @@ import json
 import os
 import pkgutil
 import pwd
-import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from tests.support.host_programs import run_program as run
 from tritonops import host_programs
 from tritonops.door import program as door_program, runtime_program
 from tritonops.facts import query_program
@@ -32,12 +32,6 @@ FOLDER = Path(host_programs.__file__).parent
 SHARED = ["basic", "haproxy_answers", "release_files", "triton_client"]  # modules the packer puts into the programs that import them
 PROGRAMS = sorted(module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.name not in SHARED)
 HUB_LIBRARIES = {"huggingface_hub", "modelscope"}
-
-
-def run(name: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    """The program as a host runs it: its packed source as the -c argument, nothing of tritonops on the path."""
-    return subprocess.run((sys.executable, *host_programs.argv(name, *args)[1:]), input=stdin, capture_output=True,
-                          text=True, timeout=60, cwd="/", env={"PATH": os.environ.get("PATH", "")})
 
 
 def test_every_python_program_is_there():

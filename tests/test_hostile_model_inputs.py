@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sizing_gpu import host_facts
+from tests.support.facts import host_facts
 from tritonops.cli.main import main
 from tritonops.errors import InputError
 from tritonops.facts.model import HostProbe, ProbeReport, report_to_json

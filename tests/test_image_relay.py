@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.test_host_programs import run as run_program
+from tests.support.host_programs import run_program
 from tritonops.errors import InputError
 from tritonops.host_programs import relay as image_relay
 from tritonops.relay.settings import relay_fanout, relay_peer

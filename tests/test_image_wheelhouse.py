@@ -98,7 +98,7 @@ def test_the_index_started_on_a_host_answers_and_its_pid_file_names_the_server(t
     stopping the index left the server running."""
     from pathlib import Path
 
-    from tests.conftest import closed_port
+    from tests.support.network import closed_port
     from tritonops.lab.wheelhouse import index_answers, index_url, serve_on_host, stop_on_host
     from tritonops.transport.local import LocalTransport
     from tritonops.waiting import wait_until

@@ -6,45 +6,16 @@ import-linter runs in a fresh interpreter, from the folder holding the package i
 or a copy with one bad import added), the way `lint-imports` runs in CI.
 """
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.import_lint import copy_with, lint
+from tests.support.paths import REPO
+
 LAYERS = "tritonops' layers: imports point downward only"
 ACYCLIC = "no import cycles between the modules of one package"
 
-# Checks that the package analysed is the one under the folder, then lints with its pyproject.toml.
-LINT = """
-import importlib.util, sys
-print("@@ analysed", importlib.util.find_spec("tritonops").origin)
-from importlinter.cli import lint_imports
-sys.exit(lint_imports("pyproject.toml", no_cache=True, no_logo=True))
-"""
-
-
-def lint(folder: Path) -> tuple[int, str]:
-    done = subprocess.run([sys.executable, "-c", LINT], cwd=folder, env={**os.environ, "PYTHONPATH": str(folder)},
-                          capture_output=True, text=True, timeout=300)
-    output = done.stdout + done.stderr
-    analysed = output.split("@@ analysed ", 1)[1].split("\n", 1)[0]
-    assert Path(analysed).is_relative_to(folder / "tritonops"), analysed
-    return done.returncode, output
-
-
-def copy_with(tmp_path: Path, module: str, added: str) -> Path:
-    """A copy of the package and its pyproject.toml with `added` appended to `module` (a path)."""
-    shutil.copytree(ROOT / "tritonops", tmp_path / "tritonops", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    with open(tmp_path / module, "a") as handle:
-        handle.write(added)
-    return tmp_path
-
 
 def test_the_package_keeps_its_import_contracts():
-    code, output = lint(ROOT)
+    code, output = lint(REPO)
     assert code == 0, output
     assert f"{LAYERS} KEPT" in output and f"{ACYCLIC} KEPT" in output and ", 0 broken." in output
 

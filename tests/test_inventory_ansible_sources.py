@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_inventory_sources import shape
+from tests.support.inventory import shape
 from tritonops.cli.main import main
 from tritonops.errors import TritonopsError
 from tritonops.inventory import load_inventory

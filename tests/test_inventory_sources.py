@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.inventory import shape
 from tritonops.inventory import load_inventory
 
 FIXTURES = Path(__file__).parent / "fixtures" / "inventory"
@@ -20,14 +21,6 @@ def write(folder: Path, name: str, text: str) -> str:
 
 def load(*paths, **kwargs):
     return load_inventory([str(path) for path in paths], ssh_config_file=os.devnull, **kwargs)
-
-
-def shape(inventory):
-    """Everything an inventory says, minus where it was said."""
-    groups = {name: (group.hosts, set(group.children), set(group.parents), group.vars)
-              for name, group in inventory.groups.items()}
-    hosts = [(host.name, host.groups, host.vars, host.connection) for host in inventory.hosts]
-    return groups, hosts
 
 
 def test_yaml_and_ini_twins_give_the_same_inventory():

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 from tritonops.lab.image_specs import asset_text
 from tritonops.lab.profile_file import GpuFaults, SimulatedProcess, gpu_uuid, parse_profile, render_profile
 from tritonops.lab.profiles import PROFILES, get_profile

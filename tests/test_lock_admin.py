@@ -6,11 +6,10 @@ import json
 import socket
 from dataclasses import replace
 
-import jsonschema
 import pytest
 import yaml
 
-from tests.test_result_json import SCHEMA
+from tests.support.cli import cli
 from tritonops.cli.main import main
 from tritonops.deploy.lock import (LockOwner, LockState, acquire, owner_named, parse_lock_state, read_lock,
                                    release_held)
@@ -87,14 +86,6 @@ def local_inventory(tmp_path):
     path.write_text(yaml.safe_dump({"all": {"hosts": {"here": {
         "ansible_connection": "local", "tritonops_root": str(tmp_path / "opt"), "tritonops_deployment": "dep-x"}}}}))
     return str(path)
-
-
-def cli(capsys, *argv):
-    code = main([*argv, "--json"])
-    doc = json.loads(capsys.readouterr().out)
-    jsonschema.validate(doc, SCHEMA)
-    assert doc["exit_code"] == code
-    return code, doc
 
 
 def test_lock_status_and_release_from_the_command_line_with_the_audit_log(capsys, tmp_path, local_inventory):

@@ -3,7 +3,7 @@ start themselves run on the lab: tests/lab/test_maintenance_lab.py."""
 
 import pytest
 
-from tests.conftest import deploy_inputs
+from tests.support.playbooks import deploy_inputs
 from tritonops.cli.main import main
 from tritonops.deploy.maintenance import MaintenanceOptions, maintain
 from tritonops.errors import InputError

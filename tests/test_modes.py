@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.serve_records import serve_record
+from tests.support.serve_records import serve_record
 from tritonops import host_programs
 from tritonops.errors import InputError
 from tritonops.host_programs import triton_client

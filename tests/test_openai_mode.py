@@ -12,8 +12,8 @@ import time
 import openai
 import pytest
 
-from tests.test_render_door_config import Door, _free_port, _haproxy_check, _write
-from tests.serve_records import serve_record
+from tests.support.serve_records import serve_record
+from tests.support.haproxy_door import Door, door_port, haproxy_check, write_files
 from tritonops.errors import InputError
 from tritonops.host_programs.triton_client import answer_text, ask
 from tritonops.image import ngc
@@ -183,7 +183,7 @@ def test_haproxy_accepts_the_openai_door(tmp_path):
     keys.write_text("key-one\n")
     config = BalancerConfig("chat", (BalancedReplica("node-a-r0", "10.0.0.1", 9000, 8001, 64),),
                             keys_file=str(keys), mode=OPENAI)
-    checked = _haproxy_check(_write(tmp_path / "conf", BalancerGlobals(stats_socket=str(tmp_path / "s")), config))
+    checked = haproxy_check(write_files(tmp_path / "conf", BalancerGlobals(stats_socket=str(tmp_path / "s")), config))
     assert checked.returncode == 0 and "WARNING" not in checked.stdout + checked.stderr, checked.stderr
 
 
@@ -195,8 +195,8 @@ def openai_door(tmp_path):
     def start(replica_port: int) -> Door:
         keys = tmp_path / "chat.keys"
         keys.write_text("the-key\n")
-        config = BalancerConfig("chat", (BalancedReplica("r0", "127.0.0.1", replica_port, _free_port(), 8),),
-                                http_port=_free_port(), grpc_port=None, check_interval_ms=100,
+        config = BalancerConfig("chat", (BalancedReplica("r0", "127.0.0.1", replica_port, door_port(), 8),),
+                                http_port=door_port(), grpc_port=None, check_interval_ms=100,
                                 bind_address="127.0.0.1", keys_file=str(keys), mode=OPENAI)
         doors.append(Door(tmp_path / f"door{len(doors)}", config))
         return doors[-1]
@@ -211,7 +211,7 @@ def client(door: Door, key: str) -> openai.OpenAI:
 
 
 def test_the_official_client_reads_the_doors_refusals_as_its_own_errors(openai_door):
-    door = openai_door(_free_port())  # nothing listens there: the replica goes down
+    door = openai_door(door_port())  # nothing listens there: the replica goes down
     door.wait_status("r0", "DOWN")
     with pytest.raises(openai.AuthenticationError) as no_key:
         client(door, "not-the-key").models.list()
@@ -251,7 +251,7 @@ def test_a_stream_through_the_door_arrives_event_by_event(openai_door):
 
 
 def test_the_plan_takes_the_mode_and_its_openai_port_from_the_inventory(tmp_path):
-    from tests.test_planning_hosts import plan
+    from tests.support.planning import plan
 
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_frontend: openai\n"
                         "      tritonops_openai_port: 9100\n")
@@ -262,7 +262,7 @@ def test_the_plan_takes_the_mode_and_its_openai_port_from_the_inventory(tmp_path
 
 
 def test_a_misspelt_mode_is_that_hosts_plan_error_at_its_line(tmp_path):
-    from tests.test_planning_hosts import plan
+    from tests.support.planning import plan
 
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_frontend: OpenAI\n")
     assert not hp.ok and not hp.files

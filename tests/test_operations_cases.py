@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rollout_plans import said
+from tests.support.rollout_plans import said
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
 from tritonops.operations.serve import ServeStep

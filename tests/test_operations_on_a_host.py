@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve_records import serve_record
+from tests.support.serve_records import serve_record
 from tritonops.errors import HostError
 from tritonops.facts.queries import Facts
 from tritonops.facts.query_program import read_facts

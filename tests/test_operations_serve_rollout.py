@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tests.rollout_plans import on_standby
-from tests.serve_records import serve_record
+from tests.support.rollout_plans import on_standby
+from tests.support.serve_records import serve_record
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
 from tritonops.operations.serve import rollout_plan

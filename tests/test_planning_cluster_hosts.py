@@ -1,26 +1,11 @@
 """plan_hosts with `tritonops_cluster`: the hosts of a group run one model as a pipeline across them."""
 
 import json
-from pathlib import Path
 
-from tests.test_sizing_gpu import host_facts
-from tritonops.inventory import load_inventory
+from tests.support.facts import host_facts
+from tests.support.planning import cluster_inventory
 from tritonops.planning import load_models_for, plan_hosts
 from tritonops.sizing.engine_plan import SizingRequest
-
-LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"   # 131 GiB of bf16 weights: more than one H200 holds
-
-
-def inventory(tmp_path: Path, group_vars: str = "", host_vars: dict | None = None, extra_hosts: str = "") -> list:
-    hosts = ""
-    for i in (1, 2, 3):
-        own = (host_vars or {}).get(f"g{i}", "")
-        hosts += f"        g{i}:\n" + ("" if "ansible_host" in own else f"          ansible_host: 10.0.0.{i}\n") + own
-    text = (f"all:\n  vars:\n    tritonops_model: {LLAMA70}\n  hosts:\n    solo:\n      ansible_host: 10.0.0.9\n"
-            f"      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n{extra_hosts}"
-            f"  children:\n    big:\n      vars:\n        tritonops_cluster: big\n{group_vars}      hosts:\n{hosts}")
-    (tmp_path / "hosts.yml").write_text(text)
-    return load_inventory([str(tmp_path / "hosts.yml")]).select(None)
 
 
 def plans(hosts, facts=None, **kw):
@@ -30,7 +15,7 @@ def plans(hosts, facts=None, **kw):
 
 
 def test_the_fewest_hosts_that_hold_the_model_form_the_cluster_head_first(tmp_path):
-    found = plans(inventory(tmp_path))
+    found = plans(cluster_inventory(tmp_path))
     g1, g2, g3 = found["g1"], found["g2"], found["g3"]
     assert g1.ok and g2.ok, (g1.errors, g2.errors)
     assert g1.cluster == g2.cluster and g1.cluster.pipeline_parallel_size == 2
@@ -47,13 +32,13 @@ def test_the_fewest_hosts_that_hold_the_model_form_the_cluster_head_first(tmp_pa
 
 
 def test_a_given_pipeline_size_takes_that_many_hosts(tmp_path):
-    found = plans(inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: 3\n"))
+    found = plans(cluster_inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: 3\n"))
     assert all(found[h].ok for h in ("g1", "g2", "g3"))
     assert [(m.host, m.layers) for m in found["g3"].cluster.members] == [("g1", 27), ("g2", 27), ("g3", 26)]
 
 
 def test_a_member_with_other_gpus_fails_the_whole_cluster_and_nothing_else(tmp_path):
-    hosts = inventory(tmp_path)
+    hosts = cluster_inventory(tmp_path)
     facts = {h.name: host_facts(2 if h.name == "g2" else 1) for h in hosts}
     found = plans(hosts, facts)
     for name in ("g1", "g2", "g3"):
@@ -63,7 +48,7 @@ def test_a_member_with_other_gpus_fails_the_whole_cluster_and_nothing_else(tmp_p
 
 
 def test_an_unreachable_member_fails_the_cluster(tmp_path):
-    hosts = inventory(tmp_path)
+    hosts = cluster_inventory(tmp_path)
     facts = {h.name: host_facts(1) for h in hosts if h.name != "g2"}
     found = plans(hosts, facts, why_no_facts={"g2": "unreachable: connection refused"})
     assert {found[n].error for n in ("g1", "g2", "g3")} == \
@@ -72,24 +57,24 @@ def test_an_unreachable_member_fails_the_cluster(tmp_path):
 
 
 def test_a_member_needs_an_address_the_others_reach(tmp_path):
-    hosts = inventory(tmp_path, host_vars={"g2": "          ansible_host: gpu-2.lan\n"})
+    hosts = cluster_inventory(tmp_path, host_vars={"g2": "          ansible_host: gpu-2.lan\n"})
     found = plans(hosts)
     assert found["g1"].error == ("cluster big: g2: set tritonops_node_address to the IP address the other members "
                                  "reach it at (ansible_host 'gpu-2.lan' is not one)")
-    named = plans(inventory(tmp_path, host_vars={"g2": "          ansible_host: gpu-2.lan\n"
+    named = plans(cluster_inventory(tmp_path, host_vars={"g2": "          ansible_host: gpu-2.lan\n"
                                                        "          tritonops_node_address: 10.0.1.2\n"}))
     assert named["g2"].ok and named["g2"].cluster.member("g2").address == "10.0.1.2"
 
 
 def test_a_pipeline_of_one_host_or_too_many_is_refused_at_its_line(tmp_path):
-    found = plans(inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: 4\n"))
+    found = plans(cluster_inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: 4\n"))
     assert found["g1"].error == "cluster big: pipeline_parallel_size 4 needs 4 hosts; the group has 3 (g1, g2, g3)"
-    bad = plans(inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: two\n"))
+    bad = plans(cluster_inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: two\n"))
     assert "hosts.yml:" in bad["g1"].error and "tritonops_pipeline_parallel_size" in bad["g1"].error
 
 
 def test_a_model_no_pipeline_of_the_group_holds_says_so(tmp_path):
-    hosts = inventory(tmp_path, group_vars="        tritonops_max_model_len: 999999\n")
+    hosts = cluster_inventory(tmp_path, group_vars="        tritonops_max_model_len: 999999\n")
     found = plans(hosts)
     assert not found["g1"].ok and found["g1"].error.startswith("cluster big: does not fit on 3 hosts: ")
 
@@ -98,7 +83,7 @@ def test_plan_shows_the_cluster_in_its_table_and_json(tmp_path, capsys):
     from tritonops.cli.main import main
     from tritonops.facts.model import HostProbe, ProbeReport, report_to_json
 
-    hosts = inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: 2\n")
+    hosts = cluster_inventory(tmp_path, group_vars="        tritonops_pipeline_parallel_size: 2\n")
     facts = tmp_path / "facts.json"
     facts.write_text(json.dumps(report_to_json(ProbeReport(hosts=tuple(
         HostProbe(host=h.name, status="ok", facts=host_facts(1)) for h in hosts if h.name != "g3")))))
@@ -113,11 +98,11 @@ def test_plan_shows_the_cluster_in_its_table_and_json(tmp_path, capsys):
 
 
 def test_a_cluster_in_the_openai_mode_or_with_a_tiny_object_store_is_refused_for_every_member(tmp_path):
-    found = plans(inventory(tmp_path, group_vars="        tritonops_frontend: openai\n"))
+    found = plans(cluster_inventory(tmp_path, group_vars="        tritonops_frontend: openai\n"))
     for name in ("g1", "g2"):
         assert not found[name].ok and found[name].files == {}
         assert found[name].error == ("cluster big: the openai serving mode does not run a pipeline across hosts "
                                      "yet (Triton's KServe endpoints do)")
-    found = plans(inventory(tmp_path, group_vars="        tritonops_ray_object_store_bytes: 1000\n"))
+    found = plans(cluster_inventory(tmp_path, group_vars="        tritonops_ray_object_store_bytes: 1000\n"))
     assert not found["g1"].ok and "tritonops_ray_object_store_bytes must be a whole number of bytes of at least " \
                                   "78643200 (75 MiB), not 1000" in found["g1"].error

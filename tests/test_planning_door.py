@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve_records import serve_record
+from tests.support.serve_records import serve_record
 from tritonops.errors import InputError
 from tritonops.inventory import load_inventory
 from tritonops.planning import door as balancer
@@ -93,7 +93,7 @@ def test_a_host_name_haproxy_could_not_address_is_refused():
 
 
 def test_a_runs_inputs_keep_the_balancers_apart_from_the_hosts_that_serve(tmp_path):
-    from tests.test_deploy_cli import write_playbook
+    from tests.support.playbooks import write_playbook
     from tritonops.playbook import load_run_inputs
 
     hosts(tmp_path)
@@ -108,7 +108,7 @@ def test_a_runs_inputs_keep_the_balancers_apart_from_the_hosts_that_serve(tmp_pa
 def test_a_limited_run_still_reaches_every_balancer_and_renders_doors_from_every_serving_host(tmp_path):
     # issue #41: --limit node-b selects neither door-1 nor the other serving hosts; the run drains on door-1 all
     # the same, and the door is rendered from every host of the deployment (node-c serves another one)
-    from tests.test_deploy_cli import write_playbook
+    from tests.support.playbooks import write_playbook
     from tritonops.playbook import load_run_inputs
 
     (tmp_path / "hosts.yml").write_text(INVENTORY % "" + "    other:\n      hosts:\n"

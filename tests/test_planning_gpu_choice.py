@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_planning_hosts import plan
-from tests.test_sizing_gpu import host_facts
+from tests.support.facts import host_facts
+from tests.support.planning import plan
 from tritonops.errors import InputError
 from tritonops.facts.model import GpuLink, report_from_json
 from tritonops.planning.gpu_choice import allowed_gpus, describe, place_replicas, replica_count, restrict_facts

@@ -5,26 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sizing_gpu import host_facts
+from tests.support.facts import host_facts
+from tests.support.planning import TWO_MODELS, plan
 from tritonops.inventory import load_inventory
 from tritonops.planning import load_models_for, plan_hosts
 from tritonops.sizing.engine_plan import SizingRequest
 
 GIB = 2**30
-
-
-def plan(tmp_path: Path, host_yaml: str, facts=None, request=SizingRequest(), default_model=None):
-    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    h1:\n      ansible_host: 127.0.0.1\n" + host_yaml)
-    hosts = load_inventory([str(tmp_path / "hosts.yml")]).select(None)
-    models, errors = load_models_for(hosts, default_model)
-    facts = facts or {"h1": host_facts(1)}
-    return plan_hosts(hosts, facts, request, models, errors, default_model=default_model)[0]
-
-
-TWO_MODELS = """      tritonops_models:
-        - {name: chat, model: Qwen/Qwen2.5-7B-Instruct, version: 1, gpu_memory_utilization: 0.45}
-        - {name: small, model: Qwen/Qwen1.5-1.8B-Chat, versions: [1, 2], gpu_memory_utilization: 0.2}
-"""
 
 
 def test_the_single_model_form_is_vllm_model_version_1(tmp_path):

@@ -101,7 +101,7 @@ DIGESTS_BEFORE_THE_RECORD = [
 
 @pytest.mark.parametrize("fields, digest", DIGESTS_BEFORE_THE_RECORD)
 def test_a_release_s_digest_read_from_the_record_is_the_one_tritonops_gave_it_before(fields, digest):
-    from tests.serve_records import serve_record
+    from tests.support.serve_records import serve_record
     from tritonops.operations.release import ReleaseArgs, content_digest
 
     record = serve_record(**fields)
@@ -116,7 +116,7 @@ def test_a_release_s_digest_read_from_the_record_is_the_one_tritonops_gave_it_be
 def test_a_standby_slot_is_kept_swapped_by_a_rollout_and_left_out_of_the_release_s_identity():
     # Kamal's order (issue #42): a replica's standby slot on a spare GPU; a rollout that boots it there records the
     # two swapped, and the release is the same release (the same digest) wherever its replicas run
-    from tests.serve_records import serve_record
+    from tests.support.serve_records import serve_record
     from tritonops.operations.release import ReleaseArgs, content_digest
     from tritonops.planning.serve_record import ReplicaSlot
 

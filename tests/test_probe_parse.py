@@ -5,7 +5,7 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 from tritonops.facts.model import NvidiaFacts, report_from_json, report_to_json
 from tritonops.facts.probe_parse import (
     ProbeOutputError,
@@ -127,7 +127,7 @@ def test_real_json_output_validates_against_the_documented_schema():
 
 
 def test_documented_schema_file_is_current():
-    from tests.conftest import REPO
+    from tests.support.paths import REPO
 
     documented = json.loads((REPO / "docs" / "probe-schema.json").read_text())
     assert documented == probe_report_schema(), "run: python -m tritonops.facts.schema > docs/probe-schema.json"

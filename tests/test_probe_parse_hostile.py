@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzzcount import tried
-from tests.conftest import FIXTURES
+from tests.support.fuzzcount import tried
+from tests.support.paths import FIXTURES
 from tritonops.facts.model import HostProbe, ProbeReport, report_from_json, report_to_json
 from tritonops.facts.probe_parse import ProbeOutputError, parse_probe_output
 from tritonops.facts.schema import probe_report_schema

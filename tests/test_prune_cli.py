@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tests.test_lock_admin import cli
+from tests.support.cli import cli
 from tritonops.cli.main import main
 
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from tests.serve_records import HOST_PORTS, serve_record
+from tests.support.serve_records import HOST_PORTS, serve_record
 from tritonops.operations.release import GATES_KEY, ReleaseArgs, release_id, release_json
 from tritonops.serving import releases
 from tritonops.serving.releases import (Deployed, ListedRelease, ReleaseListing, ReleaseRecord, engine_args_digest,
@@ -116,7 +116,7 @@ def test_the_releases_command_lists_a_hosts_releases_as_a_table_and_as_the_resul
     import jsonschema
     import yaml
 
-    from tests.test_result_json import SCHEMA
+    from tests.support.result_schema import SCHEMA
     from tritonops.cli.main import main
     from tritonops.results import json_data
 

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from tests.support.model_config import INTERFACE
 from tritonops.errors import InputError
 
 from tritonops.render import render_config_pbtxt, render_model_json
@@ -42,76 +43,6 @@ def test_model_json_refuses_a_key_the_version_removed():
     bad = replace(plan, model_json={**plan.model_json, "swap_space": 4})
     with pytest.raises(ValueError, match="swap_space"):
         render_model_json(bad)
-
-
-# The backend's inputs and outputs, as every config.pbtxt declares them (NVIDIA's vLLM backend's names and types;
-# the return_* inputs are what Triton's OpenAI frontend sends from Triton 2.60 / 2.64 for its usage figures)
-INTERFACE = """input [
-  {
-    name: "text_input"
-    data_type: TYPE_STRING
-    dims: [ 1 ]
-  },
-  {
-    name: "stream"
-    data_type: TYPE_BOOL
-    dims: [ 1 ]
-    optional: true
-  },
-  {
-    name: "sampling_parameters"
-    data_type: TYPE_STRING
-    dims: [ 1 ]
-    optional: true
-  },
-  {
-    name: "exclude_input_in_output"
-    data_type: TYPE_BOOL
-    dims: [ 1 ]
-    optional: true
-  },
-  {
-    name: "return_num_input_tokens"
-    data_type: TYPE_BOOL
-    dims: [ 1 ]
-    optional: true
-  },
-  {
-    name: "return_num_output_tokens"
-    data_type: TYPE_BOOL
-    dims: [ 1 ]
-    optional: true
-  },
-  {
-    name: "return_logprobs"
-    data_type: TYPE_BOOL
-    dims: [ 1 ]
-    optional: true
-  }
-]
-output [
-  {
-    name: "text_output"
-    data_type: TYPE_STRING
-    dims: [ -1 ]
-  },
-  {
-    name: "num_input_tokens"
-    data_type: TYPE_UINT32
-    dims: [ 1 ]
-  },
-  {
-    name: "num_output_tokens"
-    data_type: TYPE_UINT32
-    dims: [ -1 ]
-  },
-  {
-    name: "logprobs"
-    data_type: TYPE_STRING
-    dims: [ -1 ]
-  }
-]
-"""
 
 
 def test_config_pbtxt_with_metrics():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.test_render import INTERFACE
+from tests.support.model_config import INTERFACE
 from tritonops.errors import InputError
 from tritonops.render import RepositoryModel, render_model_repository
 

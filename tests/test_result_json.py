@@ -3,18 +3,16 @@ Hosts here are unreachable (a closed loopback port) or this machine, so every co
 code path to the document; the lab tests check the same documents with real payloads."""
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import closed_port
-from tests.test_sizing_gpu import host_facts
+from tests.support.facts import host_facts
+from tests.support.network import closed_port
+from tests.support.result_schema import SCHEMA
 from tritonops.cli.main import main
 from tritonops.facts.model import HostProbe, ProbeReport, report_from_json, report_to_json
-
-SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "result-schema.json").read_text())
 
 
 def document(capsys, *argv, lines=False):

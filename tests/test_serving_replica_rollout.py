@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.rollout_plans import said
-from tests.serve_records import serve_record
+from tests.support.rollout_plans import said
+from tests.support.serve_records import serve_record
 from tritonops.serving.replica_rollout import ContainerFact, HostFacts, RolloutPlan, Step, plan_rollout
 
 CASES = Path(__file__).parent / "serving" / "replica_rollout"

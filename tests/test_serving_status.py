@@ -2,7 +2,7 @@
 
 from datetime import datetime, timezone
 
-from tests.serve_records import HOST_PORTS, serve_record
+from tests.support.serve_records import HOST_PORTS, serve_record
 from tritonops.planning.serve_record import ReplicaRecord
 from tritonops.serving.releases import Deployed, ReleaseRecord, parse_releases, rollback_target
 from tritonops.serving.status import ModelMetrics, host_status, parse_metrics

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from tests.test_sizing_gpu import host_facts
+from tests.support.facts import host_facts
 from tritonops.cli.main import main
 from tritonops.facts.model import HostProbe, ProbeReport, report_to_json
 from tritonops.sizing.gpu_catalog import GPU_CATALOG

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.facts import host_facts
 from tritonops.errors import InputError
-from tritonops.facts.model import (DockerFacts, GpuFacts, GpuProcess, HostFacts, NvidiaFacts, SystemFacts)
+from tritonops.facts.model import NvidiaFacts
 from tritonops.sizing.gpu_catalog import GPU_CATALOG
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog, gpu_spec_from_facts, gpu_spec_from_numbers
 
@@ -53,22 +54,6 @@ def test_manual_card():
     assert (spec.cuda_total_bytes, spec.compute_capability, spec.count) == (20 * 2**30, (8, 6), 2)
     with pytest.raises(InputError, match="--compute-capability"):
         gpu_spec_from_numbers(20, "eight")
-
-
-def host_facts(gpus: int = 1, name="NVIDIA H200", total=150_754_820_096, cuda=150_109_880_320, cc=(9, 0),
-               used_by_others=0, ram=2 * 2**40) -> HostFacts:
-    procs = (GpuProcess(pid=1, used_memory_bytes=used_by_others),) if used_by_others else ()
-    return HostFacts(
-        system=SystemFacts(hostname="h", kernel="k", os="o", cpu_count=8, ram_total_bytes=ram,
-                           ram_available_bytes=ram, python="3.11", disk_path="/", disk_free_bytes=1,
-                           disk_total_bytes=1),
-        nvidia=NvidiaFacts(gpus=tuple(
-            GpuFacts(index=i, name=name, uuid=f"GPU-{i}", pci_bus_id=f"0:{i}", memory_total_bytes=total,
-                     memory_free_bytes=cuda - used_by_others, memory_used_bytes=total - cuda + used_by_others,
-                     memory_reserved_bytes=total - cuda, cuda_total_bytes=cuda, compute_capability=cc,
-                     processes=procs)
-            for i in range(gpus))),
-        docker=DockerFacts())
 
 
 def test_spec_from_probe_facts_uses_the_cuda_total():

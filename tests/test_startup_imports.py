@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from tests.support.startup import loaded, report
 from tritonops.cli.main import COMMANDS
 
 # What each costs at start-up (python -X importtime, 2-core lab machine): paramiko (with
@@ -17,29 +18,6 @@ from tritonops.cli.main import COMMANDS
 HEAVY = frozenset({"rich", "pydantic", "pydantic_core", "yaml", "jinja2", "paramiko", "fabric", "invoke",
                    "docker", "requests", "urllib3", "cryptography", "nacl", "bcrypt", "pynvml", "regex",
                    "jsonschema", "markupsafe"})
-
-# Runs main(argv) in a fresh interpreter and prints the top-level packages and command modules it loaded.
-PROBE = """
-import json, sys
-from tritonops.cli.main import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as exit:
-    code = exit.code
-sys.stdout.flush()
-print("\\n@@", json.dumps({"code": code, "modules": sorted({name.split(".")[0] for name in sys.modules}),
-                           "commands": sorted(name for name in sys.modules if name.startswith("tritonops.cli.cmd_"))}))
-"""
-
-
-def report(*argv: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120)
-    return json.loads(done.stdout.rsplit("\n@@ ", 1)[1])
-
-
-def loaded(*argv: str) -> tuple[int, set[str]]:
-    found = report(*argv)
-    return found["code"], set(found["modules"])
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], [], ["no-such-command"], ["probe", "--no-such-flag"],

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops.door.runtime import SOCKET
 from tritonops.cli.main import main
 

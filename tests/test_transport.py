@@ -6,7 +6,7 @@ import time
 import paramiko
 import pytest
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops.results import HostResult
 from tritonops.transport.base import CommandTimeout, HostKeyRefused
 from tritonops.transport.host_keys import AcceptNewHostKey, RefuseUnknownHostKey, known_hosts_name

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops.transport.base import Unreachable
 from tritonops.transport.dial import dial_direct
 from tritonops.transport.sessions import open_transport

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops.errors import InputError
 from tritonops.transport.base import Unreachable
 from tritonops.transport.pool import run_on_hosts

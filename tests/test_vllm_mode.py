@@ -137,7 +137,7 @@ def test_a_streamed_chat_passes_the_gate_only_read_to_done_with_usage():
 
 
 def test_several_models_on_a_host_in_this_mode_are_refused_at_the_frontends_line(tmp_path):
-    from tests.test_planning_hosts import TWO_MODELS, plan
+    from tests.support.planning import TWO_MODELS, plan
 
     hp = plan(tmp_path, TWO_MODELS + "      tritonops_frontend: vllm\n")
     assert not hp.ok and not hp.files
@@ -146,7 +146,7 @@ def test_several_models_on_a_host_in_this_mode_are_refused_at_the_frontends_line
 
 
 def test_the_openai_port_on_a_kserve_port_is_refused_naming_both_variables(tmp_path):
-    from tests.test_planning_hosts import plan
+    from tests.support.planning import plan
 
     hp = plan(tmp_path, "      tritonops_model: Qwen/Qwen2.5-7B-Instruct\n      tritonops_frontend: vllm\n"
                         "      tritonops_openai_port: 8000\n")

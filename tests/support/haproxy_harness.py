@@ -2,7 +2,7 @@
 small HTTP servers on 127.0.0.1, with its admin stats socket in a temporary folder: what the runtime
 API tests talk to and what the fixtures in tests/fixtures/haproxy/ were captured from.
 
-    .venv/bin/python -m tests.haproxy_harness tests/fixtures/haproxy    # captures the fixtures again
+    .venv/bin/python -m tests.support.haproxy_harness tests/fixtures/haproxy    # captures the fixtures again
 
 The servers answer GET / with 200, /slow after 1 s (an in-flight request to drain), /fail with 503.
 """
@@ -251,7 +251,7 @@ if __name__ == "__main__":
 @pytest.fixture(scope="module")
 def balancer(tmp_path_factory, request) -> Balancer:
     """A test module's haproxy (Debian's, which scripts/bootstrap.sh installs) and its replicas, stopped after the
-    module. `from tests.haproxy_harness import balancer` makes it a fixture there."""
+    module. `from tests.support.haproxy_harness import balancer` makes it a fixture there."""
     if not shutil.which("haproxy"):
         pytest.fail("haproxy is not installed: scripts/bootstrap.sh installs Debian's")
     started = start_balancer(tmp_path_factory.mktemp("haproxy"))

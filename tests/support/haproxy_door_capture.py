@@ -2,7 +2,7 @@
 deployment "chat" with two replicas on 127.0.0.1), sent a known mix of requests, then read: HAProxy's Prometheus
 exporter page and `show stat`. What the balancer figures, status and alert rules are tested on.
 
-    .venv/bin/python -m tests.haproxy_door_capture tests/fixtures/haproxy
+    .venv/bin/python -m tests.support.haproxy_door_capture tests/fixtures/haproxy
 
 The requests, in order (tests/fixtures/haproxy/README.md says the same): 3 generate requests answered 200, one the
 replica answers 500, one to a path not exposed (403 not_exposed), one without the key (401 unauthorized); two 1 s
@@ -26,7 +26,7 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from tests.haproxy_harness import Replicas, ask, free_port
+from tests.support.haproxy_harness import Replicas, ask, free_port
 from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
 DEPLOYMENT = "chat"
