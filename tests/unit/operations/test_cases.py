@@ -1,5 +1,5 @@
 """Operations tested as data, the way pyinfra tests its operations: each file under
-tests/operations/<operation>/<case>.json holds the arguments, the facts the host would answer,
+tests/cases/operations/<operation>/<case>.json holds the arguments, the facts the host would answer,
 and the exact steps expected. No host is involved: operations are pure."""
 
 import json
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.support.paths import TESTS
+from tests.support import paths
 from tests.support.rollout_plans import said
 from tritonops import host_programs
 from tritonops.errors import TritonopsError
@@ -16,7 +16,7 @@ from tritonops.operations.serve import ServeStep
 from tritonops.facts.queries import CommandFact, DirFact, Facts, FileFact
 from tritonops.playbook.known_operations import OPERATIONS, operation_named
 
-CASES = sorted((TESTS / "operations").glob("*/*.json"))
+CASES = sorted((paths.CASES / "operations").glob("*/*.json"))
 
 
 def facts_of(data: dict) -> Facts:

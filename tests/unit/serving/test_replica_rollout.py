@@ -1,18 +1,18 @@
 """serving.replica_rollout (issue #42 item 3): the rollout of a release over a host's replicas, planned from the
-host's facts, as JSON cases (tests/serving/replica_rollout/*.json: `replicas` the release places, `release`, the
-host's `facts`, and the `plan` expected, each step as `action container [new name] [release]`). The serve program's
+host's facts, as JSON cases (tests/cases/serving/replica_rollout/*.json: `replicas` the release places, `release`,
+the host's `facts`, and the `plan` expected, each step as `action container [new name] [release]`). The serve program's
 recovery cases (tests/test_chaos_serve_program.py) are among them."""
 
 import json
 
 import pytest
 
-from tests.support.paths import TESTS
+from tests.support import paths
 from tests.support.rollout_plans import said
 from tests.support.serve_records import serve_record
 from tritonops.serving.replica_rollout import ContainerFact, HostFacts, RolloutPlan, Step, plan_rollout
 
-CASES = TESTS / "serving" / "replica_rollout"
+CASES = paths.CASES / "serving" / "replica_rollout"
 DEPLOYMENT = "d"
 
 

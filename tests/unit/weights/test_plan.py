@@ -1,4 +1,4 @@
-"""Weights planning as data: tests/weights/cases/*.json hold a source, the host's weights fact (and a
+"""Weights planning as data: tests/cases/weights/plan/*.json hold a source, the host's weights fact (and a
 controller folder's manifest) and the steps expected (their describe()), or the refusal."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from tests.support.paths import TESTS
+from tests.support import paths
 from tritonops.weights.facts import Layout, parse_weights_fact
 from tritonops.weights_source.manifest import FileEntry, Manifest
 from tritonops.weights.plan import WeightsRefused, plan_host_path, plan_hub, plan_push
 from tritonops.weights_source.source import source_of
 from tritonops.weights.transfer import Runner
 
-CASES = sorted((TESTS / "weights" / "cases").glob("*.json"))
+CASES = sorted((paths.CASES / "weights" / "plan").glob("*.json"))
 
 
 def plan_case(case: dict):
