@@ -4,7 +4,7 @@ through the real CLI. A canary file must never appear; each run ends in a result
 Values reach command lines through: the SSH target (address, user, port), ProxyCommand %-tokens
 (%h %p %r %n), ProxyJump hops, `Match exec` in an SSH config, --limit, and names that become paths
 (--model-name). Remote commands are fixed programs fed on stdin (the probe) and argument lists
-(docker, pip in the image build: tests/test_image.py runs its hostile pip quoting in a sandbox)."""
+(docker, pip in the image build: tests/unit/image/test_core.py runs its hostile pip quoting in a sandbox)."""
 
 import shlex
 from pathlib import Path

@@ -1,5 +1,5 @@
-"""A rollout plan (serving.replica_rollout) as the JSON cases write it: tests/serving/replica_rollout/ and the serve
-and rollback operations' cases (tests/operations/serve_release/, rollback_release/)."""
+"""A rollout plan (serving.replica_rollout) as the JSON cases write it: tests/cases/serving/replica_rollout/ and the
+serve and rollback operations' cases (tests/cases/operations/serve_release/, rollback_release/)."""
 
 from tritonops.serving.replica_rollout import RolloutPlan
 

@@ -1,5 +1,5 @@
 """deploy/door_keys: which balancers a key rotation goes to and what its results say (ids, never a key). The
-rotation itself runs against the real haproxy in tests/test_host_program_door_keys.py and on the lab in
+rotation itself runs against the real haproxy in tests/unit/host_programs/test_door_keys.py and on the lab in
 tests/lab/test_door_lab.py."""
 
 

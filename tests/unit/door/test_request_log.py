@@ -1,5 +1,5 @@
 """The doors' request log read back: lines captured from Debian's HAProxy 2.6.12 writing to the ring the renderer
-configures (`format iso`, option httplog), through the real haproxy in tests/test_render_door_config.py too."""
+configures (`format iso`, option httplog), through the real haproxy in tests/unit/render/test_door_config.py too."""
 
 from tritonops.door.request_log import LoggedRequest, parse_request_log, show_events
 

@@ -30,7 +30,7 @@ KEY = "lab-key"
 TEMPLATE = ("{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
             "{% if add_generation_prompt %}assistant{% endif %}")
 # the engine arguments the stand-in knows, as the capture's format has them (the production check uses the
-# pinned vLLM's list, tests/test_vllm_mode.py)
+# pinned vLLM's list, tests/unit/modes/test_vllm.py)
 LAB_ARGS = ServerArguments.from_json({"vllm_version": "0.25.0", "options": [
     {"dest": d, "flags": [f"--{d.replace('_', '-')}"] + ([f"--no-{d.replace('_', '-')}"] if b else []),
      "takes_value": not b, "nargs": 0 if b else None, "choices": None}
