@@ -2,6 +2,7 @@
 tests/cases/operations/<operation>/<case>.json holds the arguments, the facts the host would answer,
 and the exact steps expected. No host is involved: operations are pure."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -36,6 +37,9 @@ def argv_of(fact: dict) -> tuple[str, ...]:
 
 
 def step_data(step) -> dict:
+    if type(step).__module__ == "tritonops.weights.transfer":  # model_weights: what it does, then its fields
+        return {"type": type(step).__name__, "describe": step.describe(),
+                **{f.name: plain(getattr(step, f.name)) for f in dataclasses.fields(step) if f.repr}}
     if isinstance(step, ServeStep):  # what it does and how: the rollout's plan, each step in one line
         return {"type": "ServeStep", "describe": step.describe(), "plan": said(step.rollout.plan),
                 "restarts_if_unhealthy": {str(i): [s.said() for s in p.steps]
@@ -47,6 +51,15 @@ def step_data(step) -> dict:
     if isinstance(data.get("argv"), tuple):  # as JSON has it
         data["argv"] = list(data["argv"])
     return data
+
+
+def plain(value):
+    """A step's field as JSON has it: dataclasses as objects, tuples as lists."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.repr}
+    if isinstance(value, (tuple, list)):
+        return [plain(item) for item in value]
+    return value
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
@@ -78,6 +91,11 @@ def test_there_are_cases_for_every_builtin_file_operation():
 
 def test_there_are_cases_for_the_serving_operations():
     assert {path.parent.name for path in CASES} >= {"serve_release", "rollback_release"}
+
+
+def test_there_are_cases_for_the_model_weights_operation_of_each_source_a_host_reads():
+    kinds = {json.loads(path.read_text())["args"]["source"] for path in CASES if path.parent.name == "model_weights"}
+    assert kinds >= {"huggingface", "modelscope", "host_path"}
 
 
 def test_there_are_cases_for_every_operation_with_an_ansible_name():
