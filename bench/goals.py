@@ -1,7 +1,7 @@
 """A bench's stated goals as data, and its verdict: every bench that states a goal says, at its end, each goal met
 or MISSED with the figure and the limit, and exits 1 when one missed (issue #45: they printed their goal and
 exited 0 whatever they measured). Each bench builds its goals with a pure `goals(...)` from its figures
-(tests/test_bench_goals.py checks them on figures that meet and that miss); `verdict` prints and gives the code.
+(tests/repo/test_bench_goals.py checks them on figures that meet and that miss); `verdict` prints and gives the code.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 import pytest
 import yaml
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops.image.api import build_images
 from tritonops.inventory import load_inventory
 from tritonops.lab.hub import tiny_model

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops.cli.main import main
 from tritonops.facts.probe import probe_hosts
 from tritonops.lab.inventory import render_inventory, render_known_hosts

@@ -93,7 +93,7 @@ def door_key(balancer) -> str:  # noqa: F811
 def bench(capsys, monkeypatch, root, inventory, *argv):
     import jsonschema
 
-    from tests.test_result_json import SCHEMA
+    from tests.support.result_schema import SCHEMA
     from tritonops.cli.main import main
 
     monkeypatch.setenv("TRITONOPS_BENCH_DIR", str(root))

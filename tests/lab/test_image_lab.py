@@ -26,7 +26,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.test_result_json import SCHEMA as RESULT_SCHEMA
+from tests.support.result_schema import SCHEMA as RESULT_SCHEMA
 from tritonops.image.api import build_images, image_status
 from tritonops.image.engine import HostEngine
 from tritonops.inventory import load_inventory

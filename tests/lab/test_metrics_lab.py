@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.test_result_json import SCHEMA as RESULT_SCHEMA
+from tests.support.result_schema import SCHEMA as RESULT_SCHEMA
 from tritonops.cli.main import main
 from tritonops.lab import prometheus
 from tritonops.lab.containers import network_name

@@ -8,10 +8,10 @@ from dataclasses import replace
 import jsonschema
 import pytest
 
-from tests.conftest import closed_port
+from tests.support.network import closed_port
 from tritonops.cli.main import main
 from tritonops.facts.probe import probe_hosts
-from tests.test_result_json import SCHEMA as RESULT_SCHEMA
+from tests.support.result_schema import SCHEMA as RESULT_SCHEMA
 from tritonops.facts.model import report_from_json, report_to_json
 from tritonops.facts.schema import probe_report_schema
 from tritonops.lab import api

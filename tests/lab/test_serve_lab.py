@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.test_result_json import SCHEMA as RESULT_SCHEMA
+from tests.support.result_schema import SCHEMA as RESULT_SCHEMA
 from tritonops.cli.main import main
 from tritonops.lab.hub.model import tiny_model
 from tritonops.lab.testing import FULL_2080TI

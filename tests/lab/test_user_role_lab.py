@@ -7,7 +7,7 @@ its own."""
 import pytest
 import yaml
 
-from tests.test_user_role_playbook import SECRET, TASK_NAMES, messages, run_playbook_cli, statuses, write_user_role
+from tests.support.user_role import SECRET, TASK_NAMES, messages, run_playbook_cli, statuses, write_user_role
 from tritonops.lab.testing import LIGHT_NOGPU
 
 ROOT = "/srv/tritonops-user-role"

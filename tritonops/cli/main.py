@@ -10,7 +10,7 @@ A command line that names a command (`tritonops probe ...`) registers that comma
 COMMANDS (a command reached that way after all is parsed again with its module). So a module imports at
 its top only the standard library and light tritonops modules; what its `run` needs (rich, pydantic,
 paramiko, docker, jinja2, yaml) is imported inside the functions that use it. `--help`, `--version`
-and usage errors then cost the interpreter and argparse only (tests/test_startup_imports.py).
+and usage errors then cost the interpreter and argparse only (tests/unit/cli/test_startup_imports.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ dropped, nothing rewritten, so any Python that runs pynvml runs the slice):
   names are what the probe reports (`NVMLError_GpuIsLost`);
 - every definition or assignment of a name that a kept statement uses, to a fixed point.
 A name used only through a string (getattr with a built name, globals()) would be missed: pynvml's
-one such use is the NVML_ERROR_* scan above. tests/test_probe_speed_payload.py checks that every
+one such use is the NVML_ERROR_* scan above. tests/unit/facts/test_probe_speed_payload.py checks that every
 global name the slice reads is defined in it.
 """
 

@@ -6,7 +6,7 @@ SSH connection is opened (with its own host-key policy and ~/.ssh/config): the c
 on the session tritonops already opened with strict host-key checking.
 
 It leans on the SDK's non-public parts, which is why pyproject.toml keeps docker below 8 and
-tests/test_docker_sdk_contract.py checks each of them against the installed SDK: an
+tests/unit/image/test_docker_sdk_contract.py checks each of them against the installed SDK: an
 SSHHTTPAdapter subclass (its `_create_paramiko_client` and `_connect` hooks, `pools`, `ssh_host`,
 SSHConnectionPool's arguments) mounted on an APIClient through `_custom_adapter` and `_unmount`.
 """

@@ -7,7 +7,7 @@
   config (with the same arguments) and for at most EXEC_TIMEOUT_S.
 - ProxyCommand is returned as written: the transport expands its %-tokens itself, quoted.
 paramiko's private hooks `_does_match` and `_tokenize` are what this overrides; pyproject pins
-paramiko below 6 and tests/test_ssh_config_contract.py checks both still exist with these arguments.
+paramiko below 6 and tests/unit/inventory/test_ssh_config_contract.py checks both still exist with these arguments.
 
 Its own module because importing paramiko costs a fifth of a second: `ssh_config` loads it only when
 there is a config file to read.

@@ -1,5 +1,5 @@
 """Chaos faults as data: the seeded plan, the phases a deploy's own progress shows, and whether a fault
-landed. Pure: no process, no host, no clock; tested by equality (tests/test_chaos_faults.py).
+landed. Pure: no process, no host, no clock; tested by equality (tests/adversarial/test_chaos_faults.py).
 
 A fault targets a phase of a deploy. The phase is read from the deploy's progress on stderr, as the
 bench read it (`Line`: when, what): a phase opens on its line and lasts until the run moves on —

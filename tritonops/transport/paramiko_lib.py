@@ -15,7 +15,7 @@ Two of paramiko's imports cost every SSH command time and are never used by trit
 
 Both entries are removed at once after paramiko has loaded; anything importing invoke or
 importlib.metadata later gets the real module. If paramiko is already loaded, nothing is hidden.
-tests/test_startup_imports.py checks it: neither is loaded, `paramiko.__version__` is the installed
+tests/unit/cli/test_startup_imports.py checks it: neither is loaded, `paramiko.__version__` is the installed
 version, and Match exec still works.
 """
 
