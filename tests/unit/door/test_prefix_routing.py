@@ -23,13 +23,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import CASES
 from tritonops.door.program import PREFIX_KEY
 from tritonops.door.request_log import parse_request_log, show_events
 from tritonops.render.door_config import (
     PREFIX, BalancedReplica, BalancerConfig, BalancerGlobals, http_backend, render_balancer_files,
 )
 
-CASES = json.loads((Path(__file__).parents[2] / "cases" / "door" / "prefix_key.json").read_text())["cases"]
+KEY_CASES = json.loads((CASES / "door" / "prefix_key.json").read_text())["cases"]
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 GENERATE = "/v2/models/m/generate"
 
@@ -120,7 +121,7 @@ def script(tmp_path_factory) -> Path:
 def echo(tmp_path_factory, script) -> dict[int, int]:
     """One HAProxy answering with the key of a body, in hex, a frontend per prefix length: {bytes: port}."""
     folder = tmp_path_factory.mktemp("echo")
-    ports = {n: free_port() for n in sorted({case["bytes"] for case in CASES})}
+    ports = {n: free_port() for n in sorted({case["bytes"] for case in KEY_CASES})}
     (folder / "echo.cfg").write_text(ECHO.format(folder=folder, script=script) + "".join(
         ECHO_FRONTEND.format(bytes=n, port=port) for n, port in ports.items()))
     process = start(folder / "echo.cfg", f"{folder}/admin.sock")
@@ -128,7 +129,7 @@ def echo(tmp_path_factory, script) -> dict[int, int]:
     stop(process)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+@pytest.mark.parametrize("case", KEY_CASES, ids=[case["name"] for case in KEY_CASES])
 def test_the_key_is_the_prompts_first_bytes_as_they_stand_or_none(echo, case):
     status, text = post(echo[case["bytes"]], case["body"].encode())
     key = bytes.fromhex(text).decode() if status == 200 else None
