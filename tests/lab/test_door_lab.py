@@ -1092,5 +1092,8 @@ def test_a_door_routing_by_prefix_sends_each_prompts_requests_to_one_replica_who
         # a tenant's 2nd and 3rd requests find its 300 words cached (whole 16-token blocks): about 2/3 of the tokens
         assert code == 0 and all(0.5 < r["prefix_hit_rate"] < 0.7 for r in replicas), replicas
         assert code_m == 0 and 0.5 < model["prefix_hit_rate"] < 0.7 and len(model["replica_hit_rates"]) == 2, model
+        (door,) = [d for r in metrics["results"] if r["task"] == "door" for d in r["payload"]["doors"]
+                   if d["door"] == "http"]
+        assert door["routing"]["keyed"] == 36 and door["routing"]["stickiness"] == 1.0, door["routing"]
     finally:
         _put_profile(lab, "2080ti")

@@ -25,7 +25,9 @@ def register(subparsers, common) -> None:
                     "port is closed or answers something else is listed with its problem; exit 2 then. With balancers "
                     "(tritonops_balancers): per door, its requests since HAProxy last loaded, the requests of the last "
                     "second, its answers by class and its refusals by reason, and HAProxy's queue, from HAProxy's "
-                    "show stat over SSH.")
+                    "show stat over SSH; a door routing by prompt prefix, how many of the requests its log holds "
+                    "reached their key's replica and how they split. With tritonops' backend, each host's and "
+                    "replica's prefix-cache hit rate.")
     add_reading_options(parser)
     parser.set_defaults(run=run)
 
@@ -73,6 +75,9 @@ def _door_table(results) -> Table | Group:
                 f"{'-' if door.queue_ms is None else f'{door.queue_ms:,}'} / "
                 f"{'-' if door.queue_max_ms is None else f'{door.queue_max_ms:,}'}",
                 f"{door.replicas_up}/{door.replicas}")
+            if door.routing is not None:  # a door routing by prompt prefix: what its request log says
+                notes.append(f"{result.host} {door.deployment} {door.door}, by prompt prefix (the request log): "
+                             f"{door.routing.said()}")
     return with_notes(table, notes)
 
 

@@ -12,7 +12,8 @@ exactly along those counters:
 - the replicas' own 5xx = the servers' 5xx.
 Over gRPC the door's refusals are HTTP 200 answers carrying a grpc-status, so only their sum (`refused`) is known
 there; a queue timeout is still HAProxy's 503. Counters start again at zero when haproxy reloads (a deploy that
-changed the door): they count since the last reload.
+changed the door): they count since the last reload. A door routing by prompt prefix adds what its request log
+(request_log.routing) says of the requests it still holds: the share that reached their key's replica, the split.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tritonops.door.request_log import LoggedRequest, Routing, routing
 from tritonops.door.runtime import StatRow
 from tritonops.render.door_config import door_of_proxy
 
@@ -44,6 +46,7 @@ class DoorFigures:
     queue_max_ms: int | None    # the longest queue time, ms
     replicas_up: int
     replicas: int
+    routing: Routing | None = None  # a door routing by prompt prefix: what its request log says (issue #44)
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,12 @@ class BalancerFigures:
                          "refused with 503" for d in self.doors) or "no door"
 
 
-def door_figures(rows: Iterable[StatRow], deployments: Iterable[str] | None = None) -> BalancerFigures:
+def door_figures(rows: Iterable[StatRow], deployments: Iterable[str] | None = None,
+                 logged: Iterable[LoggedRequest] = ()) -> BalancerFigures:
     """One DoorFigures per door of `rows` with both its frontend and its backend (all deployments, or those
-    named), in HAProxy's order of the backends."""
+    named), in HAProxy's order of the backends; an HTTP door whose `logged` requests carry keys (it routes by
+    prompt prefix) with its routing."""
+    logged = tuple(logged)
     wanted = None if deployments is None else set(deployments)
     frontends: dict[tuple[str, str], StatRow] = {}
     backends: dict[tuple[str, str], StatRow] = {}
@@ -87,5 +93,11 @@ def door_figures(rows: Iterable[StatRow], deployments: Iterable[str] | None = No
             refused_503=max(front.hrsp_5xx - backend.hrsp_5xx, 0),
             queue_timeouts=max(backend.hrsp_5xx - replica_5xx, 0), replica_5xx=replica_5xx,
             queue=backend.qcur, queue_max=backend.qmax, queue_ms=backend.qtime, queue_max_ms=backend.qtime_max,
-            replicas_up=sum(server.state == "UP" for server in members), replicas=len(members)))
+            replicas_up=sum(server.state == "UP" for server in members), replicas=len(members),
+            routing=_routing(logged, backend.backend)))
     return BalancerFigures(tuple(figures))
+
+
+def _routing(logged: tuple[LoggedRequest, ...], backend: str) -> Routing | None:
+    found = routing(logged, backend)
+    return found if found.keyed else None

@@ -64,3 +64,32 @@ def parse_request_log(answer: str) -> tuple[LoggedRequest, ...]:
                                    int(match["status"]), match["termination"], match["request"],
                                    match["captured"] or None))
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class Routing:
+    """How a door that routes by prompt prefix spread the requests its log still holds (issue #44)."""
+    keyed: int                            # requests with a key (its hash logged)
+    stickiness: float | None              # the share of those that reached their key's most frequent replica
+    split: tuple[tuple[str, int], ...]    # requests per replica, keyed or not, in name order
+
+    def said(self) -> str:
+        split = " / ".join(f"{server} {count:,}" for server, count in self.split)
+        sticky = "-" if self.stickiness is None else f"{self.stickiness:.0%}"
+        return f"{self.keyed:,} keyed requests, {sticky} to their key's replica; split {split or '-'}"
+
+
+def routing(logged: tuple[LoggedRequest, ...] | list[LoggedRequest], backend: str) -> Routing:
+    """The routing of `backend`'s requests in the log: those a replica served (not the door's own answers)."""
+    by_key: dict[str, dict[str, int]] = {}
+    split: dict[str, int] = {}
+    for row in logged:
+        if row.backend != backend or row.server.startswith("<"):
+            continue
+        split[row.server] = split.get(row.server, 0) + 1
+        if row.key_hash:
+            servers = by_key.setdefault(row.key_hash, {})
+            servers[row.server] = servers.get(row.server, 0) + 1
+    keyed = sum(sum(servers.values()) for servers in by_key.values())
+    sticky = sum(max(servers.values()) for servers in by_key.values())
+    return Routing(keyed, round(sticky / keyed, 4) if keyed else None, tuple(sorted(split.items())))

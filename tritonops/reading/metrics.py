@@ -19,7 +19,7 @@ from tritonops.planning.bind import BIND_VAR, replica_bind, serving_address
 from tritonops.planning.deployment import deployment_of
 from tritonops.planning.entries import host_where
 from tritonops.playbook.inputs import RunInputs
-from tritonops.reading.door import door_rows
+from tritonops.reading.door import door_rows_and_log
 from tritonops.reading.sessions import ReadOptions, reading_pool
 from tritonops.results import GroupResult, HostResult
 from tritonops.modes.choice import host_ports, serving_mode
@@ -80,7 +80,8 @@ def fetch_metrics(inputs: RunInputs, options: ReadOptions) -> GroupResult[HostFi
     deployments = {deployment_of(host)[1] for host in inputs.hosts}
 
     def door(session: HostSession) -> HostResult[BalancerFigures]:
-        found = door_figures(door_rows(session), deployments or None)
+        rows, logged = door_rows_and_log(session)
+        found = door_figures(rows, deployments or None, logged)
         return HostResult(session.name, "ok" if found.doors else "failed", found.summary(), found, task="door")
 
     with reading_pool(inputs, options, balancers=True) as pool:

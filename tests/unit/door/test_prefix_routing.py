@@ -372,3 +372,29 @@ def test_the_grpc_door_is_the_same_whatever_the_http_door_routes_by():
     grpc = {routing: text[text.index("frontend tritonops_chat_grpc_door"):] for routing, text in texts.items()}
     assert grpc[LEASTCONN] == grpc[PREFIX] and "balance leastconn" in grpc[PREFIX]
     assert texts[LEASTCONN] != texts[PREFIX]
+
+
+def test_metrics_reads_stickiness_and_the_split_from_the_doors_log_and_show_stat(fleet):
+    """`tritonops metrics`' door figures for a door routing by prefix: of the requests the log holds, the share that
+    reached their key's replica and the requests per replica (door.figures with request_log.routing), on what a
+    real HAProxy logged; a request without a key counts in the split only."""
+    from tritonops.door.figures import door_figures
+    from tritonops.door.request_log import routing
+    from tritonops.door.runtime import parse_stat, show_stat
+
+    balancer = fleet.balancers[0]
+    backend = http_backend("unbounded")
+    before = routing(parse_request_log(ask(balancer.socket, show_events())), backend)
+    chosen = Counter(balancer.send(prompt, "unbounded") for prompt in PROMPTS[:12] * 2)
+    keyless = balancer.send(None, "unbounded")
+    logged = parse_request_log(ask(balancer.socket, show_events()))
+    after = routing(logged, backend)
+    assert after.keyed - before.keyed == 24 and after.stickiness == 1.0, after
+    grown = Counter(dict(after.split))
+    grown.subtract(dict(before.split))
+    assert +grown == chosen + Counter({keyless: 1}), (grown, chosen)
+    figures = {(d.deployment, d.door): d for d in door_figures(parse_stat(ask(balancer.socket, show_stat())),
+                                                               None, logged).doors}
+    assert figures[("unbounded", "http")].routing == after
+    assert after.said() == (f"{after.keyed:,} keyed requests, 100% to their key's replica; split "
+                            + " / ".join(f"{server} {count:,}" for server, count in after.split))

@@ -20,6 +20,7 @@ import pytest
 from tests.support.door_program import Replica, apply, files, place, through  # noqa: F401 - place is a fixture
 from tests.support.haproxy_harness import free_port
 from tritonops.door import program as door_program
+from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
 
 def test_it_starts_haproxy_then_leaves_it_alone_when_nothing_changed(place):
