@@ -82,11 +82,16 @@ def _door_table(results) -> Table | Group:
 
 
 def _hits(model) -> str:
-    """The share of prompt tokens vLLM found in its prefix cache, and with several replicas each one's (r0, r1...)."""
-    if model.prefix_hit_rate is None:
-        return "-"
-    each = [f"r{i} {'-' if rate is None else f'{rate:.0%}'}" for i, rate in enumerate(model.replica_hit_rates)]
-    return f"{model.prefix_hit_rate:.0%}" + (f" ({', '.join(each)})" if each else "")
+    """The share of prompt tokens vLLM found in its prefix cache (each replica's goes in a note)."""
+    return "-" if model.prefix_hit_rate is None else f"{model.prefix_hit_rate:.0%}"
+
+
+def _replica_hits(host: str, model) -> str | None:
+    """A note with each replica's hit rate, where a host has several."""
+    if not model.replica_hit_rates:
+        return None
+    each = ", ".join(f"r{i} {'-' if rate is None else f'{rate:.0%}'}" for i, rate in enumerate(model.replica_hit_rates))
+    return f"{host} {model.model}: prefix-cache hits per replica: {each}"
 
 
 def _table(results) -> Table | Group:
@@ -96,7 +101,9 @@ def _table(results) -> Table | Group:
     notes: list = []
     for column in ("host", "model", "requests ok / failed", "queue", "input", "infer", "output", "request",
                    "KV cache", "running / waiting", "prefix hits"):
-        table.add_column(column, justify="left" if column in ("host", "model") else "right")
+        # a host's and a model's name whole: the figures' columns wrap their headers instead
+        table.add_column(column, justify="left" if column in ("host", "model") else "right",
+                         no_wrap=column in ("host", "model"))
     for result in results:
         figures = result.payload
         if figures is None:
@@ -111,4 +118,7 @@ def _table(results) -> Table | Group:
                 f"{model.running if model.running is not None else '-'} / {model.waiting if model.waiting is not None else '-'}"
             table.add_row(result.host if index == 0 else "", model.model, f"{model.requests:,} / {model.failures:,}",
                           *(_ms(model.average_ms.get(name)) for name in TIMES), kv, engine, _hits(model))
+            note = _replica_hits(result.host, model)
+            if note:
+                notes.append(note)
     return with_notes(table, notes)

@@ -24,7 +24,8 @@ def test_figures_per_model_and_a_failed_host_in_one_line():
     text = rendered([HostResult("gpu-01", "ok", "", HostFigures((chat, idle), True)),
                      HostResult("gpu-02", "failed", "metrics port 8002 closed (connection refused)")])
     rows = [" ".join(line.replace("│", " ").split()) for line in text.splitlines()]
-    assert "gpu-01 chat 1,234 / 2 0.11 0.11 367.0 0.00 412.2 42% 3 / 1 62% (r0 70%, r1 53%)" in rows
+    assert "gpu-01 chat 1,234 / 2 0.11 0.11 367.0 0.00 412.2 42% 3 / 1 62%" in rows
+    assert "gpu-01 chat: prefix-cache hits per replica: r0 70%, r1 53%" in rows
     assert "embed 0 / 0 - - - - - - - -" in rows
     assert "gpu-02 failed: metrics port 8002 closed (connection refused)" in rows
 
