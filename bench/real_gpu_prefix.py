@@ -312,7 +312,7 @@ def table(args) -> int:
 
     def mean(cell: str, arm: str, key: str):
         values = [r[key] for r in runs if r["cell"] == cell and r["arm"] == arm and r[key] is not None]
-        return sum(values) / len(values) if values else None
+        return round(sum(values) / len(values), 4) if values else None  # over the repeats
 
     def check(ok, text):
         (said if ok else misses).append(text)

@@ -11,7 +11,7 @@
 #                command="bash bench/real_gpu_prefix.sh")          # each part but the last: stashed only
 #            run(carry=[".gpukit-cache/kit", <the last part>, ".gpukit-cache/tritonops-repo/qwen7b",
 #                       ".gpukit-cache/haproxy-debs"], command="bash bench/real_gpu_prefix.sh CELLS")
-#   args:    [CELLS (1.6x,0.6x)] [ARMS (leastconn,prefix150,prefix0,oracle)] [REPEAT (0)]
+#   args:    [CELLS (1.6x,0.6x)] [ARMS (leastconn,prefix150,prefix0,oracle; prefixN: balance factor N)] [REPEAT (0)]
 #   env:     RATE_<cell>=R (requests/s; 1.6x and skewed share 1.6x's) skips that cell's calibration;
 #            SECONDS_PER_ARM (30), WARMUP_S (10), BLOCKS (2048: num_gpu_blocks_override per replica),
 #            MAX_NUM_SEQS (32), PREFIX_TOKENS (2048)
@@ -169,7 +169,7 @@ for cell in ${CELLS//,/ }; do
   fi
   for arm in ${ARMS//,/ }; do
     case $arm in
-      leastconn) door leastconn ;; prefix150) door prefix 150 ;; prefix0) door prefix 0 ;; oracle) door oracle ;;
+      leastconn) door leastconn ;; prefix*) door prefix "${arm#prefix}" ;; oracle) door oracle ;;
     esac || { say "$arm: the door did not start"; continue; }
     oracle=""; [ "$arm" = oracle ] && oracle="--oracle http://127.0.0.1:$((DOOR + 1)),http://127.0.0.1:$((DOOR + 2))"
     say "$cell/$arm: $rate/s for $WARMUP_S + $SECONDS_PER_ARM s"
