@@ -47,6 +47,17 @@ def test_the_door_reads_the_circuit_breaker_keys_and_tls_from_the_balancers_vari
     assert door == balancer.Door(443, None, 500, 0, 3600, "/etc/tritonops/keys", "/etc/tritonops/door.pem")
 
 
+def test_routing_by_prefix_is_read_from_the_balancers_variables_and_reaches_the_doors_config(tmp_path):
+    door = balancer.door(hosts(tmp_path, """          tritonops_door_routing: Prefix
+          tritonops_door_prefix_bytes: 512
+          tritonops_door_balance_factor: 0""")["door-1"])
+    assert (door.routing, door.prefix_bytes, door.balance_factor) == ("prefix", 512, 0)
+    config = balancer.balancer_config("chat", door, [balancer.ServedHost("node-a", "10.0.0.11", ((0, 8000, 8001),), 8)])
+    assert (config.routing, config.prefix_bytes, config.balance_factor) == ("prefix", 512, 0)
+    default = balancer.door(hosts(tmp_path)["door-1"])
+    assert (default.routing, default.prefix_bytes, default.balance_factor) == ("leastconn", 1024, 150)
+
+
 @pytest.mark.parametrize("line, named", [
     ("tritonops_door_http_port: 70000", "tritonops_door_http_port"),
     ("tritonops_door_grpc_port: 8000", "tritonops_door_grpc_port 8000 is the same port"),
@@ -54,6 +65,9 @@ def test_the_door_reads_the_circuit_breaker_keys_and_tls_from_the_balancers_vari
     ("tritonops_max_queue: -1", "tritonops_max_queue"),
     ("tritonops_api_keys_file: keys.txt", "tritonops_api_keys_file 'keys.txt' is not an absolute path"),
     ("tritonops_tls_pem: \"/etc/my door.pem\"", "tritonops_tls_pem"),
+    ("tritonops_door_routing: fastest", "tritonops_door_routing 'fastest' is not leastconn or prefix"),
+    ("tritonops_door_balance_factor: 50", "tritonops_door_balance_factor 50 is neither 0"),
+    ("tritonops_door_prefix_bytes: 20000", "tritonops_door_prefix_bytes"),
 ])
 def test_a_bad_door_variable_is_refused_naming_it_and_its_line(tmp_path, line, named):
     with pytest.raises(InputError) as caught:

@@ -13,6 +13,7 @@ import http.client
 import io
 import ipaddress
 import json
+import re
 import socket
 import ssl
 import threading
@@ -726,3 +727,32 @@ def test_grpc_refusals_for_capacity_are_unavailable_with_the_reason(start_door):
     door.wait_status("a", "DOWN", within_s=3, backend=grpc_backend("chat"))
     code, details, _, seconds = door.call("ModelInfer")
     assert (code.name, details.split(":")[0]) == ("UNAVAILABLE", "no_replica") and seconds < 0.5
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"routing": "fastest"}, "routing must be leastconn or prefix, not 'fastest'"),
+    ({"routing": "prefix", "prefix_bytes": 0}, "prefix_bytes"),
+    ({"routing": "prefix", "prefix_bytes": 9000}, "prefix_bytes"),
+    ({"routing": "prefix", "balance_factor": 50}, "balance_factor must be 0 (no bound) or at least 100"),
+])
+def test_a_bad_routing_setting_is_refused_before_any_text(change, said):
+    from dataclasses import replace
+
+    from tritonops.render.door_config import BalancedReplica, BalancerConfig, render_deployment
+
+    config = BalancerConfig("chat", (BalancedReplica("a-r0", "10.0.0.1", 8000, 8001, 8),))
+    with pytest.raises(InputError, match=re.escape(said)):
+        render_deployment(replace(config, **change))
+
+
+def test_a_door_routing_by_prefix_needs_the_balancer_to_load_its_lua_script():
+    from tritonops.render.door_config import (BalancedReplica, BalancerConfig, BalancerGlobals,
+                                              render_balancer_files, server_ids)
+
+    config = BalancerConfig("chat", (BalancedReplica("a-r0", "10.0.0.1", 8000, 8001, 8),), routing="prefix")
+    with pytest.raises(InputError, match="must load the prefix key's Lua script"):
+        render_balancer_files(BalancerGlobals(), [config])
+    files = render_balancer_files(BalancerGlobals(lua_scripts=("/etc/haproxy/tritonops-lua/k-1.lua",)), [config])
+    assert "    lua-load /etc/haproxy/tritonops-lua/k-1.lua\n" in files["00-tritonops.cfg"]
+    # ids from names: the same server, the same id, whatever else the backend holds
+    assert server_ids(["a-r0", "b-r0"])["a-r0"] == server_ids(["a-r0"])["a-r0"] == server_ids(["c", "a-r0"])["a-r0"]
