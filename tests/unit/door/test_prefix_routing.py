@@ -398,3 +398,40 @@ def test_metrics_reads_stickiness_and_the_split_from_the_doors_log_and_show_stat
     assert figures[("unbounded", "http")].routing == after
     assert after.said() == (f"{after.keyed:,} keyed requests, 100% to their key's replica; split "
                             + " / ".join(f"{server} {count:,}" for server, count in after.split))
+
+
+def test_a_replica_drained_and_made_ready_again_mid_load_fails_no_request(fleet):
+    """Keyed requests from 3 clients while a replica is drained (its keys go to the next replica on the ring) and
+    made ready again (they come back): every request answered 200, and both moves seen."""
+    balancer = fleet.balancers[1]
+    server = f"{http_backend('unbounded')}/{NAMES[0]}"
+    stop = threading.Event()
+    seen: list = []
+    errors: list = []
+
+    def load():
+        while not stop.is_set():
+            for prompt in PROMPTS:
+                try:
+                    seen.append((time.monotonic(), balancer.send(prompt, "unbounded", sleep_s=0.02)))
+                except Exception as err:  # noqa: BLE001 - every client exception is recorded
+                    errors.append(repr(err))
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(0.4)
+        drained_at = time.monotonic()
+        assert ask(balancer.socket, f"set server {server} state drain").strip() == ""
+        time.sleep(0.6)
+        ready_at = time.monotonic()
+        assert ask(balancer.socket, f"set server {server} state ready").strip() == ""
+        time.sleep(0.6)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=20)
+    during = [replica for at, replica in seen if drained_at + 0.1 < at < ready_at]
+    after = [replica for at, replica in seen if at > ready_at + 0.1]
+    assert not errors and during and NAMES[0] not in during and NAMES[0] in after, (errors[:3], len(during))
