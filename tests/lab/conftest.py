@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tritonops.lab.testing import TEST_PROMETHEUS_PORT, lab, lab_ssh  # noqa: F401
+from tritonops.lab.testing import TEST_PROMETHEUS_PORT, lab, lab_lock, lab_ssh  # noqa: F401
 
 LAB_PROMETHEUS_PORT = TEST_PROMETHEUS_PORT
 
@@ -16,6 +16,11 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if str(item.fspath).startswith(here + os.sep):
             item.add_marker(pytest.mark.lab)
+
+
+@pytest.fixture(autouse=True)
+def _one_run_at_a_time(lab_lock):  # noqa: F811
+    """Every lab test runs under the test lab's lock, those that start a lab of their own too (issue #46)."""
 
 
 @pytest.fixture(scope="session")

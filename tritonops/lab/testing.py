@@ -15,9 +15,11 @@ client installed on the given hosts (a context manager).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -67,8 +69,48 @@ def lab_test_state_dir() -> Path:
     return Path(os.environ.get("TRITONOPS_LAB_TEST_STATE", Path(tempfile.gettempdir()) / TEST_PREFIX))
 
 
+class LabBusy(RuntimeError):
+    """Another run of the lab tests holds the test lab (its name prefix): this one would remove its containers."""
+
+
+def lab_lock_path(prefix: str = TEST_PREFIX) -> Path:
+    return Path(tempfile.gettempdir()) / f"{prefix}.lock"
+
+
+@contextmanager
+def held_lab_lock(path: Path) -> Iterator[None]:
+    """The test lab's lock (an flock, gone with the process that holds it), taken at once or LabBusy naming the
+    holder: two runs of the suite with one name prefix would start, reuse and tear down each other's containers."""
+    handle = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise LabBusy(f"another run of the lab tests (pid {holder}) holds {path}: wait for it, or give this run "
+                          "its own TRITONOPS_LAB_TEST_PREFIX and TRITONOPS_LAB_TEST_PORT_BASE") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
 @pytest.fixture(scope="session")
-def lab():
+def lab_lock():
+    """Held for the whole run of the lab tests (tests/lab/conftest.py uses it for every lab test)."""
+    try:
+        with held_lab_lock(lab_lock_path()):
+            yield
+    except LabBusy as err:
+        pytest.exit(str(err), returncode=3)
+
+
+@pytest.fixture(scope="session")
+def lab(lab_lock):
     state_dir = lab_test_state_dir()
     state = api.up(TEST_REQUEST, state_dir=state_dir, name_prefix=TEST_PREFIX, port_base=TEST_PORT_BASE)
     if state.results.failed:
