@@ -6,7 +6,6 @@ phase (on its host) when it was carried out and it hit something, and a trial fi
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import select
 import signal
@@ -18,7 +17,7 @@ import time
 
 import pytest
 
-from tests.support.paths import REPO
+from tests.support.bench_scripts import bench
 from tritonops.lab.fault_plan import Effect, Fault, Landing, Line, Shot, Window, landing, open_target, phase_windows
 from tritonops.lab.faults import (KINDS, PHASES, Relay, deployment_inventory, paused, plan_faults,
                                   relayed_known_hosts, tcp_connections_to)
@@ -118,10 +117,7 @@ def test_known_hosts_name_each_relay_port_with_the_hosts_key():
 
 
 def _soak():
-    spec = importlib.util.spec_from_file_location("bench_soak", REPO / "bench" / "soak.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench("soak")
 
 
 def test_soak_counts_what_exceeds_the_retention_and_orphaned_containers():
@@ -286,10 +282,7 @@ class FakeInjector:
 
 
 def _trial(fault, injector, mode="ok"):
-    spec = importlib.util.spec_from_file_location("bench_chaos", REPO / "bench" / "chaos.py")
-    chaos = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(chaos)
-    trial = chaos.Trial([sys.executable, "-c", FAKE_DEPLOY, mode], fault, injector)
+    trial = bench("chaos").Trial([sys.executable, "-c", FAKE_DEPLOY, mode], fault, injector)
     code = trial.wait(timeout_s=60)
     return trial, code, trial.landing(code)
 

@@ -12,28 +12,19 @@ Deployments of their own (`t-soak`, `t-chaos`) with ports of their own, removed 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.bench_scripts import bench
 from tritonops.lab.faults import Injector, deployment_inventory, plan_faults
 from tritonops.lab.testing import FULL_2080TI
 
-REPO = Path(__file__).resolve().parents[2]
 SEED = 15  # each kind at another phase, the serve one 2.1 s into the serve task
 CHAOS_KINDS = ("ssh", "dockerd", "triton", "controller-kill")
 # the phases a fault can land in on the lab: the weights phase of a trial (the weights are there, read with the
 # batch's facts) lasts milliseconds, so a fault planned there is inert (bench/chaos.py reports it so)
 CHAOS_PHASES = ("lock", "image", "release", "serve")
-
-
-def bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture

@@ -4,34 +4,18 @@ checked here on figures that meet them and on figures that miss them; the benche
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 
 import pytest
 
-from tests.support.paths import FIXTURES, REPO
+from tests.support.bench_scripts import bench
+from tests.support.paths import FIXTURES
 from tritonops.deploy.moved import BytesMoved
 from tritonops.deploy.run import DeployReport
 from tritonops.playbook.host_task import TaskOutcome
 from tritonops.results import HostResult
 from tritonops.weights.relay import WeightsArrival
 from tritonops.weights.transfer import WeightsMoved
-
-BENCH = REPO / "bench"
-
-
-def bench(name: str):
-    sys.path.insert(0, str(BENCH))   # as when run: the script's folder first (goals.py, sibling benches)
-    try:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
-
 
 goals = bench("goals")
 

@@ -7,27 +7,19 @@ same server, not cutting, meets the goal."""
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support.paths import FIXTURES, REPO
+from tests.support.bench_scripts import bench
+from tests.support.paths import FIXTURES
 
 
-@functools.cache
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_rolling_under_load",
-                                                  REPO / "bench" / "rolling_under_load.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return bench("rolling_under_load")
 
 
 def answer(phase="before", stream=True, began=True, whole=True, sent=0.0, ended=0.1, error=None):

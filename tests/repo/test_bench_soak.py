@@ -1,18 +1,12 @@
 """bench/soak.py's leftovers: what a host keeps beyond the retention, counted per replica (a host of 4 replicas keeps
 4 times one replica's containers: itself, and a parked and a failed one per release kept)."""
 
-import importlib.util
-import sys
 
-from tests.support.paths import REPO
+from tests.support.bench_scripts import bench
 
 
 def _soak():
-    spec = importlib.util.spec_from_file_location("bench_soak", REPO / "bench" / "soak.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench("soak")
 
 
 def host(replicas: int, releases: list[str], parked: int) -> dict:

@@ -4,7 +4,6 @@ HAProxy, and the verdict against the issue's goals on hand-made runs (a miss exi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -13,21 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support.bench_scripts import bench
 from tests.support.paths import REPO
 
-
-def _bench(name: str):
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-
-
-prefix = _bench("real_gpu_prefix")
+prefix = bench("real_gpu_prefix")
 
 
 def test_the_oracle_pins_tenants_so_both_replicas_get_the_same_share():

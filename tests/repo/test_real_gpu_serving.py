@@ -5,30 +5,17 @@ hand-made records."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
+from tests.support.bench_scripts import bench
 from tests.support.paths import REPO
 
 RUNS = REPO / "tests/fixtures/real/h200-serving"
 
-
-def _bench(name: str):
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-
-
-serving = _bench("real_gpu_serving")
-load = _bench("serving_load")
+serving = bench("real_gpu_serving")
+load = bench("serving_load")
 
 
 def _doc(path: str) -> dict:

@@ -7,16 +7,13 @@ that misses is reported by bench/sizing_accuracy.py, never a failure here to tun
 from __future__ import annotations
 
 import dataclasses
-import functools
-import importlib.util
 import json
 import math
-import sys
 
 import pytest
 
 from tests.support import paths
-from tests.support.paths import REPO
+from tests.support.bench_scripts import bench
 from tritonops.sizing import calibrated_terms as terms
 from tritonops.sizing.calibration import GOAL_MEDIAN, replay, summarize
 from tritonops.sizing.gpu_spec import gpu_spec_from_catalog
@@ -143,14 +140,8 @@ def test_no_over_promise_no_missed_accept_and_the_goal_on_the_fitted_runs():
     assert s.median_abs_error <= GOAL_MEDIAN
 
 
-@functools.cache
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_sizing_accuracy",
-                                                  REPO / "bench" / "sizing_accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module   # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return bench("sizing_accuracy")
 
 
 def test_the_bench_figures_follow_the_declared_split_and_print_no_held_out_figure_from_none(capsys):
