@@ -12,7 +12,6 @@ Deployments of their own (`t-soak`, `t-chaos`) with ports of their own, removed 
 
 from __future__ import annotations
 
-
 import pytest
 import yaml
 
