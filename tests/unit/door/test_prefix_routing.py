@@ -11,7 +11,6 @@ import http.server
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.haproxy_harness import Replicas, ask, free_port
 from tests.support.paths import CASES
 from tritonops.door.program import PREFIX_KEY
 from tritonops.door.request_log import parse_request_log, show_events
@@ -33,23 +33,6 @@ from tritonops.render.door_config import (
 KEY_CASES = json.loads((CASES / "door" / "prefix_key.json").read_text())["cases"]
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 GENERATE = "/v2/models/m/generate"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def ask(path: str, command: str) -> str:
-    with socket.socket(socket.AF_UNIX) as client:
-        client.settimeout(5)
-        client.connect(path)
-        client.sendall(command.encode() + b"\n")
-        chunks = []
-        while chunk := client.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks).decode()
 
 
 def post(port: int, body: bytes, path: str = GENERATE) -> tuple[int, str]:
@@ -182,19 +165,11 @@ class Replica(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class Replicas(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
 @dataclass
 class Balancer:
     socket: str
     ports: dict[str, int]  # deployment -> its HTTP door
     process: subprocess.Popen | None = None
-    folder: Path | None = None
 
     def send(self, prompt: str | None, deployment: str = "bounded", sleep_s: float = 0.0) -> str:
         body = {"parameters": {"sleep_s": sleep_s}} if prompt is None else {"text_input": prompt,
@@ -239,7 +214,7 @@ def fleet(tmp_path_factory, script) -> Fleet:
             conf.mkdir()
             for name, text in render_balancer_files(globals_, configs).items():
                 (conf / name).write_text(text)
-            balancer = Balancer(globals_.stats_socket, ports, folder=conf)
+            balancer = Balancer(globals_.stats_socket, ports)
             balancer.process = start(conf, balancer.socket)
             fleet.balancers.append(balancer)
         yield fleet
