@@ -95,16 +95,6 @@ def door_log(socket_path: str) -> list:
     return list(parse_request_log(b"".join(chunks).decode(errors="replace")))
 
 
-def stickiness(logged: list) -> float | None:
-    """The share of keyed requests that reached their key's most frequent replica."""
-    by_key: dict = {}
-    for row in logged:
-        if row.key_hash:
-            by_key.setdefault(row.key_hash, Counter())[row.server] += 1
-    total = sum(sum(c.values()) for c in by_key.values())
-    return round(sum(max(c.values()) for c in by_key.values()) / total, 4) if total else None
-
-
 # -- the workload ----------------------------------------------------------------------------------------
 def tenants(words: list, count: int, length: int, seed: int) -> list:
     rng = random.Random(seed)
@@ -201,6 +191,9 @@ def calibrate(args) -> int:
 
 
 def load(args) -> int:
+    from tritonops.door.request_log import routing
+    from tritonops.render.door_config import http_backend
+
     seed, pattern = arm_seed(args.cell, args.arm, args.repeat), arm_seed(args.cell, "pattern", args.repeat)
     request, shares = workload(args, seed, pattern)
     oracle = args.oracle.split(",") if args.oracle else []
@@ -267,7 +260,7 @@ def load(args) -> int:
                               if d["vllm:prefix_cache_queries_total"] else None for d in delta],
         "requests_per_replica": per_replica,
         "replica_ratio": round(max(per_replica) / min(per_replica), 3) if per_replica and min(per_replica) else None,
-        "stickiness": stickiness(logged), "logged": len(logged),
+        "stickiness": routing(logged, http_backend("bench")).stickiness, "logged": len(logged),
         "tenants_per_replica": _tenants_per_replica(logged),
     }
     Path(args.out).write_text(json.dumps(figures, indent=1))

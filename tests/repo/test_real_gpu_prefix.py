@@ -29,9 +29,14 @@ def test_the_oracle_pins_tenants_so_both_replicas_get_the_same_share():
 
 
 def test_stickiness_is_the_share_of_keyed_requests_on_their_keys_most_frequent_replica():
-    row = lambda key, server: SimpleNamespace(key_hash=key, server=server)  # noqa: E731
+    """What the bench records as an arm's stickiness: the door's routing as `tritonops metrics` reads it."""
+    from tritonops.door.request_log import routing
+    from tritonops.render.door_config import http_backend
+
+    row = lambda key, server: SimpleNamespace(key_hash=key, server=server, backend=http_backend("bench"))  # noqa: E731
     logged = [row("1", "r0"), row("1", "r0"), row("1", "r1"), row("2", "r1"), row(None, "r0")]
-    assert prefix.stickiness(logged) == 0.75 and prefix.stickiness([row(None, "r0")]) is None
+    assert routing(logged, http_backend("bench")).stickiness == 0.75
+    assert routing([row(None, "r0")], http_backend("bench")).stickiness is None
 
 
 @pytest.mark.parametrize("arm", ["leastconn", "prefix", "oracle"])
