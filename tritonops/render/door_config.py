@@ -356,14 +356,14 @@ def _http_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
         *(f"    acl {name} path {path}" for name, path in door.mode.door_refused),
     ]
     servers = [f"    server {r.name} {r.address}:{r.http_port} maxconn {r.maxconn}" for r in replicas]
-    balance = ["    balance leastconn"]
+    balance, routing = "leastconn", []
     if door.routing == PREFIX:
         # the slot the backend's capture of the key's hash fills: logged as {hash} (door/request_log.py)
         frontend.append("    declare capture request len 10")
         ids = server_ids([r.name for r in replicas])
         servers = [f"{line} id {ids[r.name]} weight {SERVER_WEIGHT}" for line, r in zip(servers, replicas)]
-        balance = [f"    balance hash var({PREFIX_KEY_VAR})",
-                   "    hash-type consistent",
+        balance = f"hash var({PREFIX_KEY_VAR})"
+        routing = ["    hash-type consistent",
                    f"    hash-balance-factor {door.balance_factor}",
                    # a backend's http-request rules run before `option http-buffer-request` waits for the body
                    "    http-request wait-for-body time 10s if METH_POST",
@@ -374,7 +374,7 @@ def _http_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
                      f"'{QUEUE_TIMEOUT.json(door.mode)}'")
     refused = "".join(f" or {name}" for name, _ in door.mode.door_refused)
     return _door(frontend, f"if !exposed{refused}", _http_return(door.mode), backend, door, queue_timeout, servers,
-                 HTTP_RETRY_ON, balance)
+                 HTTP_RETRY_ON, balance, routing)
 
 
 def _grpc_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) -> list[str]:
@@ -394,8 +394,7 @@ def _grpc_door(deployment: str, door: _Door, replicas: list[BalancedReplica]) ->
                f" maxconn {r.maxconn}" for r in replicas]
     queue_timeout = (f"    http-error status 503 hdr grpc-status {QUEUE_TIMEOUT.grpc_status}"
                      f" hdr grpc-message '{QUEUE_TIMEOUT.grpc_message()}'")
-    return _door(frontend, "unless exposed", _grpc_return, backend, door, queue_timeout, servers, GRPC_RETRY_ON,
-                 ["    balance leastconn"])
+    return _door(frontend, "unless exposed", _grpc_return, backend, door, queue_timeout, servers, GRPC_RETRY_ON)
 
 
 def server_ids(names: Iterable[str]) -> dict[str, int]:
@@ -415,9 +414,10 @@ def server_ids(names: Iterable[str]) -> dict[str, int]:
 
 def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str], str], backend: str,
           door: _Door, queue_timeout: str, servers: list[str], retry_on: tuple[str, ...],
-          balance: list[str]) -> list[str]:
+          balance: str = "leastconn", routing: Iterable[str] = ()) -> list[str]:
     """A frontend's refusals in order (a path not exposed, no key, no replica up, a full queue), then
-    its backend, which sends a request lost for `retry_on` to another replica."""
+    its backend, which picks a replica by `balance` (with `routing`'s lines: how a prefix door keys its requests)
+    and sends a request lost for `retry_on` to another replica."""
     acls, rules = [], [answer(NOT_EXPOSED, not_exposed)]
     if door.keys_file:
         acls.append(f"    acl key_ok http_auth_bearer -m str -f {door.keys_file}")
@@ -428,7 +428,7 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
               answer(QUEUE_FULL, f"if {{ queue({backend}) ge {door.max_queue} }}")]
     return ["", *frontend, *acls, *rules, f"    default_backend {backend}", "",
             f"backend {backend}",
-            balance[0],
+            f"    balance {balance}",
             f"    timeout server {door.server_timeout_s}s",
             f"    timeout queue {door.queue_timeout_ms}ms",
             # each server-sent event (a generated token) leaves at once: without it HAProxy 2.6 lets the
@@ -438,7 +438,7 @@ def _door(frontend: list[str], not_exposed: str, answer: Callable[[Refusal, str]
             f"    retry-on {' '.join(retry_on)}",
             f"    retries {RETRIES}",
             "    option redispatch 1",  # every retry to another replica, at once (no turn-around wait)
-            *balance[1:],
+            *routing,
             "    option httpchk",
             f"    http-check send meth GET uri {door.check_path}",
             "    http-check expect status 200",
