@@ -64,18 +64,8 @@ fi
 haproxy() { LD_LIBRARY_PATH=$HX/usr/lib/x86_64-linux-gnu "$HX/usr/sbin/haproxy" "$@"; }
 haproxy -v | head -n 1 | tee -a "$OUT/summary.txt" || { say "haproxy does not run here"; exit 2; }
 
-# The stub's Python, as bench/real_gpu_serving.sh makes it
-V=$W/venv-serving
-if [ ! -x "$V/bin/python3" ]; then
-  "$PY" -m venv --without-pip "$V" || exit 2
-  SITE=$("$V/bin/python3" -c 'import site; print(site.getsitepackages()[0])')
-  cp "$KIT/gpukit_boot.py" "$SITE/"
-  "$PY" -c 'import json, site, sys; json.dump({"dirs": [sys.argv[2] + "/site"] + site.getsitepackages(),
-    "np1": sys.argv[2] + "/np1"}, open(sys.argv[1] + "/gpukit_boot.json", "w")); open(sys.argv[1] + "/gpukit.pth", "w").write("import gpukit_boot\n")' \
-    "$SITE" "$R"
-fi
-LIBPYDIR=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
-[ -e "$LIBPYDIR/libpython3.12.so.1.0" ] || LIBPYDIR=$R/pylib
+source bench/gpu_stub_python.sh
+stub_python || exit 2
 mkdir -p "$TS/backends/vllm"
 cp tritonops/image/assets/vllm_backend_model.py.txt "$TS/backends/vllm/model.py"
 

@@ -65,19 +65,9 @@ if [[ ,$PATHS, == *,direct,* ]]; then
 fi
 
 if [[ ,$PATHS, == *,triton,* ]]; then
-  # The stub's Python: a venv of the image's python3 whose start-up hook is the kit's gpukit_boot.py
-  # (carried packages on sys.path; NumPy 1.26 in the stub only), configured as that hook documents.
-  V=$W/venv-serving
-  if [ ! -x "$V/bin/python3" ]; then
-    "$PY" -m venv --without-pip "$V" || exit 2
-    SITE=$("$V/bin/python3" -c 'import site; print(site.getsitepackages()[0])')
-    cp "$KIT/gpukit_boot.py" "$SITE/"
-    "$PY" -c 'import json, site, sys; json.dump({"dirs": [sys.argv[2] + "/site"] + site.getsitepackages(),
-      "np1": sys.argv[2] + "/np1"}, open(sys.argv[1] + "/gpukit_boot.json", "w")); open(sys.argv[1] + "/gpukit.pth", "w").write("import gpukit_boot\n")' \
-      "$SITE" "$R"
-  fi
-  LIBPYDIR=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
-  [ -e "$LIBPYDIR/libpython3.12.so.1.0" ] || LIBPYDIR=$R/pylib
+  # The stub's Python (bench/gpu_stub_python.sh): V, LIBPYDIR
+  source bench/gpu_stub_python.sh
+  stub_python || exit 2
   mkdir -p "$TS/backends/vllm"
   cp "$BACKEND" "$TS/backends/vllm/model.py"
   NAME=triton
