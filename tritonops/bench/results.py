@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tritonops.errors import TritonopsError
+from tritonops.metrics.figures import hit_rate
 
 # figure -> (aiperf tag, statistic)
 AIPERF_FIGURES = {
@@ -142,9 +143,8 @@ def server_times(before: Iterable[Any], after: Iterable[Any], model: str) -> Ser
     requests, inferences = end[0] - start[0], end[1] - start[1]
     queue = (end[2] - start[2]) / requests
     compute = (end[3] - start[3]) / inferences if inferences > 0 else None
-    queries = end[4] - start[4]
     return ServerTimes(requests, round(queue, 3), None if compute is None else round(compute, 3),
-                       round((end[5] - start[5]) / queries, 4) if queries > 0 else None)
+                       hit_rate(end[5] - start[5], end[4] - start[4]))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,11 @@ TIMES = tuple(PER_REQUEST) + tuple(PER_INFERENCE)  # the order they are shown in
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
 PREFIX_QUERIES, PREFIX_HITS = "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
+
+
+def hit_rate(hits: float, queries: float) -> float | None:
+    """The prefix cache's hit rate from its counts (tokens found / tokens looked up); None when nothing was looked up."""
+    return round(hits / queries, 4) if queries > 0 else None
 _COUNTS = ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
            "nv_inference_exec_count", "nv_inference_pending_request_count")
 
@@ -83,12 +88,11 @@ def _figures(model: str, sums: dict[str, float], gauges: dict[str, list[float]])
             if divisor and metric in sums:
                 averages[name] = round(sums[metric] / divisor / 1000.0, 3)
     usage = [value for name in KV_USAGE for value in gauges.get(name, ())]
-    queries = sums.get(PREFIX_QUERIES)
+    queries = sums.get(PREFIX_QUERIES, 0.0)
     return ModelFigures(model, int(requests or 0), int(failures or 0), int(inferences or 0), int(executions or 0),
                         None if pending is None else int(pending), averages,
                         max(usage) if usage else None, _total(gauges.get(RUNNING)), _total(gauges.get(WAITING)),
-                        round(sums.get(PREFIX_HITS, 0.0) / queries, 4) if queries else None, (),
-                        int(queries or 0), int(sums.get(PREFIX_HITS, 0)))
+                        hit_rate(sums.get(PREFIX_HITS, 0.0), queries), (), int(queries), int(sums.get(PREFIX_HITS, 0)))
 
 
 def _total(values: list[float] | None) -> int | None:

@@ -17,6 +17,7 @@ from tritonops.facts.queries import CommandQuery
 from tritonops.serving.container_commands import inspect_states
 from tritonops.logs.shipping import LogShipping
 from tritonops.metrics.exposition import parse_exposition
+from tritonops.metrics.figures import PREFIX_HITS, PREFIX_QUERIES, hit_rate
 from tritonops.modes.base import ServingMode
 from tritonops.planning.serve_record import ReplicaRecord
 from tritonops.serving.container import logging_digest
@@ -106,11 +107,10 @@ def replica_status(replica: ReplicaRecord, container: str, health: dict) -> Repl
     """One replica of the current release's placement: its container's state (replica_state) and its Triton's
     readiness. Pure."""
     metrics = parse_metrics(health.get("metrics") or "").values()
-    queries = sum(m.prefix_queries for m in metrics)
     return ReplicaStatus(replica.index, replica.gpus, replica.ports[0], container,
                          bool(health.get("ready")) and all((health.get("models") or {}).values()),
                          sum(m.requests for m in metrics),
-                         round(sum(m.prefix_hits for m in metrics) / queries, 4) if queries else None)
+                         hit_rate(sum(m.prefix_hits for m in metrics), sum(m.prefix_queries for m in metrics)))
 
 
 @dataclass(frozen=True)
@@ -123,10 +123,7 @@ class ModelMetrics:
 
     @property
     def prefix_hit_rate(self) -> float | None:
-        return round(self.prefix_hits / self.prefix_queries, 4) if self.prefix_queries else None
-
-
-PREFIX_QUERIES, PREFIX_HITS = "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"
+        return hit_rate(self.prefix_hits, self.prefix_queries)
 
 
 def parse_metrics(text: str) -> dict[str, ModelMetrics]:
