@@ -17,8 +17,9 @@ stream that reaches it as it stops.
 
 `dir` holds every deployment's file on this balancer: the files given replace theirs, `remove` goes, the others
 stay. `scripts` are Lua files the files load (`lua-load`), written into `scripts_dir` before `haproxy -c` reads
-them: each is named for its content (door/program.py), so one already there is left as it is. A keys file that does not exist is made (0600, in a 0700 folder) with one new key, never printed; a keys file
-whose content changed since haproxy last loaded it (a key added or rotated by hand) reloads haproxy.
+them: each is named for its content (door/program.py), so one already there is left as it is. A keys file that does
+not exist is made (0600, in a 0700 folder) with one new key, never printed; a keys file whose content changed since
+haproxy last loaded it (a key added or rotated by hand) reloads haproxy.
 
 `keys` changes a keys file a door here checks, on this host (tritonops door rotate-key / retire-keys): `rotate`
 puts a new key first, the old ones kept after it (`keep_old`, an overlap while clients move) or gone; `retire`
@@ -33,6 +34,7 @@ be installed (stderr).
 
 import fcntl, hashlib, json, os, re, secrets, shutil, signal, socket, subprocess, sys, time
 
+from tritonops.host_programs.basic import write_atomically
 from tritonops.host_programs.haproxy_answers import refusal
 
 NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -188,17 +190,11 @@ def read_dir(folder):
 
 
 def write_scripts(folder, scripts):
-    """Each script whose file is missing or differs, written whole (a new file renamed into place)."""
-    if not scripts:
-        return
-    os.makedirs(folder, mode=0o755, exist_ok=True)
+    """Each script whose file is missing or differs, written whole."""
     for name, text in scripts.items():
         target = os.path.join(folder, name)
-        if read_text(target) == text:
-            continue
-        with open(target + ".new", "w", encoding="utf-8") as out:
-            out.write(text)
-        os.rename(target + ".new", target)
+        if read_text(target) != text:
+            write_atomically(target, text)
 
 
 def write_dir(folder, files):

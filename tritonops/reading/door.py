@@ -1,5 +1,5 @@
-"""What the reading commands read on a balancer: HAProxy's `show stat` (and for metrics its request log), through the runtime program over the
-balancer's SSH session (balancer.runtime_program), as typed rows. An HAProxy that does not answer is a
+"""What the reading commands read on a balancer: HAProxy's `show stat` (and for metrics its request log), through
+the runtime program over the balancer's SSH session (balancer.runtime_program), as typed rows. An HAProxy that does not answer is a
 RuntimeApiError: that balancer's one-line result."""
 
 from __future__ import annotations
