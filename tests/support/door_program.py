@@ -25,6 +25,20 @@ from tritonops.render.door_config import BalancedReplica, BalancerConfig, Balanc
 MODEL_PATH = "/v2/models/m/generate"
 
 
+def stream_events(handler: http.server.BaseHTTPRequestHandler, events: list[dict], spacing_s: float) -> None:
+    """A generate_stream answer as a replica sends it: each event a server-sent `data:` chunk, `spacing_s` apart."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    for event in events:
+        data = f"data: {json.dumps(event)}\n\n".encode()
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        handler.wfile.flush()
+        time.sleep(spacing_s)
+    handler.wfile.write(b"0\r\n\r\n")
+
+
 class Replica(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -37,16 +51,7 @@ class Replica(http.server.BaseHTTPRequestHandler):
 
     def _answer(self):
         if self.path.endswith("/generate_stream"):  # 5 events, 0.3 s apart: a request in flight for 1.5 s
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for i in range(5):
-                data = f"data: {json.dumps({'text_output': f'w{i}'})}\n\n".encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-                time.sleep(0.3)
-            self.wfile.write(b"0\r\n\r\n")
+            stream_events(self, [{"text_output": f"w{i}"} for i in range(5)], 0.3)
             return
         body = json.dumps({"text_output": "hello", "port": self.server.server_address[1]}).encode()
         self.send_response(200)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.door_program import stream_events
 from tests.support.haproxy_harness import Replicas, ask, free_port
 from tests.support.paths import CASES
 from tritonops.door.program import PREFIX_KEY
@@ -140,16 +141,8 @@ class Replica(http.server.BaseHTTPRequestHandler):
         except (ValueError, AttributeError):
             wait = 0.0
         if self.path.endswith("/generate_stream"):  # 5 events, `wait` apart
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for i in range(5):
-                data = f"data: {json.dumps({'text_output': f'w{i}', 'replica': self.server.name})}\n\n".encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-                time.sleep(min(wait, 1.0))
-            self.wfile.write(b"0\r\n\r\n")
+            stream_events(self, [{"text_output": f"w{i}", "replica": self.server.name} for i in range(5)],
+                          min(wait, 1.0))
             return
         time.sleep(min(wait, 5.0))
         self._answer(200, json.dumps({"replica": self.server.name}).encode())
