@@ -14,6 +14,21 @@ def _no_user_ssh_config(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("TRITONOPS_SSH_CONFIG", os.devnull)
 
 
+def pytest_sessionfinish(session):
+    """On a worker of a parallel run (pytest-xdist): its fuzz counts go back to the controller, which prints them."""
+    from tests.support.fuzzcount import tried
+
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["fuzz_tried"] = dict(tried)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    from tests.support.fuzzcount import tried
+
+    tried.update(getattr(node, "workeroutput", {}).get("fuzz_tried", {}))
+
+
 def pytest_terminal_summary(terminalreporter):
     from tests.support.fuzzcount import tried
 

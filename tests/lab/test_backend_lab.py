@@ -24,9 +24,11 @@ import re
 import shlex
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import yaml
@@ -124,7 +126,7 @@ def _curl(lab, name: str, path: str, body: dict | None = None, port: int = 8000,
 
 @pytest.fixture(scope="module")
 def lab():
-    state_dir = os.environ.get("TRITONOPS_BACKEND_LAB_STATE", "/tmp/tritonops-bktest")
+    state_dir = os.environ.get("TRITONOPS_BACKEND_LAB_STATE", Path(tempfile.gettempdir()) / PREFIX)
     state = lab_api.up(LabRequest((HostSpec(FULL_2080TI, "2080ti", "full"),)), state_dir=state_dir,
                        name_prefix=PREFIX, port_base=PORT_BASE)
     if state.results.failed:

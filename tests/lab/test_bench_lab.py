@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.lab.test_door_lab import BALANCER, balancer, door_inventory, lab_address  # noqa: F401 - the door lab's fixture
+from tests.lab.test_door_lab import door_inventory, lab_address
+from tests.support.balancer_lab import BALANCER
 from tests.lab.test_serve_lab import cli
 from tritonops.lab.testing import FULL_2080TI
 

@@ -9,9 +9,7 @@ fails only what was on it and comes back by itself; an unreachable balancer is s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.error
@@ -24,44 +22,15 @@ import pytest
 import yaml
 
 from tests.lab.test_serve_lab import cli, full_host_inventory, task
-from tritonops.lab import api
+from tests.support.balancer_lab import BALANCER, SECOND
 from tritonops.lab.containers import network_name
-from tritonops.lab.request import HostSpec, LabRequest, balancer_hosts
-from tritonops.lab.testing import FULL_2080TI, test_lab_port_base, test_lab_prefix
+from tritonops.lab.testing import FULL_2080TI
 
-PREFIX = test_lab_prefix("door")
-PORT_BASE = test_lab_port_base(150)
-BALANCER = "balancer-1"
 DEPLOYMENT = "dep-door"
 ROOT = "/opt/tritonops"
 DOOR_HTTP, DOOR_GRPC = 18180, 18181
 KEYS = "/etc/tritonops/dep-door.keys"
 MODEL = "vllm_model"
-
-
-SECOND = "gpu-2"  # the balancer lab's own full host: a second serving host (issue #41's partial runs)
-
-
-@pytest.fixture(scope="module")
-def balancer(lab):
-    """A lab of one balancer host and a second full host, their containers also on the test lab's network (where
-    the test lab's full host is)."""
-    state_dir = Path(tempfile.gettempdir()) / PREFIX
-    try:
-        state = api.up(LabRequest(balancer_hosts(1) + (HostSpec(SECOND, "2080ti", "full"),)), state_dir=state_dir,
-                       name_prefix=PREFIX, port_base=PORT_BASE)
-        if state.results.failed:
-            pytest.fail("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
-        client = docker.from_env()
-        network = client.networks.get(network_name(lab.prefix))
-        for name in (BALANCER, SECOND):
-            container = client.containers.get(state.host(name).container)
-            if network.name not in container.attrs["NetworkSettings"]["Networks"]:
-                network.connect(container)
-        yield state
-    finally:
-        if not os.environ.get("TRITONOPS_LAB_KEEP"):
-            api.down(state_dir=state_dir, name_prefix=PREFIX)
 
 
 def lab_address(lab, host: str) -> str:
@@ -284,8 +253,9 @@ def test_an_unreachable_balancer_keeps_the_replicas_it_fronts_from_restarting_un
     try:
         for extra in ((), ("--no-drain",)):
             started = time.monotonic()
+            # a new release (the replica restarts); SSH waits 3 s for the frozen balancer's banner, not 10
             runs.append((*cli(capsys, "deploy", "-i", inventory, "--playbook", str(playbook), "--limit", "s1",
-                              "-e", "tritonops_max_num_seqs=12", *extra),  # a new release: the replica restarts
+                              "-e", "tritonops_max_num_seqs=12", "-e", "tritonops_connect_timeout=3", *extra),
                          time.monotonic() - started))
     finally:
         container.unpause()

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.lab.test_door_lab import (BALANCER, DEPLOYMENT, DOOR_GRPC, FULL_2080TI, GENERATE, KEYS, MODEL,  # noqa: F401
-                                     balancer, call, clean, inventory, lab_address, until_up)
+from tests.lab.test_door_lab import (DEPLOYMENT, DOOR_GRPC, FULL_2080TI, GENERATE, KEYS, MODEL,  # noqa: F401
+                                     call, clean, inventory, lab_address, until_up)
+from tests.support.balancer_lab import BALANCER
 from tests.lab.test_serve_lab import cli, task
 from tritonops.door.runtime import set_server_state
 from tritonops.door.runtime_program import send_argv

@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import jsonschema
@@ -73,7 +74,7 @@ def _base_with_pip(engine: HostEngine, wheel: Path) -> str:
 
 @pytest.fixture(scope="module")
 def image_lab(tmp_path_factory):
-    state_dir = Path(os.environ.get("TRITONOPS_IMAGE_LAB_STATE", "/tmp/tritonops-imgtest"))
+    state_dir = Path(os.environ.get("TRITONOPS_IMAGE_LAB_STATE", Path(tempfile.gettempdir()) / PREFIX))
     request = LabRequest((HostSpec(BUILDER, "4090", "full"), HostSpec(T1, "2080ti", "full"),
                           HostSpec(T2, "t4", "full")))
     state = lab_api.up(request, state_dir=state_dir, name_prefix=PREFIX, port_base=PORT_BASE)

@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from tests.lab.test_door_lab import BALANCER, balancer, door_inventory  # noqa: F401 - the door lab's fixture
+from tests.lab.test_door_lab import door_inventory
+from tests.support.balancer_lab import BALANCER
 from tests.lab.test_serve_lab import cli, task
 from tritonops.cli.main import main
 from tritonops.lab.testing import FULL_2080TI

@@ -25,7 +25,9 @@ import json
 import os
 import secrets
 import shlex
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -57,7 +59,7 @@ TIMINGS: dict[str, float] = {}
 
 @pytest.fixture(scope="module")
 def lab():
-    state_dir = os.environ.get("TRITONOPS_RAY_LAB_STATE", "/tmp/tritonops-labray")
+    state_dir = os.environ.get("TRITONOPS_RAY_LAB_STATE", Path(tempfile.gettempdir()) / PREFIX)
     started = time.monotonic()
     state = lab_api.up(LabRequest((HostSpec(HEAD, "2080ti", "full"), HostSpec(WORKER, "2080ti", "full"))),
                        state_dir=state_dir, name_prefix=PREFIX, port_base=PORT_BASE)

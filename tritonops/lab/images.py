@@ -18,6 +18,7 @@ import pynvml
 
 from tritonops.errors import TritonopsError
 from tritonops.lab import image_specs as specs
+from tritonops.lab.cache import filling
 from tritonops.lab.image_specs import ImageSpec
 
 
@@ -61,6 +62,11 @@ def _sha256(path: Path) -> str:
 
 def pytriton_wheel(cache_dir: Path, log_file: Path) -> Path:
     """The nvidia-pytriton wheel, downloaded once into the cache."""
+    with filling(cache_dir, "wheels"):
+        return _pytriton_wheel(cache_dir, log_file)
+
+
+def _pytriton_wheel(cache_dir: Path, log_file: Path) -> Path:
     wheels = cache_dir / "wheels"
     pattern = f"nvidia_pytriton-{specs.PYTRITON_VERSION}-*.whl"
     found = sorted(wheels.glob(pattern))
@@ -176,19 +182,20 @@ def ensure_image(client, spec: ImageSpec, cache_dir: Path, log_file: Path) -> Im
     import time
 
     started = time.monotonic()
-    image = _find(client, spec)
-    built = image is None
-    if built:
-        with tempfile.TemporaryDirectory(prefix=f"tritonops-lab-{spec.role}-", dir=cache_dir) as tmp:
-            if spec.role == "base":
-                _build_base(client, spec, Path(tmp), log_file)
-            else:
-                _build_from_dockerfile(client, spec, Path(tmp), cache_dir, log_file)
-        image = client.images.get(spec.tag)
-    for extra in spec.extra_tags:
-        repo, tag = extra.rsplit(":", 1)
-        if extra not in image.tags:
-            image.tag(repo, tag)
+    with filling(cache_dir, "images"):  # another lab coming up builds it once, this one then finds it
+        image = _find(client, spec)
+        built = image is None
+        if built:
+            with tempfile.TemporaryDirectory(prefix=f"tritonops-lab-{spec.role}-", dir=cache_dir) as tmp:
+                if spec.role == "base":
+                    _build_base(client, spec, Path(tmp), log_file)
+                else:
+                    _build_from_dockerfile(client, spec, Path(tmp), cache_dir, log_file)
+            image = client.images.get(spec.tag)
+        for extra in spec.extra_tags:
+            repo, tag = extra.rsplit(":", 1)
+            if extra not in image.tags:
+                image.tag(repo, tag)
     return ImageResult(spec.role, spec.tag, image.id, built, time.monotonic() - started)
 
 
@@ -214,11 +221,12 @@ def ensure_images(client, need_full: bool, cache_dir: Path, log_file: Path, need
 def saved_image(client, image: ImageResult, cache_dir: Path) -> Path:
     """`docker save` of an image, once per image ID, for loading into full hosts' inner engines."""
     path = cache_dir / "images" / f"{image.role}-{image.image_id.split(':')[-1][:12]}.tar"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        with partial.open("wb") as f:
-            for chunk in client.images.get(image.image_id).save(named=True):
-                f.write(chunk)
-        partial.rename(path)
+    with filling(cache_dir, "saved-images"):
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(".partial")
+            with partial.open("wb") as f:
+                for chunk in client.images.get(image.image_id).save(named=True):
+                    f.write(chunk)
+            partial.rename(path)
     return path

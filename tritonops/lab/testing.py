@@ -28,11 +28,25 @@ import pytest
 from tritonops.lab import api
 from tritonops.lab.request import HostSpec, LabRequest
 
-# another name prefix and port base (a second lab beside the suite's on one engine): these variables
-TEST_PREFIX = os.environ.get("TRITONOPS_LAB_TEST_PREFIX", "tritonops-labtest")
-TEST_PORT_BASE = int(os.environ.get("TRITONOPS_LAB_TEST_PORT_BASE", "22300"))
+
+
+def worker_index(worker: str | None) -> int:
+    """Which of pytest-xdist's workers this process is (its PYTEST_XDIST_WORKER, `gw0`, `gw1`...): 0 without xdist.
+    Each worker runs its lab test files beside the others' on one engine, in labs of its own (name prefix, ports,
+    state dir)."""
+    if worker and worker.startswith("gw") and worker[2:].isdigit():
+        return int(worker[2:])
+    return 0
+
+
+WORKER = worker_index(os.environ.get("PYTEST_XDIST_WORKER"))
+# another name prefix and port base (a second lab beside the suite's on one engine): these variables; worker N of
+# a run over several (./run-tests -n N) adds -wN to the prefix and N x 1000 to the ports
+TEST_PREFIX = (os.environ.get("TRITONOPS_LAB_TEST_PREFIX", "tritonops-labtest")
+               + (f"-w{WORKER}" if WORKER else ""))
+TEST_PORT_BASE = int(os.environ.get("TRITONOPS_LAB_TEST_PORT_BASE", "22300")) + 1000 * WORKER
 # the test lab's Prometheus on this machine (tests/lab/conftest.py)
-TEST_PROMETHEUS_PORT = int(os.environ.get("TRITONOPS_LAB_TEST_PROMETHEUS_PORT", "9190"))
+TEST_PROMETHEUS_PORT = int(os.environ.get("TRITONOPS_LAB_TEST_PROMETHEUS_PORT", "9190")) + WORKER
 
 
 def test_lab_prefix(name: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+from tritonops.lab.cache import filling
 from tritonops.tarball import tar_bytes
 from pathlib import Path
 
@@ -19,14 +20,15 @@ STAGE = "/tmp/tritonops-lab-hub-wheels"
 def hub_wheels(cache_dir: Path, requirement: str = "huggingface_hub") -> list[Path]:
     """The wheels of `requirement` and its dependencies for the lab hosts' python3 (cached)."""
     folder = cache_dir / "hub-wheels"
-    found = sorted(folder.glob("*.whl"))
-    if any(p.name.startswith("huggingface_hub-") for p in found):
-        return found
-    folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version",
-                    HOST_PYTHON, "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64",
-                    "-d", str(folder), requirement], check=True, timeout=300, capture_output=True)
-    return sorted(folder.glob("*.whl"))
+    with filling(cache_dir, "hub-wheels"):
+        found = sorted(folder.glob("*.whl"))
+        if any(p.name.startswith("huggingface_hub-") for p in found):
+            return found
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version",
+                        HOST_PYTHON, "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64",
+                        "-d", str(folder), requirement], check=True, timeout=300, capture_output=True)
+        return sorted(folder.glob("*.whl"))
 
 
 def install_on_host(transport, wheels: list[Path]) -> bool:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tritonops.lab.cache import filling
 from tritonops.serving.ray_version import RAY_VERSION
 
 LAB_PYTHON = "3.11"  # Debian bookworm's python3 in the lab's vllm_env image
@@ -26,12 +27,13 @@ _PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x
 def ray_wheels(cache_dir: Path) -> dict[str, bytes]:
     """Wheel file name -> bytes: Ray and its dependencies for the lab image's Python (downloaded once)."""
     folder = Path(cache_dir) / f"ray-wheels-{RAY_VERSION}"
-    if not any(folder.glob(f"ray-{RAY_VERSION}-*.whl")):
-        folder.mkdir(parents=True, exist_ok=True)
-        platforms = [arg for p in _PLATFORMS for arg in ("--platform", p)]
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version",
-                        LAB_PYTHON, *platforms, "-d", str(folder), LAB_RAY_REQUIREMENT],
-                       check=True, timeout=600, capture_output=True)
+    with filling(Path(cache_dir), "ray-wheels"):
+        if not any(folder.glob(f"ray-{RAY_VERSION}-*.whl")):
+            folder.mkdir(parents=True, exist_ok=True)
+            platforms = [arg for p in _PLATFORMS for arg in ("--platform", p)]
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version",
+                            LAB_PYTHON, *platforms, "-d", str(folder), LAB_RAY_REQUIREMENT],
+                           check=True, timeout=600, capture_output=True)
     return {path.name: path.read_bytes() for path in sorted(folder.glob("*.whl"))}
 
 
