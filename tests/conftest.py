@@ -23,6 +23,14 @@ def pytest_sessionfinish(session):
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """A parallel run's units of work: tests/support/scheduling.py."""
+    from tests.support.scheduling import LabUnitsScheduling
+
+    return LabUnitsScheduling(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     from tests.support.fuzzcount import tried
 

@@ -11,41 +11,19 @@ from tritonops.lab.testing import TEST_PROMETHEUS_PORT, lab, lab_lock, lab_ssh  
 LAB_PROMETHEUS_PORT = TEST_PROMETHEUS_PORT
 
 
-# The lab files a parallel run (./run-tests: pytest-xdist, --dist loadgroup) starts first, the slowest first (minutes
-# each took in a clean-clone run on 2 cores, set-up included): the long ones begin at once on the workers and the
-# unit tests, small units of work, fill the time left over at the end. A file not named here goes after them.
-SLOWEST_FIRST = (
-    "test_door_lab",  # 10.9
-    "test_image_lab",  # 5.9
-    "test_ray_cluster_lab",  # 3.1
-    "test_bench_lab",  # 3.0
-    "test_replicas_lab",  # 2.7
-    "test_soak_chaos_lab",  # 2.1
-    "test_backend_lab",  # 2.1
-    "test_maintenance_lab",  # 1.6
-    "test_door_observability_lab",  # 1.3
-    "test_serve_lab",  # 1.1
-    "test_become_lab",  # 1.1
-    "test_bastion_lab",  # 1.0 (the test lab's set-up, where it came first)
-)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items):
-    """Every test under tests/lab needs the lab: `-m 'not lab'` leaves them all out. Each lab file is one unit of
-    work for a parallel run (its module fixtures set up once, on one worker; a worker's session labs, the test lab
-    and the balancer lab, shared by the files it runs), and the lab files come first, the slowest first."""
+    """Every test under tests/lab needs the lab: `-m 'not lab'` leaves them all out. The lab tests come first, their
+    units of work for a parallel run the slowest first (tests/support/scheduling.py); a file keeps its own order."""
+    from tests.support.scheduling import lab_rank
+
     here = os.path.dirname(__file__)
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     lab_items = []
     for item in items:
         if str(item.fspath).startswith(here + os.sep):
             item.add_marker(pytest.mark.lab)
-            name = os.path.splitext(os.path.basename(str(item.fspath)))[0]
-            item.add_marker(pytest.mark.xdist_group(name))
-            lab_items.append((rank.get(name, len(rank)), item))
+            lab_items.append(item)
     if lab_items:
-        first = [item for _, item in sorted(lab_items, key=lambda pair: pair[0])]  # stable: a file's own order kept
+        first = sorted(lab_items, key=lambda item: lab_rank(item.nodeid))  # stable
         chosen = {id(item) for item in first}
         items[:] = first + [item for item in items if id(item) not in chosen]
 
