@@ -22,6 +22,22 @@ def pytest_sessionfinish(session):
         session.config.workeroutput["fuzz_tried"] = dict(tried)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item):
+    """On a worker of a parallel run, each test (set-up and teardown included, its module's fixtures too) under the
+    quiet lock: a test that measures speed runs alone (tests/support/scheduling.py)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return (yield)
+    import tempfile
+    from pathlib import Path
+
+    from tests.support.scheduling import is_quiet, quiet_held
+
+    with quiet_held(Path(tempfile.gettempdir()), run, is_quiet(item.nodeid)):
+        return (yield)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """A parallel run's units of work: tests/support/scheduling.py."""

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.network import server_port
+
 from tritonops.render.door_config import BalancerConfig, BalancerGlobals, http_backend, render_balancer_files
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
@@ -37,19 +39,9 @@ def haproxy_check(folder: Path) -> subprocess.CompletedProcess:
     return subprocess.run([haproxy(), "-c", "-f", str(folder)], capture_output=True, text=True, timeout=30)
 
 
-HANDED_OUT: set[int] = set()
-
-
 def door_port() -> int:
-    """A port free on 127.0.0.1 now and not handed out before in this run (the system may offer a port
-    again once it is let go, before haproxy has bound it)."""
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if port not in HANDED_OUT:
-            HANDED_OUT.add(port)
-            return port
+    """A port for haproxy to bind on 127.0.0.1 (tests/support/network.py)."""
+    return server_port()
 
 
 class Door:

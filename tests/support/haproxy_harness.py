@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.network import server_port
+
 BACKEND = "replicas"
 SERVERS = ("r0", "r1")
 SLOW_S = 1.0
@@ -73,9 +75,7 @@ class Replicas(http.server.ThreadingHTTPServer):
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return server_port()
 
 
 def ask(path: str, command: str, timeout_s: float = 5) -> str:

@@ -10,7 +10,10 @@ bringing up the same hosts three times."""
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
 
 from xdist.scheduler import LoadScopeScheduling
 
@@ -20,6 +23,9 @@ LAB = "tests/lab/"
 DOOR_FILES = frozenset({"test_door_lab", "test_door_observability_lab", "test_bench_lab", "test_maintenance_lab",
                         "test_balancer_host_lab"})
 OWN_LAB_FILES = frozenset({"test_backend_lab", "test_image_lab", "test_ray_cluster_lab", "test_become_lab"})
+# files that measure speed (the lab engine's pace through aiperf, one release against another): each of their tests
+# runs alone (`quiet_held`), and they come last in their unit, when the other workers are most likely done
+QUIET_FILES = frozenset({"test_bench_lab"})
 
 
 def unit_of(nodeid: str) -> str:
@@ -47,10 +53,36 @@ SLOWEST_FIRST = (
 )
 
 
-def lab_rank(nodeid: str) -> int:
-    """Where a lab test's unit comes in the run (a unit not in SLOWEST_FIRST after those that are)."""
+def lab_rank(nodeid: str) -> tuple[int, bool]:
+    """Where a lab test comes in the run: its unit's place (a unit not in SLOWEST_FIRST after those that are), then
+    a quiet file after the others of its unit."""
     unit = unit_of(nodeid)
-    return SLOWEST_FIRST.index(unit) if unit in SLOWEST_FIRST else len(SLOWEST_FIRST)
+    return (SLOWEST_FIRST.index(unit) if unit in SLOWEST_FIRST else len(SLOWEST_FIRST)), is_quiet(nodeid)
+
+
+def is_quiet(nodeid: str) -> bool:
+    return PurePosixPath(nodeid.split("::", 1)[0]).stem in QUIET_FILES
+
+
+@contextmanager
+def quiet_held(folder: Path, run: str, quiet: bool) -> Iterator[None]:
+    """Held around each test of a parallel run (`run`: xdist's test run id): a quiet test runs while no other test
+    does, every other test alongside the others. Two flocks: the gate, which a quiet test holds while it waits, so
+    that no test starts meanwhile, and the floor, shared by the tests that run, a quiet test's alone."""
+    gate = open(folder / f"tritonops-tests-{run}.gate", "a")
+    floor = open(folder / f"tritonops-tests-{run}.floor", "a")
+    try:
+        if quiet:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(floor, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+            fcntl.flock(floor, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+    finally:
+        floor.close()
+        gate.close()
 
 
 class LabUnitsScheduling(LoadScopeScheduling):

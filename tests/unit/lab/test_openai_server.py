@@ -9,7 +9,6 @@ import asyncio
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import zipfile
 import openai
 import pytest
 
+from tests.support.network import server_port
 from tritonops.host_programs.triton_client import answer_text, ask
 from tritonops.lab.hub.model import tiny_model
 from tritonops.lab.profile_file import GpuFaults, render_profile
@@ -38,12 +38,6 @@ LAB_ARGS = ServerArguments.from_json({"vllm_version": "0.25.0", "options": [
                  ("max_num_seqs", False), ("dtype", False))]})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lab-openai")
@@ -56,7 +50,7 @@ def server(tmp_path_factory):
         (model / name).write_bytes(data)
     config = json.loads((model / "tokenizer_config.json").read_text())
     (model / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": TEMPLATE}))
-    port = _free_port()
+    port = server_port()
     argv = server_argv("chat", str(model), {"max_model_len": 1024, "gpu_memory_utilization": 0.5,
                                             "enforce_eager": False, "dtype": "float32"}, port, LAB_ARGS,
                        host="127.0.0.1")
