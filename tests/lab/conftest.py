@@ -23,7 +23,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.lab)
             lab_items.append(item)
     if lab_items:
-        first = sorted(lab_items, key=lambda item: lab_rank(item.nodeid))  # stable
+        first = sorted(lab_items, key=lambda item: lab_rank(item.nodeid))  # stable: a file keeps its order
         chosen = {id(item) for item in first}
         items[:] = first + [item for item in items if id(item) not in chosen]
 

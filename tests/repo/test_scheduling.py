@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from tests.support.paths import TESTS
-from tests.support.scheduling import (DOOR_FILES, OWN_LAB_FILES, QUIET_FILES, SLOWEST_FIRST, lab_rank,
-                                      quiet_held, unit_of)
+from tests.support.scheduling import (BALANCER_UNIT, DOOR_FILES, OWN_LAB_FILES, QUIET_FILES, SLOWEST_FIRST,
+                                      TEST_LAB_UNIT, lab_rank, next_unit, quiet_held, unit_of)
 from tritonops.waiting import wait_until
 
 LAB_FILES = sorted((TESTS / "lab").glob("test_*.py"))
@@ -29,16 +29,20 @@ def test_each_lab_file_is_in_the_unit_of_what_it_sets_up():
     for path in LAB_FILES:
         text, name = path.read_text(), path.stem
         unit = unit_of(f"tests/lab/{path.name}::test_x")
-        if name in OWN_LAB_FILES:
-            assert _starts_a_lab_of_its_own(text), f"{name} is a unit of its own but starts no lab of its own"
+        if name in OWN_LAB_FILES or name in QUIET_FILES:
             assert unit == f"tests/lab/{path.name}"
+            if name in OWN_LAB_FILES:
+                assert _starts_a_lab_of_its_own(text), f"{name} is a unit of its own but starts no lab of its own"
+            else:
+                assert _asks_for_the_balancer_lab(text) == (QUIET_FILES[name] == BALANCER_UNIT), name
         elif _starts_a_lab_of_its_own(text):
             raise AssertionError(f"{name} starts a lab of its own: add it to OWN_LAB_FILES")
         elif _asks_for_the_balancer_lab(text):
             assert name in DOOR_FILES, f"{name} asks for the balancer lab: add it to DOOR_FILES"
+            assert unit == BALANCER_UNIT
         else:
             assert name not in DOOR_FILES, f"{name} is in DOOR_FILES but never asks for the balancer lab"
-            assert unit == "tests/lab/(the test lab's files)", name
+            assert unit == TEST_LAB_UNIT, name
 
 
 def test_the_files_named_exist_and_every_lab_unit_has_its_place_in_the_order():
@@ -46,18 +50,26 @@ def test_the_files_named_exist_and_every_lab_unit_has_its_place_in_the_order():
     assert DOOR_FILES <= names and OWN_LAB_FILES <= names
     units = {unit_of(f"tests/lab/{path.name}::t") for path in LAB_FILES}
     assert units == set(SLOWEST_FIRST)
-    ranks = [lab_rank(f"tests/lab/{path.name}::t")[0] for path in LAB_FILES]
+    ranks = [lab_rank(f"tests/lab/{path.name}::t") for path in LAB_FILES]
     assert sorted(set(ranks)) == list(range(len(SLOWEST_FIRST)))
-    assert QUIET_FILES <= names
-    door = [path.stem for path in sorted(LAB_FILES, key=lambda p: lab_rank(f"tests/lab/{p.name}::t"))
-            if path.stem in DOOR_FILES]
-    assert door[-1] == "test_bench_lab"  # the quiet file last in its unit
+    assert set(QUIET_FILES) <= names
+
+
+def test_a_quiet_unit_is_given_out_last_to_the_worker_that_ran_its_home_unit():
+    bench, image, unit = "tests/lab/test_bench_lab.py", "tests/lab/test_image_lab.py", "tests/unit/test_api.py"
+    ran = {BALANCER_UNIT: "gw0", TEST_LAB_UNIT: "gw1"}
+    assert next_unit([bench, image, unit], "gw2", ran, ["gw0", "gw1", "gw2"]) == (image, "gw2")
+    assert next_unit([bench, unit], "gw0", ran, ["gw0", "gw1", "gw2"]) == (unit, "gw0")
+    assert next_unit([bench], "gw2", ran, ["gw0", "gw1", "gw2"]) == (bench, "gw0")  # where its labs are
+    assert next_unit([bench], "gw0", ran, ["gw0", "gw1", "gw2"]) == (bench, "gw0")
+    assert next_unit([bench], "gw2", ran, ["gw1", "gw2"]) == (bench, "gw2")  # that worker is gone: whoever asks
+    assert next_unit([bench], "gw1", {}, ["gw0", "gw1"]) == (bench, "gw1")  # its home never ran
 
 
 def test_a_unit_test_file_is_its_own_unit_whatever_its_tests_are_called():
     assert unit_of("tests/unit/door/test_runtime.py::test_a[x::y]") == "tests/unit/door/test_runtime.py"
     assert unit_of("tests/unit/door/test_runtime.py::TestC::test_b") == "tests/unit/door/test_runtime.py"
-    assert lab_rank("tests/unit/door/test_runtime.py::t") == (len(SLOWEST_FIRST), False)
+    assert lab_rank("tests/unit/door/test_runtime.py::t") == len(SLOWEST_FIRST)
 
 
 def gate_taken(path) -> bool:
