@@ -50,7 +50,4 @@ def lab_prometheus(lab):  # noqa: F811
 def balancer(lab):  # noqa: F811
     from tests.support.balancer_lab import balancer_lab
 
-    try:
-        yield from balancer_lab(lab)
-    except RuntimeError as err:
-        pytest.fail(str(err))
+    yield from balancer_lab(lab)

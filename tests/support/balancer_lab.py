@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tritonops.lab import api
 from tritonops.lab.containers import network_name
 from tritonops.lab.request import HostSpec, LabRequest, balancer_hosts
@@ -30,7 +32,7 @@ def balancer_lab(lab: LabState) -> Iterator[LabState]:
         state = api.up(LabRequest(balancer_hosts(1) + (HostSpec(SECOND, "2080ti", "full"),)), state_dir=state_dir,
                        name_prefix=PREFIX, port_base=PORT_BASE)
         if state.results.failed:
-            raise RuntimeError("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
+            pytest.fail("lab up failed: " + "; ".join(f"{r.host}: {r.msg}" for r in state.results.failed))
         client = docker.from_env()
         network = client.networks.get(network_name(lab.prefix))
         for name in (BALANCER, SECOND):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.haproxy_harness import free_port
+from tests.support.network import server_port
 from tritonops import host_programs
 from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
@@ -67,12 +67,12 @@ class Replica(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def place(tmp_path):
     """Folders of a balancer in tmp_path, a replica, and whatever haproxy the program started, stopped after."""
-    replica = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Replica)
+    replica = http.server.ThreadingHTTPServer(("127.0.0.1", server_port()), Replica)
     replica.daemon_threads = True
     threading.Thread(target=replica.serve_forever, daemon=True).start()
     where = {"dir": str(tmp_path / "etc" / "tritonops"), "pidfile": str(tmp_path / "run" / "haproxy.pid"),
              "socket": str(tmp_path / "run" / "admin.sock"), "replica": replica.server_address[1],
-             "door": free_port(), "metrics": free_port(), "tmp": tmp_path}
+             "door": server_port(), "metrics": server_port(), "tmp": tmp_path}
     yield where
     replica.shutdown()
     try:

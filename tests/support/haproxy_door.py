@@ -39,11 +39,6 @@ def haproxy_check(folder: Path) -> subprocess.CompletedProcess:
     return subprocess.run([haproxy(), "-c", "-f", str(folder)], capture_output=True, text=True, timeout=30)
 
 
-def door_port() -> int:
-    """A port for haproxy to bind on 127.0.0.1 (tests/support/network.py)."""
-    return server_port()
-
-
 class Door:
     """A running haproxy in master-worker mode with the rendered files, its HTTP door on 127.0.0.1."""
 
@@ -51,7 +46,7 @@ class Door:
         self.folder, self.config = folder, config
         self.socket = folder / "admin.sock"
         self.port = config.http_port
-        self.metrics_port = door_port()
+        self.metrics_port = server_port()
         # HAProxy 2.6 will not start unless it can raise its file limit to about twice the global maxconn
         write_files(folder / "conf", BalancerGlobals(stats_socket=str(self.socket), metrics_port=self.metrics_port,
                                                maxconn=1000, metrics_address="127.0.0.1"), config)

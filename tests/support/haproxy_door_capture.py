@@ -26,7 +26,8 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from tests.support.haproxy_harness import Replicas, ask, free_port
+from tests.support.haproxy_harness import Replicas, ask
+from tests.support.network import server_port
 from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
 DEPLOYMENT = "chat"
@@ -67,9 +68,9 @@ def capture(out: Path) -> None:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         replicas.append(server)
     (folder / "keys").write_text(KEY + "\n")
-    socket, metrics_port, door_port = str(folder / "admin.sock"), free_port(), free_port()
+    socket, metrics_port, door_port = str(folder / "admin.sock"), server_port(), server_port()
     config = BalancerConfig(DEPLOYMENT, tuple(
-        BalancedReplica(f"node-a-r{index}", "127.0.0.1", server.server_address[1], free_port(), 1)
+        BalancedReplica(f"node-a-r{index}", "127.0.0.1", server.server_address[1], server_port(), 1)
         for index, server in enumerate(replicas)), http_port=door_port, grpc_port=None, queue_timeout_ms=1500,
         max_queue=1, check_interval_ms=100, keys_file=str(folder / "keys"), bind_address="127.0.0.1")
     files = render_balancer_files(BalancerGlobals(stats_socket=socket, metrics_port=metrics_port, maxconn=1000,

@@ -74,10 +74,6 @@ class Replicas(http.server.ThreadingHTTPServer):
         pass  # haproxy's layer-4 health checks connect and reset: not an error here
 
 
-def free_port() -> int:
-    return server_port()
-
-
 def ask(path: str, command: str, timeout_s: float = 5) -> str:
     """One runtime-API command, the whole answer (the test's own client, not the program under test)."""
     with socket.socket(socket.AF_UNIX) as client:
@@ -158,7 +154,7 @@ def start_balancer(folder: Path, *, wait_up: bool = True) -> Balancer:
     """haproxy and its two replicas, started; `wait_up`: until both servers' checks passed (UP, not
     "UP 1/3", which a fresh haproxy reports until its health checks run)."""
     haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
-    balancer = Balancer(folder, socket=str(folder / "admin.sock"), port=free_port())
+    balancer = Balancer(folder, socket=str(folder / "admin.sock"), port=server_port())
     try:
         lines = []
         for name in SERVERS:

@@ -29,7 +29,6 @@ from tritonops.lab import api
 from tritonops.lab.request import HostSpec, LabRequest
 
 
-
 def worker_index(worker: str | None) -> int:
     """Which of pytest-xdist's workers this process is (its PYTEST_XDIST_WORKER, `gw0`, `gw1`...): 0 without xdist.
     Each worker runs its lab test files beside the others' on one engine, in labs of its own (name prefix, ports,

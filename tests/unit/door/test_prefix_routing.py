@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.door_program import stream_events
-from tests.support.haproxy_harness import Replicas, ask, free_port
+from tests.support.haproxy_harness import Replicas, ask
+from tests.support.network import server_port
 from tests.support.paths import CASES
 from tritonops.door.program import PREFIX_KEY
 from tritonops.door.request_log import parse_request_log, show_events
@@ -105,7 +106,7 @@ def script(tmp_path_factory) -> Path:
 def echo(tmp_path_factory, script) -> dict[int, int]:
     """One HAProxy answering with the key of a body, in hex, a frontend per prefix length: {bytes: port}."""
     folder = tmp_path_factory.mktemp("echo")
-    ports = {n: free_port() for n in sorted({case["bytes"] for case in KEY_CASES})}
+    ports = {n: server_port() for n in sorted({case["bytes"] for case in KEY_CASES})}
     (folder / "echo.cfg").write_text(ECHO.format(folder=folder, script=script) + "".join(
         ECHO_FRONTEND.format(bytes=n, port=port) for n, port in ports.items()))
     process = start(folder / "echo.cfg", f"{folder}/admin.sock")
@@ -191,17 +192,17 @@ def fleet(tmp_path_factory, script) -> Fleet:
         server.name = name
         threading.Thread(target=server.serve_forever, daemon=True).start()
         fleet.replicas[name] = server
-    replicas = tuple(BalancedReplica(name, "127.0.0.1", server.server_address[1], free_port(), 64)
+    replicas = tuple(BalancedReplica(name, "127.0.0.1", server.server_address[1], server_port(), 64)
                      for name, server in fleet.replicas.items())
     try:
         for index in range(2):
             folder = tmp_path_factory.mktemp(f"balancer{index}")
-            ports = {"bounded": free_port(), "unbounded": free_port()}
+            ports = {"bounded": server_port(), "unbounded": server_port()}
             configs = [BalancerConfig(deployment, replicas, http_port=port, grpc_port=None, bind_address="127.0.0.1",
                                       check_interval_ms=100, routing=PREFIX, prefix_bytes=64,
                                       balance_factor=150 if deployment == "bounded" else 0)
                        for deployment, port in ports.items()]
-            globals_ = BalancerGlobals(stats_socket=f"{folder}/admin.sock", metrics_port=free_port(),
+            globals_ = BalancerGlobals(stats_socket=f"{folder}/admin.sock", metrics_port=server_port(),
                                        lua_scripts=(str(script),))
             conf = folder / "conf"
             conf.mkdir()

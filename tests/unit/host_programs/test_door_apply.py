@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.door_program import Replica, apply, files, place, through  # noqa: F401 - place is a fixture
-from tests.support.haproxy_harness import free_port
+from tests.support.network import server_port
 from tritonops.door import program as door_program
 from tritonops.render.door_config import BalancedReplica, BalancerConfig, BalancerGlobals, render_balancer_files
 
@@ -178,7 +178,7 @@ def test_a_change_of_maxconn_alone_is_made_on_the_running_worker_without_a_reloa
 def test_a_server_moved_to_another_port_is_sent_there_on_the_running_worker_without_a_reload(place):
     """A replica booted on its other slot (issue #42, Kamal's order): the door's file now names its new port. The
     running worker is told (`set server ... addr ... port ...`) and keeps running; requests reach the new port."""
-    other = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Replica)
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", server_port()), Replica)
     other.daemon_threads = True
     threading.Thread(target=other.serve_forever, daemon=True).start()
     try:

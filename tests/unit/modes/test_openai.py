@@ -13,7 +13,8 @@ import openai
 import pytest
 
 from tests.support.serve_records import serve_record
-from tests.support.haproxy_door import Door, door_port, haproxy_check, write_files
+from tests.support.haproxy_door import Door, haproxy_check, write_files
+from tests.support.network import server_port
 from tritonops.errors import InputError
 from tritonops.host_programs.triton_client import answer_text, ask
 from tritonops.image import ngc
@@ -195,8 +196,8 @@ def openai_door(tmp_path):
     def start(replica_port: int) -> Door:
         keys = tmp_path / "chat.keys"
         keys.write_text("the-key\n")
-        config = BalancerConfig("chat", (BalancedReplica("r0", "127.0.0.1", replica_port, door_port(), 8),),
-                                http_port=door_port(), grpc_port=None, check_interval_ms=100,
+        config = BalancerConfig("chat", (BalancedReplica("r0", "127.0.0.1", replica_port, server_port(), 8),),
+                                http_port=server_port(), grpc_port=None, check_interval_ms=100,
                                 bind_address="127.0.0.1", keys_file=str(keys), mode=OPENAI)
         doors.append(Door(tmp_path / f"door{len(doors)}", config))
         return doors[-1]
@@ -211,7 +212,7 @@ def client(door: Door, key: str) -> openai.OpenAI:
 
 
 def test_the_official_client_reads_the_doors_refusals_as_its_own_errors(openai_door):
-    door = openai_door(door_port())  # nothing listens there: the replica goes down
+    door = openai_door(server_port())  # nothing listens there: the replica goes down
     door.wait_status("r0", "DOWN")
     with pytest.raises(openai.AuthenticationError) as no_key:
         client(door, "not-the-key").models.list()

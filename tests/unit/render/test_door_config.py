@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.haproxy_door import Door, door_port, haproxy_check, write_files
+from tests.support.haproxy_door import Door, haproxy_check, write_files
+from tests.support.network import server_port
 from tritonops.errors import InputError
 from tritonops.render.door_config import (
     GLOBALS_FILE, BalancedReplica, BalancerConfig, BalancerGlobals, deployment_file, grpc_backend, http_backend,
@@ -381,7 +382,7 @@ class FakeReplica:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
         self.running = True
-        self.grpc_server, self.grpc_port = self._grpc() if grpc else (None, door_port())
+        self.grpc_server, self.grpc_port = self._grpc() if grpc else (None, server_port())
 
     def _grpc(self):
         import grpc
@@ -428,8 +429,8 @@ def start_door(tmp_path):
 
     def start(replicas: list[FakeReplica], maxconn: int = 8, grpc: bool = False, **fields) -> Door:
         started.extend(replicas)
-        config = BalancerConfig("chat", tuple(r.as_balanced(maxconn) for r in replicas), http_port=door_port(),
-                                grpc_port=door_port() if grpc else None, check_interval_ms=100,
+        config = BalancerConfig("chat", tuple(r.as_balanced(maxconn) for r in replicas), http_port=server_port(),
+                                grpc_port=server_port() if grpc else None, check_interval_ms=100,
                                 bind_address="127.0.0.1", **fields)
         door = Door(tmp_path / f"door{len(started)}", config)
         started.append(door)
